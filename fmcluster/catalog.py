@@ -1,0 +1,284 @@
+"""The instance catalog: the one place that states what each accelerated instance type has.
+
+Every figure comes from ``shared/FACTS.md`` section 1 (seed tables, moto 5.2.5's
+DescribeInstanceTypes data, the AWS page "Maximize network bandwidth on accelerated
+instance types", NVIDIA's A100 datasheet). A figure FACTS.md marks **unconfirmed** is
+``None`` here: code that needs it must say it is unknown (or read it at preflight from
+``DescribeInstanceTypes``), never guess.
+
+Nothing else in fmcluster repeats these numbers; derive from this module instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Architecture = Literal["x86_64", "arm64"]
+
+
+@dataclass(frozen=True)
+class UltraServer:
+    """An UltraServer offering: several instances joined into one NVLink domain."""
+
+    name: str
+    instances: int
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    """One accelerated EC2 instance type. ``None`` means unconfirmed (FACTS.md)."""
+
+    name: str
+    gpu_model: str
+    gpus: int
+    gpu_memory_gb: float | None
+    """HBM per GPU, in GB."""
+    instance_gpu_memory_gb: float | None
+    """HBM of the whole instance where FACTS.md gives it directly (otherwise gpus x per GPU)."""
+    bf16_dense_pflops_per_gpu: float | None
+    fp8_dense_pflops_per_gpu: float | None
+    fp4_dense_pflops_per_gpu: float | None
+    hbm_bandwidth_tbps_per_gpu: float | None
+    """HBM bandwidth per GPU in TB/s."""
+    nvlink_generation: int | None
+    nvlink_aggregate_tbps: float | None
+    nvlink_note: str | None
+    vcpus: int | None
+    memory_gib: int | None
+    local_nvme_drives: int | None
+    local_nvme_drive_gb: int | None
+    network_cards: int
+    max_efa_interfaces: int
+    efa_generation: int
+    efa_aggregate_gbps: int
+    card0_carries_efa: bool
+    max_enis_per_card: tuple[int | None, ...]
+    """Maximum network interfaces on each card, indexed by card; ``None`` if unconfirmed."""
+    architecture: Architecture
+    ultraservers: tuple[UltraServer, ...] = ()
+    nvswitch: bool = True
+    """NVSwitch systems need NVIDIA Fabric Manager matching the driver."""
+    needs_imex: bool = False
+    """GB200 NVL domains need the ``nvidia-imex`` service."""
+
+    @property
+    def gpu_memory_total_gb(self) -> float | None:
+        """HBM of one instance, in GB."""
+        if self.instance_gpu_memory_gb is not None:
+            return self.instance_gpu_memory_gb
+        if self.gpu_memory_gb is None:
+            return None
+        return self.gpus * self.gpu_memory_gb
+
+    @property
+    def efa_gbps_per_interface(self) -> float:
+        """The share of the EFA aggregate that one EFA interface carries."""
+        return self.efa_aggregate_gbps / self.max_efa_interfaces
+
+    @property
+    def bf16_dense_pflops(self) -> float | None:
+        """Dense BF16 peak of one instance, in PFLOPS."""
+        if self.bf16_dense_pflops_per_gpu is None:
+            return None
+        return self.gpus * self.bf16_dense_pflops_per_gpu
+
+
+def _same_per_card(cards: int, enis: int) -> tuple[int, ...]:
+    return (enis,) * cards
+
+
+CATALOG: dict[str, InstanceType] = {
+    t.name: t
+    for t in (
+        InstanceType(
+            name="p4d.24xlarge",
+            gpu_model="A100 40GB",
+            gpus=8,
+            gpu_memory_gb=40,
+            instance_gpu_memory_gb=None,
+            bf16_dense_pflops_per_gpu=0.312,
+            fp8_dense_pflops_per_gpu=None,  # A100 has no FP8 tensor cores
+            fp4_dense_pflops_per_gpu=None,
+            hbm_bandwidth_tbps_per_gpu=1.555,
+            nvlink_generation=3,
+            nvlink_aggregate_tbps=4.8,
+            nvlink_note=None,
+            vcpus=96,
+            memory_gib=1152,
+            local_nvme_drives=8,
+            local_nvme_drive_gb=1000,
+            network_cards=4,
+            max_efa_interfaces=4,
+            efa_generation=1,
+            efa_aggregate_gbps=400,
+            card0_carries_efa=True,
+            max_enis_per_card=_same_per_card(4, 15),
+            architecture="x86_64",
+        ),
+        InstanceType(
+            name="p5.48xlarge",
+            gpu_model="H100",
+            gpus=8,
+            gpu_memory_gb=80,
+            instance_gpu_memory_gb=None,
+            bf16_dense_pflops_per_gpu=0.9895,
+            fp8_dense_pflops_per_gpu=1.979,
+            fp4_dense_pflops_per_gpu=None,
+            hbm_bandwidth_tbps_per_gpu=3.35,
+            nvlink_generation=4,
+            nvlink_aggregate_tbps=7.2,
+            nvlink_note=None,
+            vcpus=192,
+            memory_gib=2048,
+            local_nvme_drives=8,
+            local_nvme_drive_gb=3840,
+            network_cards=32,
+            max_efa_interfaces=32,
+            efa_generation=2,
+            efa_aggregate_gbps=3200,
+            card0_carries_efa=True,
+            max_enis_per_card=_same_per_card(32, 2),
+            architecture="x86_64",
+        ),
+        InstanceType(
+            name="p5e.48xlarge",
+            gpu_model="H200",
+            gpus=8,
+            gpu_memory_gb=141,
+            instance_gpu_memory_gb=None,
+            bf16_dense_pflops_per_gpu=0.9895,
+            fp8_dense_pflops_per_gpu=1.979,
+            fp4_dense_pflops_per_gpu=None,
+            hbm_bandwidth_tbps_per_gpu=4.8,
+            nvlink_generation=4,
+            nvlink_aggregate_tbps=7.2,
+            nvlink_note=None,
+            vcpus=192,
+            memory_gib=2048,
+            local_nvme_drives=8,
+            local_nvme_drive_gb=3840,
+            network_cards=32,
+            max_efa_interfaces=32,
+            efa_generation=2,
+            efa_aggregate_gbps=3200,
+            card0_carries_efa=True,
+            max_enis_per_card=_same_per_card(32, 2),
+            architecture="x86_64",
+        ),
+        InstanceType(
+            name="p5en.48xlarge",
+            gpu_model="H200",
+            gpus=8,
+            gpu_memory_gb=141,
+            instance_gpu_memory_gb=None,
+            bf16_dense_pflops_per_gpu=0.9895,
+            fp8_dense_pflops_per_gpu=1.979,
+            fp4_dense_pflops_per_gpu=None,
+            hbm_bandwidth_tbps_per_gpu=4.8,
+            nvlink_generation=4,
+            nvlink_aggregate_tbps=7.2,
+            nvlink_note=None,
+            vcpus=192,
+            memory_gib=2048,
+            local_nvme_drives=8,
+            local_nvme_drive_gb=3840,
+            network_cards=16,
+            max_efa_interfaces=16,
+            efa_generation=3,
+            efa_aggregate_gbps=3200,
+            card0_carries_efa=True,
+            max_enis_per_card=_same_per_card(16, 4),
+            architecture="x86_64",
+        ),
+        InstanceType(
+            name="p6-b200.48xlarge",
+            gpu_model="B200",
+            gpus=8,
+            gpu_memory_gb=180,
+            instance_gpu_memory_gb=None,
+            bf16_dense_pflops_per_gpu=2.25,
+            fp8_dense_pflops_per_gpu=4.5,
+            fp4_dense_pflops_per_gpu=9,
+            hbm_bandwidth_tbps_per_gpu=8,
+            nvlink_generation=5,
+            nvlink_aggregate_tbps=14.4,
+            nvlink_note=None,
+            vcpus=192,
+            memory_gib=2048,
+            local_nvme_drives=8,
+            local_nvme_drive_gb=3840,
+            network_cards=8,
+            max_efa_interfaces=8,
+            efa_generation=4,
+            efa_aggregate_gbps=3200,
+            card0_carries_efa=True,
+            max_enis_per_card=_same_per_card(8, 4),
+            architecture="x86_64",
+        ),
+        InstanceType(
+            name="p6-b300.48xlarge",
+            gpu_model="B300",
+            gpus=8,
+            gpu_memory_gb=288,
+            # The seed gives 2,100 GB for the instance; 8 x 288 GB = 2,304 GB (~2,146 GiB).
+            # We derive from the per-GPU figure rather than carry two that disagree.
+            instance_gpu_memory_gb=None,
+            bf16_dense_pflops_per_gpu=2.25,
+            fp8_dense_pflops_per_gpu=4.5,
+            fp4_dense_pflops_per_gpu=13.5,
+            hbm_bandwidth_tbps_per_gpu=8,
+            nvlink_generation=5,
+            nvlink_aggregate_tbps=14.4,
+            nvlink_note=None,
+            vcpus=192,
+            memory_gib=4096,
+            local_nvme_drives=8,
+            local_nvme_drive_gb=3840,
+            network_cards=17,
+            max_efa_interfaces=16,
+            efa_generation=4,
+            efa_aggregate_gbps=6400,
+            card0_carries_efa=False,
+            # Card 0 is ENA-only; FACTS.md gives 4 interfaces on cards 1-16 only.
+            max_enis_per_card=(None,) + _same_per_card(16, 4),
+            architecture="x86_64",
+        ),
+        InstanceType(
+            name="p6e-gb200.36xlarge",
+            gpu_model="GB200",
+            gpus=4,
+            gpu_memory_gb=None,
+            instance_gpu_memory_gb=740,
+            bf16_dense_pflops_per_gpu=None,
+            fp8_dense_pflops_per_gpu=None,
+            fp4_dense_pflops_per_gpu=None,
+            hbm_bandwidth_tbps_per_gpu=None,
+            nvlink_generation=None,
+            nvlink_aggregate_tbps=None,
+            nvlink_note="NVL72 domain across the UltraServer",
+            vcpus=None,
+            memory_gib=None,
+            local_nvme_drives=None,
+            local_nvme_drive_gb=None,
+            network_cards=17,
+            max_efa_interfaces=16,
+            efa_generation=4,
+            efa_aggregate_gbps=1600,
+            card0_carries_efa=False,
+            # Odd cards take 1 interface, even cards (card 0 included) take 2.
+            max_enis_per_card=tuple(2 if card % 2 == 0 else 1 for card in range(17)),
+            architecture="arm64",
+            ultraservers=(
+                UltraServer("u-p6e-gb200x36", 9),
+                UltraServer("u-p6e-gb200x72", 18),
+            ),
+            needs_imex=True,
+        ),
+    )
+}
+
+
+def get(name: str) -> InstanceType:
+    """The catalog entry for ``name``; ``KeyError`` when it is not in the catalog."""
+    return CATALOG[name]
