@@ -1,0 +1,35 @@
+"""CDK stacks. They take the project and its plan, never raw YAML."""
+
+from __future__ import annotations
+
+from aws_cdk import App, Environment, Stack, Tags, Validations
+from cdk_nag import AwsSolutionsChecks
+
+from fmcluster.config import LoadedProject
+from fmcluster.plan import Plan
+
+PROJECT_TAG = "fmcluster:project"
+
+
+def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
+    """Add one project's stacks (``NAME-network``, ``NAME-cluster``) to ``app``."""
+    from fmcluster.stacks.cluster import ClusterStack
+    from fmcluster.stacks.network import NetworkStack
+
+    project = loaded.project
+    env = None
+    if project.account or project.region:
+        env = Environment(account=project.account, region=project.region)
+    network = NetworkStack(app, f"{project.name}-network", project=project, plan=plan, env=env)
+    cluster = ClusterStack(app, f"{project.name}-cluster", project=project, plan=plan, network=network.contract, env=env)
+    stacks: list[Stack] = [network, cluster]
+    for stack in stacks:
+        Tags.of(stack).add(PROJECT_TAG, project.name)
+        for key, value in project.tags.items():
+            Tags.of(stack).add(key, value)
+    return stacks
+
+
+def add_nag(app: App, verbose: bool = True) -> None:
+    """cdk-nag's AwsSolutions pack on every stack of the app."""
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=verbose))
