@@ -1,0 +1,82 @@
+"""The catalog against FACTS.md's rules and against an independent copy of EC2's data (moto's)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from moto.ec2.models.instance_types import INSTANCE_TYPES as MOTO_TYPES
+
+from fmcluster import catalog
+from fmcluster.plan import efa_layout
+
+ALL = sorted(catalog.CATALOG)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_card0_rule_matches_parallelcluster(name: str) -> None:
+    # ParallelCluster's rule: card 0 carries EFA iff MaximumEfaInterfaces == MaximumNetworkCards.
+    t = catalog.get(name)
+    assert t.card0_carries_efa == (t.max_efa_interfaces == t.network_cards)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_per_card_limits_cover_every_card(name: str) -> None:
+    t = catalog.get(name)
+    assert len(t.max_enis_per_card) == t.network_cards
+
+
+@pytest.mark.parametrize("name", [n for n in ALL if n in MOTO_TYPES])
+def test_catalog_agrees_with_ec2_data(name: str) -> None:
+    """moto bundles DescribeInstanceTypes output; our hand-kept figures must agree with it."""
+    t, ec2 = catalog.get(name), MOTO_TYPES[name]
+    net = ec2["NetworkInfo"]
+    assert t.network_cards == net["MaximumNetworkCards"]
+    assert t.max_efa_interfaces == net["EfaInfo"]["MaximumEfaInterfaces"]
+    assert t.gpus == ec2["GpuInfo"]["Gpus"][0]["Count"]
+    assert t.vcpus == ec2["VCpuInfo"]["DefaultVCpus"]
+    assert t.memory_gib * 1024 == ec2["MemoryInfo"]["SizeInMiB"]
+    assert t.architecture == ec2["ProcessorInfo"]["SupportedArchitectures"][0]
+    for card in net["NetworkCards"]:
+        known = t.max_enis_per_card[card["NetworkCardIndex"]]
+        if known is not None:
+            assert known == card["MaximumNetworkInterfaces"], f"card {card['NetworkCardIndex']}"
+
+
+def test_moto_lacks_only_gb200() -> None:
+    # FACTS.md section 8: moto has p4d..p6-b300 but not p6e-gb200; if that changes, compare it too.
+    assert [n for n in ALL if n not in MOTO_TYPES] == ["p6e-gb200.36xlarge"]
+
+
+def test_unconfirmed_figures_are_none() -> None:
+    gb200 = catalog.get("p6e-gb200.36xlarge")
+    for field in ("bf16_dense_pflops_per_gpu", "hbm_bandwidth_tbps_per_gpu", "vcpus", "memory_gib", "local_nvme_drives"):
+        assert getattr(gb200, field) is None, field
+    assert gb200.bf16_dense_pflops is None
+    assert gb200.gpu_memory_total_gb == 740
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_layout_fits_each_cards_interface_limit(name: str) -> None:
+    t = catalog.get(name)
+    for nic in efa_layout(t):
+        limit = t.max_enis_per_card[nic.card]
+        assert limit is None or nic.device < limit, f"card {nic.card} device {nic.device} exceeds {limit}"
+
+
+FIGURES = ("0.9895", "1.979", "1.555", "0.312", "3.35", "13.5", "14.4", "2.25", "4.8", "740")
+
+
+def test_figures_have_one_source() -> None:
+    """Nothing outside the catalog restates an instance figure (a distinctive subset is scanned)."""
+    package = Path(catalog.__file__).parent
+    offenders = []
+    for path in package.rglob("*"):
+        if path.suffix not in (".py", ".j2", ".yaml", ".sh") or path.name == "catalog.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        for figure in FIGURES:
+            if re.search(rf"(?<![\w.]){re.escape(figure)}(?![\w.])", text):
+                offenders.append(f"{path.relative_to(package)}: {figure}")
+    assert not offenders, offenders
