@@ -37,12 +37,27 @@ def build(app: App, refs: list[str]) -> None:
         raise ConfigError(problems)
     for loaded, plan in loaded_plans:
         build_project(app, loaded, plan)
-    if str(app.node.try_get_context("nag") or "true").lower() != "false":
+    if _flag(app, "nag", True):
         add_nag(app)
 
 
+def _flag(app: App, key: str, default: bool) -> bool:
+    value = app.node.try_get_context(key)
+    return default if value is None else str(value).lower() not in ("false", "0", "no", "off")
+
+
+def new_app(**kwargs) -> App:
+    """An App with CDK's built-in CloudFormation validation off unless ``-c cfn-validate=true``.
+
+    That engine costs about a second per synth; cfn-lint checks every template of every
+    project in the test suite instead, and cdk-nag still runs on every synth.
+    """
+    probe = App(auto_synth=False, **kwargs)  # reads cdk.json and -c context, never synthesized
+    return App(builtin_cloud_formation_validation=_flag(probe, "cfn-validate", False), **kwargs)
+
+
 def main() -> None:
-    app = App()
+    app = new_app()
     try:
         build(app, project_refs(str(app.node.try_get_context("project") or "default")))
     except ConfigError as exc:

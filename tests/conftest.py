@@ -37,8 +37,13 @@ class NetworkBlocked(RuntimeError):
     """A test tried to reach something other than this machine."""
 
 
+BLOCKED: list[str] = []
+"""Every blocked attempt, so a test that swallows the exception still fails (see ``_fail_on_network``)."""
+
+
 _real_connect = socket.socket.connect
 _real_create_connection = socket.create_connection
+_real_getaddrinfo = socket.getaddrinfo
 
 
 def _is_local(address: object) -> bool:
@@ -50,23 +55,43 @@ def _is_local(address: object) -> bool:
 
 def _guarded_connect(self: socket.socket, address: object) -> None:
     if not _is_local(address):
+        BLOCKED.append(f"connect {address!r}")
         raise NetworkBlocked(f"test tried to connect to {address!r}; tests must not touch AWS or the internet")
     return _real_connect(self, address)
 
 
 def _guarded_create_connection(address: tuple, *args: object, **kwargs: object) -> socket.socket:
     if not _is_local(address):
+        BLOCKED.append(f"connect {address!r}")
         raise NetworkBlocked(f"test tried to connect to {address!r}; tests must not touch AWS or the internet")
     return _real_create_connection(address, *args, **kwargs)  # type: ignore[arg-type]
+
+
+def _guarded_getaddrinfo(host: object, *args: object, **kwargs: object) -> list:
+    if host is not None and not _is_local((host,)):
+        BLOCKED.append(f"resolve {host!r}")
+        raise NetworkBlocked(f"test tried to resolve {host!r}; tests must not touch AWS or the internet")
+    return _real_getaddrinfo(host, *args, **kwargs)  # type: ignore[arg-type]
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _no_network() -> None:
     socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
     socket.create_connection = _guarded_create_connection  # type: ignore[assignment]
+    socket.getaddrinfo = _guarded_getaddrinfo  # type: ignore[assignment]
     yield
     socket.socket.connect = _real_connect  # type: ignore[method-assign]
     socket.create_connection = _real_create_connection  # type: ignore[assignment]
+    socket.getaddrinfo = _real_getaddrinfo  # type: ignore[assignment]
+
+
+@pytest.fixture(autouse=True)
+def _fail_on_network() -> None:
+    BLOCKED.clear()
+    yield
+    attempts, BLOCKED[:] = list(BLOCKED), []
+    if attempts:
+        pytest.fail(f"test tried to leave the machine: {attempts}; use moto or botocore's Stubber")
 
 
 @dataclass
@@ -84,12 +109,10 @@ class Synthesized:
 
 @pytest.fixture(scope="session")
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    from aws_cdk import App
-
-    from fmcluster.cdkapp import build
+    from fmcluster.cdkapp import build, new_app
 
     outdir = tmp_path_factory.mktemp("cdk.out")
-    app = App(outdir=str(outdir), context=json.loads((ROOT / "cdk.json").read_text())["context"])
+    app = new_app(outdir=str(outdir), context=json.loads((ROOT / "cdk.json").read_text())["context"])
     build(app, [str(p) for p in ALL_FILES])
     error = None
     try:

@@ -3,8 +3,8 @@
 The promtool test files under ``rules/`` name ``rules.yaml``: the harness writes the combined rule
 file (shipped files + the catalog group) next to copies of them. Expected alerts give their labels
 and ``summary``; the harness adds each rule's static annotations (``runbook``) so the runbook text
-lives in one place. Run one by hand with ``python -m observability.promtool_tests DIR`` -- see
-``write_promtool_suite``.
+lives in one place. To run promtool by hand: ``write_promtool_suite(DIR)``, then
+``promtool test rules DIR/*.test.yaml``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import yaml
 
 from fmcluster import catalog
 from fmcluster.observability import metrics, rules
+
+from .promql import metric_names as _metric_names
 
 HERE = Path(__file__).parent
 TEST_FILES = sorted((HERE / "rules").glob("*.test.yaml"))
@@ -169,32 +171,6 @@ def test_alertmanager_definition_routes_to_sns(tmp_path: Path) -> None:
     assert sns["topic_arn"] == "arn:aws:sns:us-east-1:123456789012:alerts"
     assert sns["sigv4"] == {"region": "us-east-1"}
     assert config["route"]["receiver"] == "sns"
-
-
-_FUNCTIONS = {
-    "sum", "max", "min", "avg", "count", "group", "by", "on", "without", "ignoring", "group_left", "group_right",
-    "rate", "irate", "increase", "delta", "and", "or", "unless", "offset", "vector", "topk", "bottomk", "bool",
-    "max_over_time", "min_over_time", "avg_over_time", "label_replace", "clamp_min", "clamp_max", "abs",
-    "histogram_quantile", "count_over_time", "last_over_time", "absent", "time", "scalar", "sort", "sort_desc",
-}
-
-
-def _metric_names(expr: str) -> set[str]:
-    """Metric names in a PromQL expression (identifiers that are not functions, keywords or labels)."""
-    stripped = re.sub(r"\{[^}]*\}", "{}", expr)  # drop label matchers
-    stripped = re.sub(r"(by|on|without|ignoring|group_left|group_right)\s*\([^)]*\)", " ", stripped)
-    stripped = re.sub(r'"[^"]*"', "", stripped)
-    stripped = re.sub(r"\[[^\]]*\]", "[]", stripped)
-    stripped = re.sub(r"\boffset\s+[0-9]+[smhdwy]", " ", stripped)
-    stripped = re.sub(r"\b[0-9][0-9.e+-]*\b", " ", stripped)
-    names = set()
-    for match in re.finditer(r"[a-zA-Z_:][a-zA-Z0-9_:]*", stripped):
-        word = match.group(0)
-        end = match.end()
-        if word in _FUNCTIONS or (end < len(stripped) and stripped[end:].lstrip().startswith("(")):
-            continue
-        names.add(word)
-    return names
 
 
 def test_metric_name_parser() -> None:

@@ -1,0 +1,38 @@
+# fmcluster. `make synth` and `make test` set everything up on first use.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+PROJECT ?= default
+# jsii needs Node >= 22: use the one pinned in package.json, not the machine's.
+export PATH := $(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
+export CDK_DISABLE_CLI_TELEMETRY := true
+
+.PHONY: setup synth test bench plan clean
+
+setup: $(VENV)/.installed node_modules/.installed
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+synth: setup  ## synthesize projects/$(PROJECT).yaml to cdk.out/ and print its plan
+	cdk synth -c project=$(PROJECT) --quiet --no-notices
+	fmcluster plan $(PROJECT)
+
+plan: setup
+	fmcluster plan $(PROJECT)
+
+test: setup  ## the full test suite: unit tests, cfn-lint, cdk-nag, shellcheck, promtool
+	$(PY) -m pytest
+
+bench: setup  ## synth-time benchmarks (medians; see bench/README.md)
+	$(PY) bench/synth_bench.py
+
+clean:
+	rm -rf cdk.out .bench .pytest_cache
