@@ -174,6 +174,15 @@ def new(
         out.print(f"wrote {target} (VPC {data['network'].get('vpc_cidr', 'existing')})", highlight=False)
 
 
+def _mount_subcommands() -> None:
+    from fmcluster.observability.cli import dashboards_app
+
+    app.add_typer(dashboards_app, name="dashboards")
+
+
+_mount_subcommands()
+
+
 def main() -> None:
     try:
         app()

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from fmcluster import catalog
 from fmcluster.config_base import Model
+from fmcluster.observability.config import ObservabilityConfig as Observability
 from fmcluster.errors import ConfigError, Problem
 
 DNS_NAME = r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$"
@@ -189,10 +190,6 @@ class Orchestrator(Model):
     type: Literal["none", "parallelcluster", "hyperpod"] = Field(
         default="none", description="`none` (launch templates only), `parallelcluster` or `hyperpod`."
     )
-
-
-class Observability(Model):
-    """Metrics, alerts and dashboards. Filled in by the observability issue."""
 
 
 OperatingSystem = Literal["ubuntu-22.04", "ubuntu-24.04", "al2023"]

@@ -1,88 +1,25 @@
-"""Shared fixtures: an offline guard for every test, and one synthesis per test session."""
+"""Fixtures: an offline guard for every test, and one synthesis of every project per test session."""
 
 from __future__ import annotations
 
 import json
-import os
 import socket
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-PROJECT_FILES = sorted((ROOT / "projects").glob("*.yaml"))
-EXAMPLE_FILES = sorted((ROOT / "examples").glob("*.yaml"))
-ALL_FILES = PROJECT_FILES + EXAMPLE_FILES
-
-# Fake credentials and a region: nothing may find real ones, and boto3 never needs to look.
-for key, value in {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_SESSION_TOKEN": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_CONFIG_FILE": os.devnull,
-    "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-    "AWS_EC2_METADATA_DISABLED": "true",
-}.items():
-    os.environ[key] = value
-
-# jsii must run on the project's Node 22, not the machine's end-of-life Node 20.
-_node_bin = ROOT / "node_modules" / ".bin"
-if _node_bin.is_dir():
-    os.environ["PATH"] = f"{_node_bin}{os.pathsep}{os.environ['PATH']}"
-
-
-class NetworkBlocked(RuntimeError):
-    """A test tried to reach something other than this machine."""
-
-
-BLOCKED: list[str] = []
-"""Every blocked attempt, so a test that swallows the exception still fails (see ``_fail_on_network``)."""
-
-
-_real_connect = socket.socket.connect
-_real_create_connection = socket.create_connection
-_real_getaddrinfo = socket.getaddrinfo
-
-
-def _is_local(address: object) -> bool:
-    if isinstance(address, (str, bytes)):  # AF_UNIX paths
-        return True
-    host = str(address[0]) if isinstance(address, tuple) else ""
-    return host in ("localhost", "::1") or host.startswith("127.")
-
-
-def _guarded_connect(self: socket.socket, address: object) -> None:
-    if not _is_local(address):
-        BLOCKED.append(f"connect {address!r}")
-        raise NetworkBlocked(f"test tried to connect to {address!r}; tests must not touch AWS or the internet")
-    return _real_connect(self, address)
-
-
-def _guarded_create_connection(address: tuple, *args: object, **kwargs: object) -> socket.socket:
-    if not _is_local(address):
-        BLOCKED.append(f"connect {address!r}")
-        raise NetworkBlocked(f"test tried to connect to {address!r}; tests must not touch AWS or the internet")
-    return _real_create_connection(address, *args, **kwargs)  # type: ignore[arg-type]
-
-
-def _guarded_getaddrinfo(host: object, *args: object, **kwargs: object) -> list:
-    if host is not None and not _is_local((host,)):
-        BLOCKED.append(f"resolve {host!r}")
-        raise NetworkBlocked(f"test tried to resolve {host!r}; tests must not touch AWS or the internet")
-    return _real_getaddrinfo(host, *args, **kwargs)  # type: ignore[arg-type]
+import support
+from support import ALL_FILES, BLOCKED, ROOT, Synthesized
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _no_network() -> None:
-    socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
-    socket.create_connection = _guarded_create_connection  # type: ignore[assignment]
-    socket.getaddrinfo = _guarded_getaddrinfo  # type: ignore[assignment]
+    socket.socket.connect = support._guarded_connect  # type: ignore[method-assign]
+    socket.create_connection = support._guarded_create_connection  # type: ignore[assignment]
+    socket.getaddrinfo = support._guarded_getaddrinfo  # type: ignore[assignment]
     yield
-    socket.socket.connect = _real_connect  # type: ignore[method-assign]
-    socket.create_connection = _real_create_connection  # type: ignore[assignment]
-    socket.getaddrinfo = _real_getaddrinfo  # type: ignore[assignment]
+    socket.socket.connect = support._real_connect  # type: ignore[method-assign]
+    socket.create_connection = support._real_create_connection  # type: ignore[assignment]
+    socket.getaddrinfo = support._real_getaddrinfo  # type: ignore[assignment]
 
 
 @pytest.fixture(autouse=True)
@@ -92,19 +29,6 @@ def _fail_on_network() -> None:
     attempts, BLOCKED[:] = list(BLOCKED), []
     if attempts:
         pytest.fail(f"test tried to leave the machine: {attempts}; use moto or botocore's Stubber")
-
-
-@dataclass
-class Synthesized:
-    """Every project and example, synthesized once: templates by stack name, plus cdk-nag's report."""
-
-    outdir: Path
-    templates: dict[str, dict]
-    validation_report: dict
-    error: str | None
-
-    def template(self, stack: str) -> dict:
-        return self.templates[stack]
 
 
 @pytest.fixture(scope="session")

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT
-from helpers import BASE
+from support import ROOT
+from support import BASE
 
 
 def _run_app(context: dict, tmp_path: Path, projects: Path | None = None) -> subprocess.CompletedProcess:

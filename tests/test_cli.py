@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from fmcluster.cli import app
 
-from conftest import ROOT
+from support import ROOT
 
 runner = CliRunner()
 

@@ -11,7 +11,7 @@ from fmcluster import checks, config
 from fmcluster.cli import app
 from fmcluster.errors import ConfigError
 
-from helpers import BASE, project_text
+from support import BASE, project_text
 
 runner = CliRunner()
 

@@ -6,7 +6,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from conftest import BLOCKED
+from support import BLOCKED
 
 
 def test_a_real_aws_call_is_blocked_and_recorded() -> None:

@@ -8,7 +8,7 @@ from aws_cdk.assertions import Match, Template
 from fmcluster import catalog, config
 from fmcluster.plan import efa_layout
 
-from conftest import ALL_FILES, EXAMPLE_FILES, Synthesized
+from support import ALL_FILES, EXAMPLE_FILES, Synthesized
 
 PROJECTS = {config.parse(p.read_text(), p).project.name: config.parse(p.read_text(), p).project for p in ALL_FILES}
 

@@ -7,11 +7,11 @@ import json
 import pytest
 from cfnlint.api import ManualArgs, lint
 
-from conftest import Synthesized
+from support import Synthesized
 
 from fmcluster import config
 
-from conftest import ALL_FILES
+from support import ALL_FILES
 
 DEFAULT_LINT_REGION = "us-east-1"
 """Templates of projects that name no Region are checked against this one."""
