@@ -123,6 +123,31 @@ def _ultraserver(loaded: LoadedProject, plan: Plan) -> Iterator[Problem]:
             )
 
 
+@check("extra-rule-files", "error")
+def _extra_rules(loaded: LoadedProject, plan: Plan) -> Iterator[Problem]:
+    from pathlib import Path
+
+    import yaml
+
+    base = loaded.file.parent if loaded.file else Path(".")
+    for i, name in enumerate(loaded.project.observability.extra_rule_files):
+        path = base / name
+        loc = ("observability", "extra_rule_files", i)
+        if not path.is_file():
+            yield _problem(loaded, "error", "extra-rule-files", loc, f"rule file {path} does not exist",
+                           "paths are relative to the project file")
+            continue
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            yield _problem(loaded, "error", "extra-rule-files", loc, f"{path} is not valid YAML ({exc})",
+                           "check it with `promtool check rules FILE`")
+            continue
+        if not isinstance(data, dict) or not isinstance(data.get("groups"), list):
+            yield _problem(loaded, "error", "extra-rule-files", loc, f"{path} is not a Prometheus rule file",
+                           "a rule file is a mapping with a `groups:` list; check it with `promtool check rules FILE`")
+
+
 @check("suppressed-warning-exists", "warning")
 def _known_suppressions(loaded: LoadedProject, plan: Plan) -> Iterator[Problem]:
     for i, name in enumerate(loaded.project.suppress_warnings):

@@ -4,3 +4,6 @@ No CDK here. The observability stack reads :func:`fmcluster.observability.rules.
 :func:`fmcluster.observability.rules.alertmanager_definition`; the bootstrap renders
 :func:`fmcluster.observability.collector.render_collector_config` for the head node.
 """
+
+WORKSPACE_OUTPUT = "GrafanaWorkspaceId"
+"""The output of the ``NAME-observability`` stack that holds the Grafana workspace ID."""

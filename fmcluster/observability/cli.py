@@ -16,8 +16,7 @@ from fmcluster import config
 from fmcluster.errors import ConfigError
 from fmcluster.observability import dashboards, grafana
 
-WORKSPACE_OUTPUT = "GrafanaWorkspaceId"
-"""The output of the ``NAME-observability`` stack that holds the Grafana workspace ID."""
+from fmcluster.observability import WORKSPACE_OUTPUT  # noqa: E402  (re-exported for callers)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 dashboards_app = typer.Typer(help="Grafana dashboards: export them as JSON or push them to the workspace.",

@@ -23,11 +23,28 @@ def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
     network = NetworkStack(app, f"{project.name}-network", project=project, plan=plan, env=env)
     cluster = ClusterStack(app, f"{project.name}-cluster", project=project, plan=plan, network=network.contract, env=env)
     stacks: list[Stack] = [network, cluster]
+    if project.observability.prometheus:
+        from fmcluster.observability import rules
+        from fmcluster.stacks.observability import ObservabilityStack
+
+        rules_data = rules.rules_yaml(
+            fsx=False,  # no FSx until the storage stack exists; FsxMountMissing would fire on every node
+            slurm=project.orchestrator.type != "none",
+            extra_files=extra_rule_files(loaded),
+        )
+        stacks.append(ObservabilityStack(app, f"{project.name}-observability", project=project,
+                                         rules_data=rules_data, env=env))
     for stack in stacks:
         Tags.of(stack).add(PROJECT_TAG, project.name)
         for key, value in project.tags.items():
             Tags.of(stack).add(key, value)
     return stacks
+
+
+def extra_rule_files(loaded: LoadedProject) -> list:
+    """The project's own rule files, relative to the project file."""
+    base = loaded.file.parent if loaded.file else None
+    return [(base / f) if base else f for f in loaded.project.observability.extra_rule_files]
 
 
 def add_nag(app: App, verbose: bool = True) -> None:
