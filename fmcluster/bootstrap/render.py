@@ -436,6 +436,11 @@ class BootstrapContext(_Frozen):
         return self.versions.aws_ofi_nccl.plugin_dir[self.os_family].format(arch=self.arch)
 
     @property
+    def lnet_over_efa(self) -> bool:
+        """LNet over EFA for an EFA-enabled FSx; only GPU nodes have EFA (others use TCP)."""
+        return self.fsx is not None and self.fsx.efa_enabled and self.gpu
+
+    @property
     def writes_plugstack(self) -> bool:
         """ParallelCluster shares /opt/slurm from the head node: only the head writes Slurm config."""
         return self.slurm and (self.flavour == "hyperpod" or self.role == "head")
@@ -648,6 +653,8 @@ def render_files(ctx: BootstrapContext) -> dict[str, str]:
             )
         files["files/dcgm-counters.csv"] = DCGM_COUNTERS_FILE.read_text(encoding="utf-8")
         files["files/fmcluster-efa-counters"] = _render("partials/efa_counters.sh.j2", ctx)
+    if ctx.lnet_over_efa:
+        files["files/fmcluster-lnet-efa"] = _render("partials/lnet_efa.sh.j2", ctx)
     return files
 
 

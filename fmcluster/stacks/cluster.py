@@ -10,7 +10,7 @@ from constructs import Construct
 
 from fmcluster.config import ComputeGroup, Project
 from fmcluster.plan import GroupPlan, Plan
-from fmcluster.stacks.network import NetworkContract
+from fmcluster.contracts import NetworkContract
 
 ROOT_DEVICE = {"ubuntu-22.04": "/dev/sda1", "ubuntu-24.04": "/dev/sda1", "al2023": "/dev/xvda"}
 

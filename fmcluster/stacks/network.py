@@ -7,30 +7,15 @@ The VPC is built from L1 constructs because the compute subnet must be placed by
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from aws_cdk import Acknowledgment, CfnOutput, Fn, RemovalPolicy, Stack, Validations, aws_ec2 as ec2, aws_iam as iam, aws_logs as logs
 from constructs import Construct
 
 from fmcluster.config import Project
+from fmcluster.contracts import NetworkContract
 from fmcluster.plan import Plan
 
 LUSTRE_PORTS = ((988, 988), (1018, 1023))
 """FSx for Lustre: TCP 988 and 1018-1023 (FACTS.md section 3)."""
-
-
-@dataclass(frozen=True)
-class NetworkContract:
-    """What later stacks need from the network, as tokens."""
-
-    vpc_id: str
-    compute_subnet_id: str
-    efa_security_group_id: str
-    """All traffic in and out to itself: EFA OS-bypass between the nodes (and EFA-enabled FSx)."""
-    node_security_group_id: str
-    """The nodes' own group: egress to the world through the NAT gateway, Lustre from the storage group."""
-    storage_security_group_id: str
-    """For FSx for Lustre: Lustre ports from the nodes and from itself."""
 
 
 class NetworkStack(Stack):

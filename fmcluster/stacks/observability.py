@@ -5,8 +5,6 @@ Long-lived like the network: the metrics workspace is retained when the stack is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from aws_cdk import (
     Acknowledgment,
     Aws,
@@ -25,6 +23,7 @@ from aws_cdk import (
 from constructs import Construct
 
 from fmcluster.config import Project
+from fmcluster.contracts import MetricsContract
 from fmcluster.observability import rules
 from fmcluster.observability import WORKSPACE_OUTPUT
 
@@ -33,15 +32,6 @@ APS_QUERY_ACTIONS = ["aps:QueryMetrics", "aps:GetSeries", "aps:GetLabels", "aps:
 # CloudWatch reads (FSx metrics); CloudWatch has no resource-level permissions for these.
 CLOUDWATCH_READ_ACTIONS = ["cloudwatch:GetMetricData", "cloudwatch:ListMetrics", "cloudwatch:DescribeAlarmsForMetric",
                            "cloudwatch:GetMetricStatistics"]
-
-
-@dataclass(frozen=True)
-class MetricsContract:
-    """What the cluster needs to send metrics: the workspace and its remote-write URL (tokens)."""
-
-    workspace_arn: str
-    workspace_id: str
-    remote_write_url: str
 
 
 class ObservabilityStack(Stack):

@@ -87,7 +87,13 @@ exit 0
 """,
     "dpkg-query": "exit 1",
     "rpm": "exit 1",
-    "fuser": "exit 1",
+    "fuser": r"""
+f="${state}/lock-held"
+[[ -f "${f}" ]] || exit 1
+n=$(<"${f}"); (( n > 0 )) || exit 1
+echo $((n - 1)) >"${f}"
+exit 0
+""",
     "getent": "exit 2",
     "mount": r'mkdir -p "${state}/mounted"; t=${!#}; : >"${state}/mounted/${t//\//_}"',
     "mountpoint": r't=${!#}; [[ -e "${state}/mounted/${t//\//_}" ]]',

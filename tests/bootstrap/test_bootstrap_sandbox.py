@@ -188,3 +188,23 @@ def test_head_node_al2023(make_sandbox):
     assert any(c.startswith("dnf -q -y install") and "enroot-3.4.1" in c for c in res.calls)
     assert (sb.root / "opt/slurm/etc/plugstack.conf.d/pyxis.conf").read_text() == "required /usr/local/lib/slurm/spank_pyxis.so\n"
     assert not calls_of(res, "nvidia-smi")
+
+
+def test_preflight_waits_for_the_package_manager_lock(p5_context, make_sandbox):
+    sb = make_sandbox(p5_context)
+    (sb.path / "state/lock-held").write_text("2\n")
+    res = sb.run(script="steps/10-preflight.sh")
+    assert res.rc == 0, res.out
+    assert res.log.count("waiting for the package manager lock") == 2
+    assert calls_of(res, "sleep") == ["sleep 5", "sleep 5"]
+
+
+def test_a_failing_command_names_the_step_the_command_and_the_log(p5_context, make_sandbox):
+    sb = make_sandbox(p5_context)
+    (sb.path / "stubs/mdadm").write_text("#!/bin/bash\necho 'mdadm: cannot open /dev/nvme1n1: Device or resource busy' >&2\nexit 1\n")
+    res = sb.run()
+    assert res.rc != 0
+    assert "[60-nvme] FAILED: command \"mdadm --create" in res.out
+    assert "(log: /var/log/fmcluster/bootstrap.log)" in res.out
+    assert "FAILED: 60-nvme: command \"mdadm --create" in res.out.strip().splitlines()[-1]
+    assert (sb.root / "var/lib/fmcluster/status").read_text().startswith("failed: 60-nvme")
