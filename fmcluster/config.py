@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from fmcluster import catalog
 from fmcluster.config_base import Model
 from fmcluster.observability.config import ObservabilityConfig as Observability
+from fmcluster.storage.config import Storage
 from fmcluster.errors import ConfigError, Problem
 
 DNS_NAME = r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$"
@@ -178,10 +179,6 @@ class ComputeGroup(Model):
 
 
 # --- later sections (filled in by their own issues) ----------------------------------------
-
-
-class Storage(Model):
-    """Shared storage (S3 + FSx for Lustre). Filled in by the storage issue."""
 
 
 class Orchestrator(Model):

@@ -13,6 +13,7 @@ from typing import Literal
 
 from fmcluster import catalog
 from fmcluster.config import ComputeGroup, Project
+from fmcluster.storage.planner import StoragePlan, plan_storage
 
 AWS_RESERVED_PER_SUBNET = 5
 """AWS keeps the first four and the last address of every subnet."""
@@ -106,6 +107,7 @@ class Plan:
     availability_zone_id: str
     groups: tuple[GroupPlan, ...]
     network: NetworkPlan
+    storage: StoragePlan
 
     @property
     def nodes(self) -> int:
@@ -133,6 +135,8 @@ class Plan:
         for group, plan in zip(data["groups"], self.groups):
             group["efa_fraction"] = plan.efa_fraction
             group["ips"] = plan.ips
+        data["storage"]["units"] = {"MB": "10^6 bytes", "GB": "10^9 bytes", "TB": "10^12 bytes",
+                                    "GiB": "2^30 bytes", "TiB": "2^40 bytes"}
         data["totals"] = {"nodes": self.nodes, "gpus": self.gpus, "bf16_pflops": self.bf16_pflops, "hbm_gb": self.hbm_gb}
         return data
 
@@ -244,4 +248,5 @@ def make_plan(project: Project) -> Plan:
         availability_zone_id=project.availability_zone_id,
         groups=groups,
         network=plan_network(project, groups),
+        storage=plan_storage(project.storage, sum(g.gpus for g in groups)),
     )

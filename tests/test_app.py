@@ -40,4 +40,4 @@ def test_all_selects_every_project_and_builds_only_those(tmp_path: Path) -> None
     result = _run_app({"project": "all", "nag": "false"}, tmp_path, projects)
     assert result.returncode == 0, result.stderr
     stacks = sorted(p.name.removesuffix(".template.json") for p in (tmp_path / "out").glob("*.template.json"))
-    assert stacks == ["alpha-cluster", "alpha-network", "beta-cluster", "beta-network"]
+    assert stacks == [f"{p}-{s}" for p in ("alpha", "beta") for s in ("cluster", "network", "observability", "storage")]

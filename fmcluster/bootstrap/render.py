@@ -24,6 +24,7 @@ import hashlib
 import json
 import re
 import shlex
+import shutil
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -677,9 +678,17 @@ def entry_script(ctx: BootstrapContext, sums_sha256: str) -> str:
 
 
 def render_bundle(ctx: BootstrapContext, out_dir: Path | str) -> Manifest:
-    """Write the bundle for ``ctx`` into ``out_dir`` (created; files it renders are overwritten)."""
+    """Write the bundle for ``ctx`` into ``out_dir`` and return its manifest.
+
+    ``out_dir`` is created; its ``steps/`` and ``files/`` are replaced, the other files it
+    renders overwritten. Publish the directory as it is (a CDK asset, or an S3 prefix for
+    HyperPod lifecycle scripts).
+    """
     out = Path(out_dir)
     files = render_files(ctx)
+    for sub in ("steps", "files"):  # ours alone: no stale step survives a re-render
+        if (out / sub).is_dir():
+            shutil.rmtree(out / sub)
     sums = _sums(files)
     sums_sha256 = _sha256(sums.encode())
     entry = entry_script(ctx, sums_sha256)

@@ -12,23 +12,33 @@ PROJECT_TAG = "fmcluster:project"
 
 
 def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
-    """Add one project's stacks (``NAME-network``, ``NAME-cluster``) to ``app``."""
+    """Add one project's stacks (network, storage, cluster, observability) to ``app``."""
     from fmcluster.stacks.cluster import ClusterStack
     from fmcluster.stacks.network import NetworkStack
+    from fmcluster.stacks.storage import StorageStack, creates_resources, imported_contract
 
     project = loaded.project
     env = None
     if project.account or project.region:
         env = Environment(account=project.account, region=project.region)
     network = NetworkStack(app, f"{project.name}-network", project=project, plan=plan, env=env)
-    cluster = ClusterStack(app, f"{project.name}-cluster", project=project, plan=plan, network=network.contract, env=env)
-    stacks: list[Stack] = [network, cluster]
+    stacks: list[Stack] = [network]
+    if creates_resources(project):
+        storage = StorageStack(app, f"{project.name}-storage", project=project, plan=plan, network=network.contract,
+                               env=env)
+        stacks.append(storage)
+        storage_contract = storage.contract
+    else:  # both bucket and file system exist already: nothing to create, nothing to lose
+        storage_contract = imported_contract(project)
+    cluster = ClusterStack(app, f"{project.name}-cluster", project=project, plan=plan, network=network.contract,
+                           storage=storage_contract, env=env)
+    stacks.append(cluster)
     if project.observability.prometheus:
         from fmcluster.observability import rules
         from fmcluster.stacks.observability import ObservabilityStack
 
         rules_data = rules.rules_yaml(
-            fsx=False,  # no FSx until the storage stack exists; FsxMountMissing would fire on every node
+            fsx=plan.storage.fsx,  # without FSx, FsxMountMissing would fire on every node
             slurm=project.orchestrator.type != "none",
             extra_files=extra_rule_files(loaded),
         )

@@ -10,7 +10,7 @@ from constructs import Construct
 
 from fmcluster.config import ComputeGroup, Project
 from fmcluster.plan import GroupPlan, Plan
-from fmcluster.contracts import NetworkContract
+from fmcluster.contracts import NetworkContract, StorageContract
 
 ROOT_DEVICE = {"ubuntu-22.04": "/dev/sda1", "ubuntu-24.04": "/dev/sda1", "al2023": "/dev/xvda"}
 
@@ -24,11 +24,12 @@ DLAMI_PARAMETER = {
 
 class ClusterStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, *, project: Project, plan: Plan,
-                 network: NetworkContract, **kwargs) -> None:
+                 network: NetworkContract, storage: StorageContract, **kwargs) -> None:
         super().__init__(scope, construct_id, description=f"fmcluster {project.name}: compute capacity", **kwargs)
         self.project = project
         self.plan = plan
         self.network = network
+        self.storage = storage
         self.role, self.instance_profile = self._add_node_role()
         self.launch_templates: dict[str, ec2.CfnLaunchTemplate] = {}
         for group in project.compute_groups:

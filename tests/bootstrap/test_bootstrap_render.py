@@ -11,7 +11,7 @@ from pathlib import Path
 import jinja2
 import pytest
 import yaml
-from conftest import FSX, make_project
+from bootstrap_support import FSX, make_project
 
 from fmcluster import catalog
 from fmcluster.bootstrap import render

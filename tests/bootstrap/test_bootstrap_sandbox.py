@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 
-from conftest import FSX, Image, calls_of, fake_artifacts, make_project, test_versions
+from bootstrap_support import FSX, Image, calls_of, fake_artifacts, make_project, test_versions
 
 from fmcluster.bootstrap import render
 
@@ -40,7 +40,8 @@ def test_preinstalled_image_runs_steps_in_order_and_keeps_the_driver(p5_context,
 
 def test_second_run_is_a_no_op(p5_context, make_sandbox):
     sb = make_sandbox(p5_context)
-    assert sb.run().rc == 0
+    first = sb.run()
+    assert first.rc == 0, first.out
     res = sb.run()
     assert res.rc == 0, res.out
     changing = [c for c in res.calls if c.split(" ", 1)[0] in INSTALLERS or c.startswith(CHANGES)]
@@ -106,7 +107,8 @@ def test_unpinned_checksum_refuses_to_download(make_sandbox):
 
 def test_healthcheck_fails_with_31_efa_devices_on_p5(p5_context, make_sandbox):
     sb = make_sandbox(p5_context)
-    assert sb.run().rc == 0
+    first = sb.run()
+    assert first.rc == 0, first.out
     sb.env["T_EFA_COUNT"] = "31"
     res = sb.run(script="steps/99-healthcheck.sh")
     assert res.rc != 0

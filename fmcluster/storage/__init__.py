@@ -1,0 +1,1 @@
+"""Shared storage: the ``storage:`` section, the checkpoint planner (pure), the replacement guard."""
