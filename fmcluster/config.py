@@ -371,6 +371,13 @@ def _problem_from_error(err: dict[str, Any], index: dict, file: Path | None) -> 
         hint = f"expected {err.get('ctx', {}).get('expected')}"
     else:
         message = err["msg"].removeprefix("Value error, ")
+        # A rule across fields names its field first ("throughput_per_tib is not allowed ..."):
+        # point at that field's line when the file has it.
+        first = message.split(" ", 1)[0].strip("`")
+        model = _model_at(tuple(err["loc"]))
+        if kind == "value_error" and model is not None and first in model.model_fields and loc + (first,) in index:
+            loc = loc + (first,)
+            path = format_path(loc)
         if kind.endswith("_type") or kind.endswith("_parsing"):
             message += f" (got {type(err.get('input')).__name__} {err.get('input')!r})"
             if kind == "dict_type":
