@@ -175,8 +175,10 @@ def new(
 
 
 def _mount_subcommands() -> None:
+    from fmcluster.bootstrap.cli import app as bootstrap_app
     from fmcluster.observability.cli import dashboards_app
 
+    app.add_typer(bootstrap_app, name="bootstrap", help="Node bootstrap: pinned versions, rendered bundles.")
     app.add_typer(dashboards_app, name="dashboards")
 
 

@@ -100,7 +100,7 @@ def test_node_role_has_ssm_and_nothing_else(synthesized: Synthesized) -> None:
         "AssumeRolePolicyDocument": Match.object_like({"Statement": [Match.object_like({"Principal": {"Service": "ec2.amazonaws.com"}})]}),
         "ManagedPolicyArns": [Match.object_like({"Fn::Join": ["", Match.array_with([Match.string_like_regexp("AmazonSSMManagedInstanceCore")])]})],
     })
-    t.resource_count_is("AWS::IAM::Policy", 0)
+    t.resource_count_is("AWS::IAM::Policy", 1)  # read of its bootstrap bundle, see below
 
 
 def test_subnets_placed_by_az_id(synthesized: Synthesized) -> None:
@@ -182,3 +182,29 @@ def test_stable_logical_ids(synthesized: Synthesized) -> None:
     assert {"Vpc", "ComputeSubnet", "PublicSubnet", "NatGateway", "FlowLog", "S3GatewayEndpoint"} <= network
     cluster = set(synthesized.template("p6-b200-mixed-cluster")["Resources"])
     assert {"TrainLaunchTemplate", "EvalLaunchTemplate", "TrainPlacementGroup", "EvalPlacementGroup"} <= cluster
+
+
+def test_launch_template_boots_the_rendered_bundle(synthesized: Synthesized) -> None:
+    resources = synthesized.template("default-cluster")["Resources"]
+    data = _launch_templates(synthesized, "default")["default-train"]
+    parts = data["UserData"]["Fn::Base64"]["Fn::Join"][1]
+    text = "".join(p for p in parts if isinstance(p, str))
+    assert text.startswith("#!/bin/bash") and "set -Eeuo pipefail" in text
+    tokens = [p for p in parts if not isinstance(p, str)]
+    # the bundle's S3 URI, and the FSx identity the storage stack creates
+    assert any(".zip" in str(t) for t in tokens)
+    assert {"export FMC_FSX_ID=", "export FMC_FSX_DNS=", "export FMC_FSX_MOUNT_NAME="} <= {
+        line.strip().rstrip('"') for p in parts if isinstance(p, str) for line in p.splitlines() if "export FMC_FSX" in line}
+    assert any("default-storage" in str(t) for t in tokens)
+    # the node may read exactly that object, nothing else in the asset bucket
+    policy = next(r for r in resources.values() if r["Type"] == "AWS::IAM::Policy")["Properties"]["PolicyDocument"]
+    [statement] = policy["Statement"]
+    assert statement["Action"] == "s3:GetObject" and ".zip" in str(statement["Resource"])
+
+
+def test_existing_file_system_is_rendered_into_the_bundle(synthesized: Synthesized) -> None:
+    data = _launch_templates(synthesized, "p5e-existing-vpc")["p5e-existing-vpc-train"]
+    # account and Region are known, so the whole script is a plain string
+    text = data["UserData"]["Fn::Base64"]
+    assert "FMC_FSX_ID" not in text
+    assert "s3://cdk-hnb659fds-assets-111122223333-us-east-2/" in text

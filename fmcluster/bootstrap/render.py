@@ -303,11 +303,17 @@ def resolve(artifact: Artifact, key: str, version: str, arch: Arch) -> ResolvedA
 
 
 class FsxMount(_Frozen):
-    """The mount contract of an FSx for Lustre file system (filled by the storage section later)."""
+    """The mount contract of an FSx for Lustre file system (see :class:`fmcluster.contracts.MountContract`).
 
-    file_system_id: str = Field(pattern=r"^fs-[0-9a-f]{8,17}$", description="The file system ID, `fs-...`.")
-    dns_name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]{2,252}$", description="DNS name of the file system.")
-    mount_name: str = Field(pattern=r"^[A-Za-z0-9_]{1,32}$", description="The Lustre mount name (e.g. `abcdefgh`).")
+    ``file_system_id``, ``dns_name`` and ``mount_name`` may be left out when the file system is
+    created in the same deployment (CloudFormation knows them only then): the entry script
+    then exports them as ``FMC_FSX_ID``, ``FMC_FSX_DNS`` and ``FMC_FSX_MOUNT_NAME`` from the
+    launch template's user data (see :func:`entry_script`'s ``boot_env``).
+    """
+
+    file_system_id: str | None = Field(default=None, pattern=r"^fs-[0-9a-f]{8,17}$", description="The file system ID, `fs-...`.")
+    dns_name: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9.-]{2,252}$", description="DNS name of the file system.")
+    mount_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_]{1,32}$", description="The Lustre mount name (e.g. `abcdefgh`).")
     mount_path: str = Field(default="/fsx", pattern=r"^/[A-Za-z0-9._/-]*[A-Za-z0-9._-]$", description="Where to mount it.")
     efa_enabled: bool = Field(default=False, description="The file system was created with EfaEnabled: set up LNet over EFA.")
     efa_lnet_interfaces: int = Field(
@@ -316,6 +322,22 @@ class FsxMount(_Frozen):
         le=32,
         description="How many EFA devices LNet uses for FSx traffic (first and last by default, spread evenly).",
     )
+
+    @model_validator(mode="after")
+    def _all_or_none(self) -> FsxMount:
+        given = [v is not None for v in (self.file_system_id, self.dns_name, self.mount_name)]
+        if any(given) and not all(given):
+            raise ValueError("give all of file_system_id, dns_name and mount_name, or none (then they come at boot)")
+        return self
+
+    @property
+    def at_boot(self) -> bool:
+        """The identity comes from the entry script's environment, not from the bundle."""
+        return self.file_system_id is None
+
+
+FSX_BOOT_ENV = ("FMC_FSX_ID", "FMC_FSX_DNS", "FMC_FSX_MOUNT_NAME")
+"""Environment the entry script exports when :attr:`FsxMount.at_boot`."""
 
 
 class InstanceFacts(_Frozen):
@@ -663,15 +685,29 @@ def _sums(files: dict[str, str]) -> str:
     return "".join(f"{_sha256(content.encode())}  {path}\n" for path, content in sorted(files.items()))
 
 
-def entry_script(ctx: BootstrapContext, sums_sha256: str) -> str:
+BOOT_ENV_VALUE = re.compile(r"^[A-Za-z0-9._:/${}\[\]-]*$")
+"""Values the entry script may export: IDs, DNS names and CDK token placeholders; nothing to escape."""
+
+
+def entry_script(ctx: BootstrapContext, sums_sha256: str, boot_env: dict[str, str] | None = None,
+                 *, require_boot_env: bool = True) -> str:
     """The entry script for ``ctx`` (use it as user data, or a ParallelCluster custom action).
 
     ``sums_sha256`` is :attr:`Manifest.sums_sha256` of the bundle it will run; ``ctx`` may
-    differ from the bundle's context only in ``bundle_s3_uri``.
+    differ from the bundle's context only in ``bundle_s3_uri``. ``boot_env`` holds values
+    known only at deploy time (CDK tokens are fine: CloudFormation fills them into the user
+    data), exported to every step: the FSx identity when :attr:`FsxMount.at_boot`. The copy
+    inside the bundle (``require_boot_env=False``) takes them from its caller's environment.
     """
     if not re.fullmatch(r"[0-9a-f]{64}", sums_sha256):
         raise BootstrapError("sums_sha256 must be the sha256 of the bundle's SHA256SUMS")
-    text = _render("entry.sh.j2", ctx, steps=ctx.steps(), sums_sha256=sums_sha256)
+    boot_env = dict(boot_env or {})
+    if require_boot_env and ctx.fsx is not None and ctx.fsx.at_boot and set(FSX_BOOT_ENV) - set(boot_env):
+        raise BootstrapError(f"the FSx identity comes at boot: boot_env needs {', '.join(FSX_BOOT_ENV)}")
+    for key, value in boot_env.items():
+        if not re.fullmatch(r"FMC_[A-Z0-9_]+", key) or not BOOT_ENV_VALUE.match(value):
+            raise BootstrapError(f"boot_env {key}={value!r}: keys are FMC_*, values plain IDs or names")
+    text = _render("entry.sh.j2", ctx, steps=ctx.steps(), sums_sha256=sums_sha256, boot_env=sorted(boot_env.items()))
     if len(text.encode()) > USER_DATA_LIMIT:
         raise BootstrapError(f"the entry script is {len(text.encode())} bytes; EC2 user data holds {USER_DATA_LIMIT}")
     return text
@@ -691,7 +727,7 @@ def render_bundle(ctx: BootstrapContext, out_dir: Path | str) -> Manifest:
             shutil.rmtree(out / sub)
     sums = _sums(files)
     sums_sha256 = _sha256(sums.encode())
-    entry = entry_script(ctx, sums_sha256)
+    entry = entry_script(ctx, sums_sha256, require_boot_env=False)
     for path, content in files.items():
         target = out / path
         target.parent.mkdir(parents=True, exist_ok=True)

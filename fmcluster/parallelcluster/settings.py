@@ -75,6 +75,11 @@ class ParallelClusterSettings(Model):
         default=None,
         description="Slurm queue name -> compute group names. Default: one queue per compute group, named after it.",
     )
+    static_nodes: dict[str, int] = Field(
+        default_factory=dict,
+        description="Compute group name -> nodes kept running (Slurm static nodes, ParallelCluster `MinCount`). "
+                    "Default: every node of a reservation or capacity block (a block needs all), 0 for on-demand.",
+    )
     slurm: SlurmSettings = Field(default_factory=SlurmSettings, description="Slurm settings.")
     extra_iam_policy_arns: list[str] = Field(
         default_factory=list,
@@ -97,6 +102,14 @@ class ParallelClusterSettings(Model):
         for arn in value:
             if not re.match(IAM_POLICY_ARN, arn):
                 raise ValueError(f"{arn!r} is not an IAM policy ARN (arn:aws:iam::ACCOUNT:policy/NAME)")
+        return value
+
+    @field_validator("static_nodes")
+    @classmethod
+    def _static_nodes(cls, value: dict[str, int]) -> dict[str, int]:
+        for group, count in value.items():
+            if count < 0:
+                raise ValueError(f"static_nodes.{group}: {count} is negative")
         return value
 
     @field_validator("queues")

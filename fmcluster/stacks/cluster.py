@@ -5,9 +5,26 @@ This stack is the one recreated often; the orchestrator issues add their resourc
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, CfnOutput, CfnTag, Stack, Validations, aws_ec2 as ec2, aws_iam as iam
+import atexit
+import shutil
+import tempfile
+from pathlib import Path
+
+from aws_cdk import (
+    Acknowledgment,
+    CfnOutput,
+    CfnTag,
+    Fn,
+    Stack,
+    Token,
+    Validations,
+    aws_ec2 as ec2,
+    aws_iam as iam,
+    aws_s3_assets as s3_assets,
+)
 from constructs import Construct
 
+from fmcluster.bootstrap import render
 from fmcluster.config import ComputeGroup, Project
 from fmcluster.plan import GroupPlan, Plan
 from fmcluster.contracts import NetworkContract, StorageContract
@@ -79,6 +96,7 @@ class ClusterStack(Stack):
         if gplan.capacity == "capacity-block":
             market = ec2.CfnLaunchTemplate.InstanceMarketOptionsProperty(market_type="capacity-block")
 
+        user_data = self._bootstrap_user_data(group, gid)
         image = group.ami_id or "{{resolve:ssm:%s}}" % DLAMI_PARAMETER[self.project.os].format(arch=gplan.architecture)
         tags = [CfnTag(key="Name", value=f"{self.project.name}-{group.name}"),
                 CfnTag(key="fmcluster:group", value=group.name)]
@@ -88,6 +106,7 @@ class ClusterStack(Stack):
             launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
                 instance_type=group.instance_type,
                 image_id=image,
+                user_data=user_data,
                 iam_instance_profile=ec2.CfnLaunchTemplate.IamInstanceProfileProperty(arn=self.instance_profile.attr_arn),
                 metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
                     http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=1),
@@ -107,6 +126,32 @@ class ClusterStack(Stack):
         CfnOutput(self, f"{gid}LaunchTemplateId", value=template.ref, description=f"Launch template of {group.name}",
                   export_name=f"{self.project.name}-{group.name}-LaunchTemplateId")
         return template
+
+
+    def _bootstrap_user_data(self, group: ComputeGroup, gid: str) -> str:
+        """Render the group's bootstrap bundle, publish it as an asset, return the entry script as user data."""
+        mount, boot_env = None, {}
+        fsx = self.storage.fsx
+        if fsx is not None:
+            if Token.is_unresolved(fsx.file_system_id):  # created in this deployment: known at boot only
+                mount = render.FsxMount(mount_path=fsx.mount_path, efa_enabled=fsx.efa_enabled)
+                boot_env = {"FMC_FSX_ID": fsx.file_system_id, "FMC_FSX_DNS": fsx.dns_name,
+                            "FMC_FSX_MOUNT_NAME": fsx.mount_name}
+            else:
+                mount = render.FsxMount(file_system_id=fsx.file_system_id, dns_name=fsx.dns_name,
+                                        mount_name=fsx.mount_name, mount_path=fsx.mount_path,
+                                        efa_enabled=fsx.efa_enabled)
+        ctx = render.context_for(self.project, group.name, "compute", fsx=mount)
+        bundle_dir = Path(tempfile.mkdtemp(prefix=f"fmcluster-{self.project.name}-{group.name}-"))
+        atexit.register(shutil.rmtree, bundle_dir, ignore_errors=True)
+        manifest = render.render_bundle(ctx, bundle_dir)
+        asset = s3_assets.Asset(self, f"{gid}Bootstrap", path=str(bundle_dir))
+        # Exactly this object: no wildcard on the shared CDK asset bucket.
+        self.role.add_to_policy(iam.PolicyStatement(
+            actions=["s3:GetObject"], resources=[asset.bucket.arn_for_objects(asset.s3_object_key)]))
+        entry = render.entry_script(ctx.model_copy(update={"bundle_s3_uri": asset.s3_object_url}),
+                                    manifest.sums_sha256, boot_env)
+        return Fn.base64(entry)
 
 
 def _camel(name: str) -> str:

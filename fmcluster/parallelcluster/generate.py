@@ -1,0 +1,248 @@
+"""The ParallelCluster 3 cluster configuration, built as data from the project, its plan and the
+outputs of the network, storage, bootstrap and observability stacks.
+
+Every string may be a CDK token (synthesis) or a real ID / placeholder (``fmcluster parallelcluster
+config``): this module never looks inside them. The same dict becomes the ``ClusterConfiguration``
+of the ``Custom::PclusterCluster`` resource and the ``cluster.yaml`` for ``pcluster create-cluster``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fmcluster import catalog
+from fmcluster.config import Project
+from fmcluster.contracts import MetricsContract, NetworkContract, StorageContract
+from fmcluster.parallelcluster import support
+from fmcluster.parallelcluster.settings import (
+    DEFAULT_HEAD_NODE,
+    DEFAULT_LOGIN_NODE,
+    ParallelClusterSettings,
+    settings_of,
+)
+from fmcluster.plan import GroupPlan, Plan
+
+SHARED_FSX_NAME = "fsx"
+LOGIN_POOL_NAME = "login"
+SSM_POLICY = "arn:{partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"
+
+
+class GenerationError(ValueError):
+    """The project cannot become a ParallelCluster configuration; ``field`` names the project field."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+@dataclass(frozen=True)
+class Queue:
+    """One Slurm queue and the compute groups (one compute resource each) it holds."""
+
+    name: str
+    groups: tuple[GroupPlan, ...]
+
+    @property
+    def capacity_type(self) -> str:
+        return "CAPACITY_BLOCK" if self.groups[0].capacity == "capacity-block" else "ONDEMAND"
+
+
+def cluster_name(project: Project) -> str:
+    """The ParallelCluster cluster name: never the ``NAME-cluster`` stack's name."""
+    return settings_of(project).cluster_name or f"{project.name}-slurm"
+
+
+def pc_os(project: Project) -> str:
+    settings = settings_of(project)
+    return settings.os or support.OS_NAMES[project.os]
+
+
+def architecture(plan: Plan) -> str:
+    """The one CPU architecture of the compute groups (ParallelCluster needs the head node's to match)."""
+    archs = sorted({g.architecture for g in plan.groups})
+    if len(archs) != 1:
+        raise GenerationError("compute_groups", f"mixes CPU architectures ({', '.join(archs)}); "
+                                                "a ParallelCluster cluster has one")
+    return archs[0]
+
+
+def queues(project: Project, plan: Plan) -> tuple[Queue, ...]:
+    """Queues in file order: the explicit mapping, or one queue per compute group named after it."""
+    settings = settings_of(project)
+    mapping = settings.queues or {g.name: [g.name] for g in project.compute_groups}
+    known = {g.name for g in plan.groups}
+    out = []
+    for name, group_names in mapping.items():
+        field = f"orchestrator.parallelcluster.queues.{name}" if settings.queues else f"compute_groups[{name}].name"
+        problem = support.name_problem(name)
+        if problem:
+            raise GenerationError(field, f"queue name {problem}")
+        for group in group_names:
+            if group not in known:
+                raise GenerationError(field, f"no compute group named {group!r}")
+            problem = support.name_problem(group)
+            if problem:
+                raise GenerationError(f"compute_groups[{group}].name", f"compute resource name {problem}")
+        groups = tuple(plan.group(g) for g in group_names)
+        if len({g.capacity == "capacity-block" for g in groups}) > 1:
+            raise GenerationError(field, "mixes capacity blocks with other capacity; a queue has one CapacityType")
+        out.append(Queue(name, groups))
+    return tuple(out)
+
+
+def min_count(project: Project, group: GroupPlan) -> int:
+    """Static nodes: all of a capacity block or reservation (paid for anyway), none for on-demand,
+    unless ``orchestrator.parallelcluster.static_nodes`` says otherwise."""
+    override = settings_of(project).static_nodes.get(group.name)
+    if group.capacity == "capacity-block":
+        if override is not None and override != group.count:
+            raise GenerationError(f"orchestrator.parallelcluster.static_nodes.{group.name}",
+                                  f"a capacity block needs MinCount = MaxCount = {group.count}, not {override}")
+        return group.count
+    if override is not None:
+        return override
+    return group.count if group.capacity == "reservation" else 0
+
+
+def node_policy_statements(bootstrap_read_arns: Sequence[str], metrics: MetricsContract | None) -> list[dict[str, Any]]:
+    """What every cluster node may do besides ParallelCluster's own policies: read the bootstrap
+    bundle (``bootstrap_read_arns``: its object ARNs, or ``<bucket-arn>/<prefix>/*``) and
+    remote-write metrics to the project's Prometheus workspace."""
+    statements: list[dict[str, Any]] = [
+        {"Sid": "ReadBootstrapBundle", "Effect": "Allow", "Action": "s3:GetObject",
+         "Resource": list(bootstrap_read_arns)},
+    ]
+    if metrics is not None:
+        statements.append({"Sid": "RemoteWriteMetrics", "Effect": "Allow", "Action": "aps:RemoteWrite",
+                           "Resource": metrics.workspace_arn})
+    return statements
+
+
+def cluster_config(
+    project: Project,
+    plan: Plan,
+    *,
+    network: NetworkContract,
+    storage: StorageContract | None,
+    bootstrap_uri: str,
+    node_policy_arns: Sequence[str] = (),
+    region: str | None = None,
+    partition: str = "aws",
+) -> dict[str, Any]:
+    """The ParallelCluster 3 configuration (the dict behind cluster.yaml).
+
+    ``node_policy_arns``: managed policies fmcluster made for the nodes (see
+    :func:`node_policy_statements`); the project's ``extra_iam_policy_arns`` and SSM's
+    AmazonSSMManagedInstanceCore are added to them.
+    """
+    settings = settings_of(project)
+    arch = architecture(plan)
+    policies = [{"Policy": arn} for arn in _unique(
+        [SSM_POLICY.format(partition=partition), *node_policy_arns, *settings.extra_iam_policy_arns])]
+    # The cluster's own groups instead of ParallelCluster's managed ones: no SSH ingress from
+    # anywhere, and head, login and compute nodes reach each other through the EFA group
+    # (all traffic to and from itself). Access is SSM Session Manager; no key pair.
+    security_groups = [network.node_security_group_id, network.efa_security_group_id]
+
+    config: dict[str, Any] = {}
+    if region is not None:
+        config["Region"] = region
+    config["Image"] = {"Os": pc_os(project)}
+    config["Imds"] = {"ImdsSupport": "v2.0"}
+    config["HeadNode"] = {
+        "InstanceType": settings.head_node_instance_type or DEFAULT_HEAD_NODE[arch],
+        "Networking": {"SubnetId": network.compute_subnet_id, "SecurityGroups": list(security_groups)},
+        "LocalStorage": {"RootVolume": {**_root_volume(settings.head_node_root_volume_gib), "DeleteOnTermination": True}},
+        "Imds": {"Secured": True},
+        "Iam": {"AdditionalIamPolicies": list(policies)},
+    }
+    config["Scheduling"] = {
+        "Scheduler": "slurm",
+        "SlurmSettings": _slurm_settings(settings),
+        "SlurmQueues": [
+            _queue(project, queue, network, security_groups, policies, bootstrap_uri)
+            for queue in queues(project, plan)
+        ],
+    }
+    if settings.login_nodes is not None:
+        config["LoginNodes"] = {"Pools": [{
+            "Name": LOGIN_POOL_NAME,
+            "Count": settings.login_nodes.count,
+            "InstanceType": settings.login_nodes.instance_type or DEFAULT_LOGIN_NODE[arch],
+            "Networking": {"SubnetIds": [network.compute_subnet_id], "SecurityGroups": list(security_groups)},
+            "Iam": {"AdditionalIamPolicies": list(policies)},
+        }]}
+    if storage is not None and storage.fsx is not None:
+        config["SharedStorage"] = [{
+            "Name": SHARED_FSX_NAME,
+            "StorageType": "FsxLustre",
+            "MountDir": storage.fsx.mount_path,
+            "FsxLustreSettings": {"FileSystemId": storage.fsx.file_system_id},
+        }]
+    config["Tags"] = [{"Key": k, "Value": v} for k, v in tags(project).items()]
+    return copy.deepcopy(config)  # no shared sub-objects: YAML writes no anchors, callers may edit
+
+
+def tags(project: Project) -> dict[str, str]:
+    return {"fmcluster:project": project.name, **project.tags}
+
+
+def _queue(project: Project, queue: Queue, network: NetworkContract, security_groups: list[str],
+           policies: list[dict[str, str]], bootstrap_uri: str) -> dict[str, Any]:
+    groups = {g.name: g for g in project.compute_groups}
+    amis = {groups[g.name].ami_id for g in queue.groups}
+    out: dict[str, Any] = {
+        "Name": queue.name,
+        "CapacityType": queue.capacity_type,
+        "Networking": {"SubnetIds": [network.compute_subnet_id], "SecurityGroups": list(security_groups)},
+        "ComputeSettings": {"LocalStorage": {"RootVolume": _root_volume(
+            max(groups[g.name].root_volume_gib for g in queue.groups))}},
+        "CustomActions": {"OnNodeConfigured": {"Script": bootstrap_uri}},
+        "Iam": {"AdditionalIamPolicies": list(policies)},
+        "ComputeResources": [_compute_resource(project, g) for g in queue.groups],
+    }
+    if len(amis) == 1 and None not in amis:
+        out["Image"] = {"CustomAmi": amis.pop()}
+    return out
+
+
+def _compute_resource(project: Project, group: GroupPlan) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "Name": group.name,
+        "InstanceType": group.instance_type,
+        "MinCount": min_count(project, group),
+        "MaxCount": group.count,
+        "Efa": {"Enabled": True, "GdrSupport": True},
+        # Explicit either way: on for on-demand and ODCR (EFA traffic wants one spine), off for
+        # capacity blocks (already placed; a placement group can keep them from launching).
+        "Networking": {"PlacementGroup": {"Enabled": bool(group.placement_group)}},
+    }
+    if group.reservation_id is not None:
+        out["CapacityReservationTarget"] = {"CapacityReservationId": group.reservation_id}
+    return out
+
+
+def _slurm_settings(settings: ParallelClusterSettings) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "QueueUpdateStrategy": settings.slurm.queue_update_strategy,
+        "ScaledownIdletime": settings.slurm.scaledown_idletime_minutes,
+    }
+    if settings.slurm.custom_settings:
+        out["CustomSlurmSettings"] = [{k: v} for k, v in settings.slurm.custom_settings.items()]
+    return out
+
+
+def _root_volume(size_gib: int) -> dict[str, Any]:
+    # Compute root volumes always go with their node (the schema has no DeleteOnTermination for them).
+    return {"Size": size_gib, "Encrypted": True, "VolumeType": "gp3"}
+
+
+def _unique(items: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def supported(instance_type: str) -> bool:
+    return instance_type in catalog.CATALOG and support.supports_instance_type(instance_type)
