@@ -68,16 +68,47 @@ def _num(value: float | None, fmt: str = "{:,.1f}") -> str:
     return "unknown" if value is None else fmt.format(value)
 
 
+REPLACEMENT_EXIT = 3
+
+
 @app.command()
-def plan(project: str = PROJECT_ARG, output: Output = OUTPUT_OPT) -> None:
-    """Show what a project builds: nodes, GPUs, PFLOPS, HBM, EFA interfaces, IP addresses."""
+def plan(
+    project: str = PROJECT_ARG,
+    output: Output = OUTPUT_OPT,
+    against: str | None = typer.Option(
+        None, "--against", help="The project file as deployed now: refuse changes that would replace stored data."),
+    allow_replace: bool = typer.Option(False, "--allow-replace", help="Report replacements but do not refuse them."),
+) -> None:
+    """Show what a project builds: nodes, GPUs, PFLOPS, HBM, EFA, addresses, storage and checkpoint times.
+
+    With --against OLD, also compare what both files synthesize and exit 3 if deploying this
+    one would replace a file system, data repository association, bucket or metrics workspace.
+    """
     loaded, the_plan, warnings = _load(project, output)
+    replacements = None
+    if against is not None:
+        _load(against, output)  # report a broken OLD file as such
+        from fmcluster import guard
+
+        replacements = guard.check(project, against)
     if output is Output.json:
         data = the_plan.as_dict()
         data["warnings"] = [w.as_dict() for w in warnings]
+        if replacements is not None:
+            data["replacements"] = [r.__dict__ for r in replacements]
         print(json.dumps(data, indent=2))
-        return
-    print_plan(the_plan)
+    else:
+        print_plan(the_plan)
+    if replacements:
+        for r in replacements:
+            err.print(f"[red]replaces[/]: {r.format()}", highlight=False, soft_wrap=True)
+        if not allow_replace:
+            err.print("refused: deploying this would replace stored data (hint: keep those settings, or pass "
+                      "--allow-replace once you have copied the data off)", highlight=False, soft_wrap=True)
+            raise typer.Exit(REPLACEMENT_EXIT)
+    elif replacements is not None and output is Output.text:
+        out.print(f"against {against}: no file system, association, bucket or workspace would be replaced",
+                  highlight=False)
 
 
 def print_plan(the_plan: Plan, console: Console | None = None) -> None:
@@ -111,8 +142,32 @@ def print_plan(the_plan: Plan, console: Console | None = None) -> None:
     )
     if net.public_subnet_cidr:
         console.print(f"VPC {net.vpc_cidr}, public subnet {net.public_subnet_cidr} (NAT gateway)", highlight=False)
+    _print_storage(the_plan, console)
     if the_plan.bf16_pflops is None:
         console.print("unknown: a figure the catalog marks unconfirmed (FACTS.md); check DescribeInstanceTypes", highlight=False)
+
+
+def _print_storage(the_plan: Plan, console: Console) -> None:
+    st = the_plan.storage
+    if not st.fsx:
+        console.print("storage: no FSx for Lustre", highlight=False)
+        return
+    if not st.created:
+        console.print("storage: an existing FSx for Lustre file system (its size is not planned here)", highlight=False)
+        return
+    table = Table(title="FSx for Lustre (MB = 10^6 B, GiB = 2^30 B, TiB = 2^40 B)", title_justify="left")
+    for column in ("type", "capacity GiB", "MB/s per TiB", "aggregate GB/s", "per GPU MB/s", "checkpoint",
+                   "write s", "restore s", "target s"):
+        table.add_column(column, justify="left" if column == "type" else "right")
+    table.add_row(
+        st.deployment_type or "", f"{st.capacity_gib:,}" + (" (planned)" if st.sized_by_planner else ""),
+        str(st.throughput_per_tib or 200), f"{st.aggregate_mb_s / 1000:,.2f}",
+        _num(st.per_gpu_mb_s, "{:,.0f}"),
+        "-" if st.checkpoint_bytes is None else f"{st.checkpoint_bytes / 10**12:,.2f} TB",
+        _num(st.write_seconds, "{:,.0f}"), _num(st.restore_seconds, "{:,.0f}"),
+        "-" if st.target_write_seconds is None else f"{st.target_write_seconds:g}",
+    )
+    console.print(table)
 
 
 def _used_cidrs(exclude: Path | None = None) -> list[ipaddress.IPv4Network]:

@@ -90,3 +90,33 @@ def test_mount_contract_outputs(synthesized: Synthesized) -> None:
     outputs = synthesized.template("default-storage")["Outputs"]
     assert {"BucketName", "FileSystemId", "FileSystemDnsName", "FileSystemMountName", "FileSystemMountPath"} <= set(outputs)
     assert outputs["FileSystemMountPath"]["Value"] == "/fsx"
+
+
+INVENTORY = {
+    # Logical IDs of stateful resources are promises to deployed stacks: changing one replaces
+    # the data behind it. If this test fails, you renamed something a user's data lives in.
+    ("p5-odcr-storage", "AccessLogsBucket83982689", "AWS::S3::Bucket"),
+    ("p5-odcr-storage", "DataBucketE3889A50", "AWS::S3::Bucket"),
+    ("p5-odcr-storage", "FileSystem", "AWS::FSx::FileSystem"),
+    ("p5-odcr-storage", "AssociationDatasetsCB6DE1DB", "AWS::FSx::DataRepositoryAssociation"),
+    ("p5-odcr-storage", "AssociationCheckpoints13DF7A11", "AWS::FSx::DataRepositoryAssociation"),
+    ("p5-odcr-observability", "PrometheusWorkspace", "AWS::APS::Workspace"),
+}
+
+
+def test_stateful_logical_ids_are_pinned(synthesized: Synthesized) -> None:
+    from fmcluster.guard import STATEFUL_TYPES
+
+    found = {(stack, logical_id, r["Type"])
+             for stack, template in synthesized.templates.items() if stack.startswith("p5-odcr-")
+             for logical_id, r in template["Resources"].items() if r["Type"] in STATEFUL_TYPES}
+    assert found == INVENTORY
+
+
+def test_every_stateful_resource_is_retained(synthesized: Synthesized) -> None:
+    from fmcluster.guard import STATEFUL_TYPES
+
+    for stack, template in synthesized.templates.items():
+        for logical_id, r in template["Resources"].items():
+            if r["Type"] in STATEFUL_TYPES:
+                assert r.get("DeletionPolicy") == "Retain" and r.get("UpdateReplacePolicy") == "Retain", (stack, logical_id)
