@@ -20,12 +20,22 @@ VALID = {
          "capacity": {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}, "placement_group": "auto"},
     ],
     "tags": {"team": "x"},
+    "storage": {
+        "bucket": {"existing_name": "my-bucket"},
+        "fsx": {"deployment_type": "PERSISTENT_2", "storage_capacity_gib": 2400, "throughput_per_tib": 250,
+                "metadata": {"mode": "USER_PROVISIONED", "iops": 3000}, "efa_enabled": True,
+                "existing": {"file_system_id": "fs-0123456789abcdef0", "dns_name": "fs.example", "mount_name": "abcd"},
+                "associations": [{"file_system_path": "/data", "data_repository_path": "s3://my-bucket/p/"}]},
+        "checkpoint": {"parameters": 7e10, "target_write_seconds": 60, "keep": 2},
+    },
+    "observability": {"scrape_interval": "30s", "alerts": {"emails": ["a@b.co"]}, "grafana": {"enabled": True}},
 }
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(min_value=-10**6, max_value=10**6), st.floats(allow_nan=False),
     st.text(max_size=20), st.sampled_from(["p5.48xlarge", "cr-0123456789abcdef0", "10.0.0.0/8", "auto", "on-demand",
-                                           "capacity-block", "training-plan", "use1-az6", "0.0.0.0/0", "-1"]),
+                                           "capacity-block", "training-plan", "use1-az6", "0.0.0.0/0", "-1",
+                                           "SCRATCH_2", "USER_PROVISIONED", "/fsx", "s3://x/y/", 1200, 3000, 1e15]),
 )
 values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
                                                       st.dictionaries(st.text(max_size=12), inner, max_size=3)),
@@ -81,3 +91,8 @@ def test_random_top_level_documents_fail_cleanly(document) -> None:
 @given(st.text(max_size=200))
 def test_random_text_fails_cleanly(text) -> None:
     _outcome(text)
+
+
+def test_the_seed_config_is_valid() -> None:
+    """Mutations start from a valid file, so most of them exercise a single broken field."""
+    checks.validate(config.parse(yaml.safe_dump(VALID), None))
