@@ -7,6 +7,7 @@ import sys
 from aws_cdk import App
 
 from fmcluster import checks, config
+from fmcluster.bootstrap import checks as _bootstrap_checks  # noqa: F401  (registers its checks)
 from fmcluster.errors import ConfigError
 
 

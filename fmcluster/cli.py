@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fmcluster import checks, config
+from fmcluster.bootstrap import checks as _bootstrap_checks  # noqa: F401  (registers its checks)
 from fmcluster.errors import ConfigError, Problem
 from fmcluster.plan import Plan
 

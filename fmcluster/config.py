@@ -244,6 +244,9 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode, deep: bool =
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
+        if not isinstance(key, (str, int, float, bool)) and key is not None:
+            raise yaml.constructor.ConstructorError(
+                None, None, "keys must be plain names, not lists or mappings", key_node.start_mark)
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None,

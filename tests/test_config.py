@@ -104,7 +104,7 @@ def test_placement_group_with_capacity_block_is_a_warning(tmp_path: Path) -> Non
     assert result.exit_code == 0, result.output
     assert "warning" in result.stderr and "placement_group" in result.stderr and f"{path}:7" in result.stderr
     # and it can be silenced by name
-    path.write_text(text + "suppress_warnings: [placement-group-with-capacity-block]\n")
+    path.write_text(text + "suppress_warnings: [placement-group-with-capacity-block, bootstrap-unpinned]\n")
     result = runner.invoke(app, ["validate", str(path)])
     assert result.exit_code == 0 and "warning" not in result.stderr
 

@@ -56,6 +56,17 @@ def test_grafana_reads_only_this_workspace(synthesized: Synthesized) -> None:
     t.has_output("GrafanaWorkspaceId", {})
 
 
-def test_no_stack_when_prometheus_is_off(synthesized: Synthesized) -> None:
-    assert "p4d-on-demand-observability" not in synthesized.templates
-    assert "p4d-on-demand-network" in synthesized.templates
+def test_grafana_can_be_left_out(synthesized: Synthesized) -> None:
+    t = _t(synthesized, "p4d-on-demand")
+    t.resource_count_is("AWS::Grafana::Workspace", 0)
+    t.resource_count_is("AWS::APS::Workspace", 1)
+
+
+def test_no_stack_when_prometheus_is_off(tmp_path) -> None:
+    from fmcluster import guard
+
+    from support import BASE
+
+    (tmp_path / "demo.yaml").write_text(BASE + "observability:\n  prometheus: false\n  grafana: {enabled: false}\n")
+    stacks = guard.synthesize(tmp_path / "demo.yaml", tmp_path / "out")
+    assert sorted(stacks) == ["demo-cluster", "demo-network", "demo-storage"]

@@ -634,7 +634,8 @@ def _render(template: str, ctx: BootstrapContext, **extra: Any) -> str:
     return env.get_template(template).render(ctx=ctx, v=ctx.versions, a=ctx.artifacts(), **extra)
 
 
-def _needed_placeholders(ctx: BootstrapContext) -> list[str]:
+def needed_placeholders(ctx: BootstrapContext) -> list[str]:
+    """versions.yaml keys not pinned yet that a node with ``ctx`` may need at boot."""
     names = {s.name for s in ctx.steps()}
     wanted: list[str] = []
     all_missing = ctx.versions.placeholders()
@@ -759,7 +760,7 @@ def render_bundle(ctx: BootstrapContext, out_dir: Path | str) -> Manifest:
         files={path: _sha256(content.encode()) for path, content in sorted(files.items())},
         sums_sha256=sums_sha256,
         versions=ctx.versions.summary(),
-        placeholders=_needed_placeholders(ctx),
+        placeholders=needed_placeholders(ctx),
     )
     (out / "manifest.json").write_text(json.dumps(manifest.model_dump(), indent=2) + "\n", encoding="utf-8")
     return manifest
