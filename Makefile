@@ -7,7 +7,7 @@ PROJECT ?= default
 export PATH := $(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-.PHONY: setup synth test bench plan clean
+.PHONY: setup synth test bench plan clean pcluster-venv
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -28,8 +28,17 @@ synth: setup  ## synthesize projects/$(PROJECT).yaml to cdk.out/ and print its p
 plan: setup
 	fmcluster plan $(PROJECT)
 
-test: setup  ## the full test suite: unit tests, cfn-lint, cdk-nag, shellcheck, promtool
+test: setup pcluster-venv  ## the full test suite: unit tests, cfn-lint, cdk-nag, shellcheck, promtool, ParallelCluster schema
 	$(PY) -m pytest
+
+# ParallelCluster pins CDK v1 and jsii 1.85: its schema validator lives in a venv of its own.
+pcluster-venv: .venv-pcluster/.installed
+
+.venv-pcluster/.installed:
+	python3 -m venv .venv-pcluster
+	.venv-pcluster/bin/pip install --quiet --upgrade pip
+	.venv-pcluster/bin/pip install --quiet aws-parallelcluster==3.16.1
+	touch $@
 
 bench: setup  ## synth-time benchmarks (medians; see bench/README.md)
 	$(PY) bench/synth_bench.py

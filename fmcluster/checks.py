@@ -204,6 +204,15 @@ def _checkpoint_missed(loaded: LoadedProject, plan: Plan) -> Iterator[Problem]:
         )
 
 
+def _register_orchestrator_checks() -> None:
+    from fmcluster.parallelcluster.checks import PARALLELCLUSTER_CHECKS
+
+    CHECKS.update(PARALLELCLUSTER_CHECKS)
+
+
+_register_orchestrator_checks()
+
+
 @check("suppressed-warning-exists", "warning")
 def _known_suppressions(loaded: LoadedProject, plan: Plan) -> Iterator[Problem]:
     for i, name in enumerate(loaded.project.suppress_warnings):

@@ -233,9 +233,11 @@ def new(
 def _mount_subcommands() -> None:
     from fmcluster.bootstrap.cli import app as bootstrap_app
     from fmcluster.observability.cli import dashboards_app
+    from fmcluster.parallelcluster.cli import app as parallelcluster_app
 
     app.add_typer(bootstrap_app, name="bootstrap", help="Node bootstrap: pinned versions, rendered bundles.")
     app.add_typer(dashboards_app, name="dashboards")
+    app.add_typer(parallelcluster_app, name="parallelcluster", help="ParallelCluster: write cluster.yaml.")
 
 
 _mount_subcommands()

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from fmcluster import catalog
 from fmcluster.config_base import Model
 from fmcluster.observability.config import ObservabilityConfig as Observability
+from fmcluster.parallelcluster.settings import ParallelClusterSettings
 from fmcluster.storage.config import Storage
 from fmcluster.errors import ConfigError, Problem
 
@@ -186,6 +187,9 @@ class Orchestrator(Model):
 
     type: Literal["none", "parallelcluster", "hyperpod"] = Field(
         default="none", description="`none` (launch templates only), `parallelcluster` or `hyperpod`."
+    )
+    parallelcluster: ParallelClusterSettings | None = Field(
+        default=None, description="ParallelCluster settings (orchestrator.type: parallelcluster); defaults apply when absent."
     )
 
 

@@ -11,6 +11,8 @@ from fmcluster.plan import efa_layout
 from support import ALL_FILES, EXAMPLE_FILES, Synthesized
 
 PROJECTS = {config.parse(p.read_text(), p).project.name: config.parse(p.read_text(), p).project for p in ALL_FILES}
+SELF_MANAGED = sorted(name for name, p in PROJECTS.items() if p.orchestrator.type == "none")
+"""Projects whose nodes come from fmcluster's own launch templates (ParallelCluster makes its own)."""
 
 
 def _template(synthesized: Synthesized, stack: str) -> Template:
@@ -32,9 +34,11 @@ def test_every_project_and_example_synthesized(synthesized: Synthesized) -> None
 def test_examples_cover_every_catalog_type() -> None:
     used = {g.instance_type for p in EXAMPLE_FILES for g in config.parse(p.read_text()).project.compute_groups}
     assert used == set(catalog.CATALOG)
+    launch_templated = {g.instance_type for name in SELF_MANAGED for g in PROJECTS[name].compute_groups}
+    assert launch_templated == set(catalog.CATALOG)
 
 
-@pytest.mark.parametrize("name", sorted(PROJECTS))
+@pytest.mark.parametrize("name", SELF_MANAGED)
 def test_launch_templates_carry_the_full_efa_layout(synthesized: Synthesized, name: str) -> None:
     project = PROJECTS[name]
     templates = _launch_templates(synthesized, name)
@@ -67,9 +71,9 @@ def test_p5_template_has_33_interfaces_b300_17(synthesized: Synthesized) -> None
 
 
 def test_capacity_targeting(synthesized: Synthesized) -> None:
-    block = _launch_templates(synthesized, "p5en-capacity-block")["p5en-capacity-block-train"]
+    block = _launch_templates(synthesized, "p6-b300-capacity-block")["p6-b300-capacity-block-train"]
     assert block["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
-    assert block["CapacityReservationSpecification"]["CapacityReservationTarget"]["CapacityReservationId"] == "cr-0fedcba9876543210"
+    assert block["CapacityReservationSpecification"]["CapacityReservationTarget"]["CapacityReservationId"] == "cr-0b0b0b0b0b0b0b0b0"
     assert "Placement" not in block
 
     odcr = _launch_templates(synthesized, "p5-odcr")["p5-odcr-train"]
@@ -84,7 +88,10 @@ def test_capacity_targeting(synthesized: Synthesized) -> None:
 def test_placement_groups_only_where_planned(synthesized: Synthesized) -> None:
     _template(synthesized, "default-cluster").resource_count_is("AWS::EC2::PlacementGroup", 1)
     _template(synthesized, "default-cluster").has_resource_properties("AWS::EC2::PlacementGroup", {"Strategy": "cluster"})
+    _template(synthesized, "p6-b300-capacity-block-cluster").resource_count_is("AWS::EC2::PlacementGroup", 0)
+    # ParallelCluster makes its own placement groups and launch templates
     _template(synthesized, "p5en-capacity-block-cluster").resource_count_is("AWS::EC2::PlacementGroup", 0)
+    _template(synthesized, "p5en-capacity-block-cluster").resource_count_is("AWS::EC2::LaunchTemplate", 0)
     _template(synthesized, "p6-b200-mixed-cluster").resource_count_is("AWS::EC2::PlacementGroup", 2)
 
 

@@ -16,7 +16,9 @@ def _unpinned(loaded: LoadedProject, plan: Plan) -> Iterator[Problem]:
     from fmcluster.bootstrap import render
 
     needed: dict[str, None] = {}
-    fsx = render.FsxMount(mount_path=loaded.project.storage.fsx.mount_path) if plan.storage.fsx else None
+    # ParallelCluster mounts FSx itself; the bundle's Lustre step runs only for the other orchestrators.
+    mounts = plan.storage.fsx and loaded.project.orchestrator.type != "parallelcluster"
+    fsx = render.FsxMount(mount_path=loaded.project.storage.fsx.mount_path) if mounts else None
     for group in loaded.project.compute_groups:
         ctx = render.context_for(loaded.project, group.name, "compute", fsx=fsx)
         needed |= dict.fromkeys(render.needed_placeholders(ctx))

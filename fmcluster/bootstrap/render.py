@@ -764,3 +764,14 @@ def render_bundle(ctx: BootstrapContext, out_dir: Path | str) -> Manifest:
     )
     (out / "manifest.json").write_text(json.dumps(manifest.model_dump(), indent=2) + "\n", encoding="utf-8")
     return manifest
+
+
+def dispatcher_script(project: str, sums_by_instance_type: dict[str, str]) -> str:
+    """One script for nodes of several instance types: fetches an archive holding one bundle per
+    instance type (each in a folder named after it), checks this node's bundle against its
+    rendered :attr:`Manifest.sums_sha256`, and runs it. Takes the archive's S3 URI as ``$1``."""
+    for itype, digest in sums_by_instance_type.items():
+        if not re.fullmatch(r"[a-z0-9.-]+", itype) or not re.fullmatch(r"[0-9a-f]{64}", digest):
+            raise BootstrapError(f"dispatcher: bad bundle entry {itype!r}: {digest!r}")
+    return _environment().get_template("dispatch.sh.j2").render(
+        project=project, sums=sorted(sums_by_instance_type.items()), entry=ENTRY_NAME)

@@ -8,7 +8,6 @@ of the ``Custom::PclusterCluster`` resource and the ``cluster.yaml`` for ``pclus
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -128,6 +127,7 @@ def cluster_config(
     network: NetworkContract,
     storage: StorageContract | None,
     bootstrap_uri: str,
+    bootstrap_args: Sequence[str] = (),
     node_policy_arns: Sequence[str] = (),
     region: str | None = None,
     partition: str = "aws",
@@ -163,7 +163,7 @@ def cluster_config(
         "Scheduler": "slurm",
         "SlurmSettings": _slurm_settings(settings),
         "SlurmQueues": [
-            _queue(project, queue, network, security_groups, policies, bootstrap_uri)
+            _queue(project, queue, network, security_groups, policies, bootstrap_uri, bootstrap_args)
             for queue in queues(project, plan)
         ],
     }
@@ -183,7 +183,7 @@ def cluster_config(
             "FsxLustreSettings": {"FileSystemId": storage.fsx.file_system_id},
         }]
     config["Tags"] = [{"Key": k, "Value": v} for k, v in tags(project).items()]
-    return copy.deepcopy(config)  # no shared sub-objects: YAML writes no anchors, callers may edit
+    return _fresh(config)  # no shared sub-objects: YAML writes no anchors, callers may edit any part
 
 
 def tags(project: Project) -> dict[str, str]:
@@ -191,7 +191,7 @@ def tags(project: Project) -> dict[str, str]:
 
 
 def _queue(project: Project, queue: Queue, network: NetworkContract, security_groups: list[str],
-           policies: list[dict[str, str]], bootstrap_uri: str) -> dict[str, Any]:
+           policies: list[dict[str, str]], bootstrap_uri: str, bootstrap_args: Sequence[str] = ()) -> dict[str, Any]:
     groups = {g.name: g for g in project.compute_groups}
     amis = {groups[g.name].ami_id for g in queue.groups}
     out: dict[str, Any] = {
@@ -200,7 +200,7 @@ def _queue(project: Project, queue: Queue, network: NetworkContract, security_gr
         "Networking": {"SubnetIds": [network.compute_subnet_id], "SecurityGroups": list(security_groups)},
         "ComputeSettings": {"LocalStorage": {"RootVolume": _root_volume(
             max(groups[g.name].root_volume_gib for g in queue.groups))}},
-        "CustomActions": {"OnNodeConfigured": {"Script": bootstrap_uri}},
+        "CustomActions": {"OnNodeConfigured": {"Script": bootstrap_uri, **({"Args": list(bootstrap_args)} if bootstrap_args else {})}},
         "Iam": {"AdditionalIamPolicies": list(policies)},
         "ComputeResources": [_compute_resource(project, g) for g in queue.groups],
     }
@@ -238,6 +238,15 @@ def _slurm_settings(settings: ParallelClusterSettings) -> dict[str, Any]:
 def _root_volume(size_gib: int) -> dict[str, Any]:
     # Compute root volumes always go with their node (the schema has no DeleteOnTermination for them).
     return {"Size": size_gib, "Encrypted": True, "VolumeType": "gp3"}
+
+
+def _fresh(value: Any) -> Any:
+    """A deep copy that shares nothing (``copy.deepcopy`` keeps repeated objects repeated)."""
+    if isinstance(value, dict):
+        return {k: _fresh(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fresh(v) for v in value]
+    return value
 
 
 def _unique(items: Sequence[str]) -> list[str]:

@@ -30,9 +30,7 @@ def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
         storage_contract = storage.contract
     else:  # both bucket and file system exist already: nothing to create, nothing to lose
         storage_contract = imported_contract(project)
-    cluster = ClusterStack(app, f"{project.name}-cluster", project=project, plan=plan, network=network.contract,
-                           storage=storage_contract, env=env)
-    stacks.append(cluster)
+    metrics = None
     if project.observability.prometheus:
         from fmcluster.observability import rules
         from fmcluster.stacks.observability import ObservabilityStack
@@ -42,8 +40,13 @@ def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
             slurm=project.orchestrator.type != "none",
             extra_files=extra_rule_files(loaded),
         )
-        stacks.append(ObservabilityStack(app, f"{project.name}-observability", project=project,
-                                         rules_data=rules_data, env=env))
+        observability = ObservabilityStack(app, f"{project.name}-observability", project=project,
+                                           rules_data=rules_data, env=env)
+        stacks.append(observability)
+        metrics = observability.contract
+    cluster = ClusterStack(app, f"{project.name}-cluster", project=project, plan=plan, network=network.contract,
+                           storage=storage_contract, metrics=metrics, env=env)
+    stacks.append(cluster)
     for stack in stacks:
         Tags.of(stack).add(PROJECT_TAG, project.name)
         for key, value in project.tags.items():

@@ -27,7 +27,7 @@ from constructs import Construct
 from fmcluster.bootstrap import render
 from fmcluster.config import ComputeGroup, Project
 from fmcluster.plan import GroupPlan, Plan
-from fmcluster.contracts import NetworkContract, StorageContract
+from fmcluster.contracts import MetricsContract, NetworkContract, StorageContract
 
 ROOT_DEVICE = {"ubuntu-22.04": "/dev/sda1", "ubuntu-24.04": "/dev/sda1", "al2023": "/dev/xvda"}
 
@@ -41,16 +41,49 @@ DLAMI_PARAMETER = {
 
 class ClusterStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, *, project: Project, plan: Plan,
-                 network: NetworkContract, storage: StorageContract, **kwargs) -> None:
+                 network: NetworkContract, storage: StorageContract, metrics: MetricsContract | None = None,
+                 **kwargs) -> None:
         super().__init__(scope, construct_id, description=f"fmcluster {project.name}: compute capacity", **kwargs)
         self.project = project
         self.plan = plan
         self.network = network
         self.storage = storage
-        self.role, self.instance_profile = self._add_node_role()
         self.launch_templates: dict[str, ec2.CfnLaunchTemplate] = {}
+        if project.orchestrator.type == "parallelcluster":
+            # ParallelCluster makes its own launch templates, placement groups and node roles.
+            self._add_parallelcluster(metrics)
+            return
+        self.role, self.instance_profile = self._add_node_role()
         for group in project.compute_groups:
             self.launch_templates[group.name] = self._add_group(group, plan.group(group.name))
+
+    def _add_parallelcluster(self, metrics: MetricsContract | None) -> None:
+        """One bundle per instance type in an archive, and a dispatcher as the OnNodeConfigured action."""
+        from fmcluster.parallelcluster.stack_names import BOOTSTRAP_OUTPUT
+        from fmcluster.stacks.parallelcluster import ParallelClusterCluster
+
+        root = _scratch_dir(f"fmcluster-{self.project.name}-pcluster-")
+        sums = {}
+        for group in self.project.compute_groups:
+            if group.instance_type in sums:
+                continue
+            # ParallelCluster mounts the shared FSx itself (SharedStorage), so the bundle does not.
+            ctx = render.context_for(self.project, group.name, "compute", "parallelcluster", fsx=None)
+            sums[group.instance_type] = render.render_bundle(ctx, root / "bundles" / group.instance_type).sums_sha256
+        (root / "dispatch").mkdir()
+        (root / "dispatch" / "on-node-configured.sh").write_text(render.dispatcher_script(self.project.name, sums))
+        bundles = s3_assets.Asset(self, "BootstrapBundles", path=str(root / "bundles"))
+        dispatcher = s3_assets.Asset(self, "BootstrapDispatcher", path=str(root / "dispatch" / "on-node-configured.sh"))
+        ParallelClusterCluster(
+            self, "ParallelCluster", project=self.project, plan=self.plan, network=self.network, storage=self.storage,
+            bootstrap_uri=dispatcher.s3_object_url, bootstrap_args=[bundles.s3_object_url],
+            bootstrap_read_arns=[a.bucket.arn_for_objects(a.s3_object_key) for a in (dispatcher, bundles)],
+            metrics=metrics,
+        )
+        CfnOutput(self, BOOTSTRAP_OUTPUT, value=dispatcher.s3_object_url,
+                  description="OnNodeConfigured script; its argument is BootstrapBundlesUri")
+        CfnOutput(self, "BootstrapBundlesUri", value=bundles.s3_object_url,
+                  description="Archive of the bootstrap bundles, one per instance type")
 
     def _add_node_role(self) -> tuple[iam.Role, iam.CfnInstanceProfile]:
         role = iam.Role(
@@ -142,8 +175,7 @@ class ClusterStack(Stack):
                                         mount_name=fsx.mount_name, mount_path=fsx.mount_path,
                                         efa_enabled=fsx.efa_enabled)
         ctx = render.context_for(self.project, group.name, "compute", fsx=mount)
-        bundle_dir = Path(tempfile.mkdtemp(prefix=f"fmcluster-{self.project.name}-{group.name}-"))
-        atexit.register(shutil.rmtree, bundle_dir, ignore_errors=True)
+        bundle_dir = _scratch_dir(f"fmcluster-{self.project.name}-{group.name}-")
         manifest = render.render_bundle(ctx, bundle_dir)
         asset = s3_assets.Asset(self, f"{gid}Bootstrap", path=str(bundle_dir))
         # Exactly this object: no wildcard on the shared CDK asset bucket.
@@ -152,6 +184,13 @@ class ClusterStack(Stack):
         entry = render.entry_script(ctx.model_copy(update={"bundle_s3_uri": asset.s3_object_url}),
                                     manifest.sums_sha256, boot_env)
         return Fn.base64(entry)
+
+
+def _scratch_dir(prefix: str) -> Path:
+    """A folder for rendered bundles; CDK copies assets into cdk.out at synth, then it goes."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def _camel(name: str) -> str:

@@ -8,6 +8,7 @@ with tokens for the subnet, security groups, file system, policy and bootstrap o
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from aws_cdk import (
@@ -43,7 +44,8 @@ class ParallelClusterCluster(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, project: Project, plan: Plan,
                  network: NetworkContract, storage: StorageContract | None, bootstrap_uri: str,
-                 bootstrap_read_arns: Sequence[str], metrics: MetricsContract | None = None) -> None:
+                 bootstrap_read_arns: Sequence[str], metrics: MetricsContract | None = None,
+                 bootstrap_args: Sequence[str] = ()) -> None:
         super().__init__(scope, construct_id)
         settings = settings_of(project)
         stack = Stack.of(self)
@@ -59,11 +61,13 @@ class ParallelClusterCluster(Construct):
                 "Statement": generate.node_policy_statements(bootstrap_read_arns, metrics),
             }),
         )
-        Validations.of(self.node_policy).acknowledge(Acknowledgment(
-            id="AwsSolutions::AwsSolutions-IAM5",
-            reason="Read-only s3:GetObject on the bootstrap bundle's own objects (a key prefix of the bundle "
-                   "bucket, files named by the renderer); no other bucket or action.",
-        ))
+        for arn in bootstrap_read_arns:
+            if "*" in _nag_text(stack, arn):
+                Validations.of(self.node_policy).acknowledge(Acknowledgment(
+                    id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag_text(stack, arn)}]",
+                    reason="Read-only s3:GetObject under the bootstrap bundle's own key prefix (files named by the "
+                           "renderer); no other prefix, bucket or action.",
+                ))
         CfnOutput(stack, stack_names.NODE_POLICY_OUTPUT, value=self.node_policy.managed_policy_arn,
                   description="Managed policy for ParallelCluster nodes (AdditionalIamPolicies)",
                   export_name=f"{project.name}-{stack_names.NODE_POLICY_OUTPUT}")
@@ -71,7 +75,7 @@ class ParallelClusterCluster(Construct):
                   description="ParallelCluster cluster name")
 
         self.configuration = generate.cluster_config(
-            project, plan, network=network, storage=storage, bootstrap_uri=bootstrap_uri,
+            project, plan, network=network, storage=storage, bootstrap_uri=bootstrap_uri, bootstrap_args=bootstrap_args,
             node_policy_arns=[self.node_policy.managed_policy_arn], region=Aws.REGION, partition=Aws.PARTITION,
         )
         self.provider: CfnStack | None = None
@@ -82,18 +86,18 @@ class ParallelClusterCluster(Construct):
     def _add_cluster(self, project: Project, version: str, deletion_policy: str, extra_policies: list[str]) -> None:
         # The provider's Lambda creates the cluster stack, which attaches our node policies to the
         # roles it makes under /parallelcluster/<cluster>/: allow exactly that, nothing else.
+        roles = Fn.sub(f"arn:${{AWS::Partition}}:iam::${{AWS::AccountId}}:role/parallelcluster/{self.cluster_name}/*")
         attach = iam.ManagedPolicy(
             self, "ProviderAttachPolicy",
             description=f"fmcluster {project.name}: let the ParallelCluster provider attach the node policies",
             statements=[iam.PolicyStatement(
                 actions=["iam:AttachRolePolicy", "iam:DetachRolePolicy"],
-                resources=[Fn.sub("arn:${AWS::Partition}:iam::${AWS::AccountId}:role/parallelcluster/"
-                                  f"{self.cluster_name}/*")],
+                resources=[roles],
                 conditions={"ArnEquals": {"iam:PolicyARN": [self.node_policy.managed_policy_arn, *extra_policies]}},
             )],
         )
         Validations.of(attach).acknowledge(Acknowledgment(
-            id="AwsSolutions::AwsSolutions-IAM5",
+            id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag_text(Stack.of(self), roles)}]",
             reason="ParallelCluster names the node roles when it creates the cluster; the path is this cluster's "
                    "own and a condition limits the policies to fmcluster's node policy and the project's.",
         ))
@@ -118,3 +122,28 @@ class ParallelClusterCluster(Construct):
         CfnOutput(stack, "ParallelClusterValidationMessages",
                   value=self.cluster.get_att_string("validationMessages"),
                   description="Warnings ParallelCluster reported when it created or updated the cluster")
+
+
+def _nag_text(stack: Stack, value: str) -> str:
+    """A value as cdk-nag names it in a finding: ``<AWS::Partition>``, ``<Logical.Attr>`` for tokens."""
+    resolved = stack.resolve(value)
+
+    def text(part: object) -> str:
+        if isinstance(part, str):
+            return part
+        if isinstance(part, dict) and "Ref" in part:
+            return f"<{part['Ref']}>"
+        if isinstance(part, dict) and "Fn::GetAtt" in part:
+            return f"<{'.'.join(part['Fn::GetAtt'])}>"
+        if isinstance(part, dict) and "Fn::ImportValue" in part:
+            return text(part["Fn::ImportValue"])
+        if isinstance(part, dict) and "Fn::Join" in part:
+            sep, parts = part["Fn::Join"]
+            return sep.join(text(p) for p in parts)
+        if isinstance(part, dict) and "Fn::Sub" in part and isinstance(part["Fn::Sub"], str):
+            import re
+
+            return re.sub(r"\$\{([^}]+)\}", lambda m: f"<{m.group(1)}>", part["Fn::Sub"])
+        return json.dumps(part)
+
+    return text(resolved)
