@@ -215,3 +215,35 @@ def test_existing_file_system_is_rendered_into_the_bundle(synthesized: Synthesiz
     text = data["UserData"]["Fn::Base64"]
     assert "FMC_FSX_ID" not in text
     assert "s3://cdk-hnb659fds-assets-111122223333-us-east-2/" in text
+
+
+def _pcluster(synthesized: Synthesized, project: str) -> dict:
+    resources = synthesized.template(f"{project}-cluster")["Resources"]
+    return next(r for r in resources.values() if r["Type"] == "Custom::PclusterCluster")["Properties"]
+
+
+def test_parallelcluster_nodes_run_the_dispatcher_on_their_bundle(synthesized: Synthesized) -> None:
+    props = _pcluster(synthesized, "p5-parallelcluster")
+    assert props["DeletionPolicy"] == "Retain" and props["ClusterName"] != "p5-parallelcluster-cluster"
+    config = props["ClusterConfiguration"]
+    [queue] = config["Scheduling"]["SlurmQueues"]
+    action = queue["CustomActions"]["OnNodeConfigured"]
+    assert str(action["Script"]).endswith(".sh'}") or ".sh" in str(action["Script"])
+    assert len(action["Args"]) == 1 and ".zip" in str(action["Args"][0])
+    [resource] = queue["ComputeResources"]
+    assert resource["Efa"] == {"Enabled": True, "GdrSupport": True}
+    assert resource["Networking"]["PlacementGroup"]["Enabled"] is True
+    assert "default-storage" not in str(config) and "p5-parallelcluster-storage" in str(config["SharedStorage"])
+    policies = [r for r in synthesized.template("p5-parallelcluster-cluster")["Resources"].values()
+                if r["Type"] == "AWS::IAM::ManagedPolicy" and "ReadBootstrapBundle" in str(r)]
+    [read] = [s for s in policies[0]["Properties"]["PolicyDocument"]["Statement"] if s["Sid"] == "ReadBootstrapBundle"]
+    assert len(read["Resource"]) == 2 and "*" not in str(read["Resource"]).replace("${AWS::", "")
+
+
+def test_parallelcluster_capacity_block_queue(synthesized: Synthesized) -> None:
+    [queue] = _pcluster(synthesized, "p5en-capacity-block")["ClusterConfiguration"]["Scheduling"]["SlurmQueues"]
+    assert queue["CapacityType"] == "CAPACITY_BLOCK"
+    [resource] = queue["ComputeResources"]
+    assert resource["MinCount"] == resource["MaxCount"] == 32
+    assert resource["CapacityReservationTarget"] == {"CapacityReservationId": "cr-0fedcba9876543210"}
+    assert resource["Networking"]["PlacementGroup"]["Enabled"] is False
