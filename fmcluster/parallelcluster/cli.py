@@ -10,6 +10,7 @@ import yaml
 
 from fmcluster.contracts import MountContract, NetworkContract, StorageContract
 from fmcluster.parallelcluster import stack_names
+from fmcluster.storage.existing import creates_resources, imported_contract
 
 app = typer.Typer(help="AWS ParallelCluster: the cluster configuration fmcluster generates.", no_args_is_help=True)
 
@@ -42,8 +43,9 @@ def _need(outputs: dict[str, str], stack: str, key: str) -> str:
     return outputs[key]
 
 
-def contracts_from_stacks(cfn: Any, project_name: str) -> tuple[NetworkContract, StorageContract, str, str]:
-    """Network and storage contracts, bootstrap URI and node policy ARN from the deployed stacks."""
+def contracts_from_stacks(cfn: Any, project_name: str, project: Any | None = None,
+                          ) -> tuple[NetworkContract, StorageContract, str, list[str], str]:
+    """Network and storage contracts, bootstrap URI and arguments, node policy ARN from the deployed stacks."""
     net_stack, sto_stack, clu_stack = (f"{project_name}-{s}" for s in ("network", "storage", "cluster"))
     net = stack_outputs(cfn, net_stack)
     network = NetworkContract(
@@ -53,6 +55,12 @@ def contracts_from_stacks(cfn: Any, project_name: str) -> tuple[NetworkContract,
         node_security_group_id=_need(net, net_stack, "NodeSecurityGroupId"),
         storage_security_group_id=_need(net, net_stack, "StorageSecurityGroupId"),
     )
+    if project is not None and not creates_resources(project):
+        storage = imported_contract(project)  # bucket and file system exist already: no storage stack
+        clu = stack_outputs(cfn, clu_stack)
+        return (network, storage, _need(clu, clu_stack, stack_names.BOOTSTRAP_OUTPUT),
+                [_need(clu, clu_stack, stack_names.BOOTSTRAP_ARGS_OUTPUT)],
+                _need(clu, clu_stack, stack_names.NODE_POLICY_OUTPUT))
     sto = stack_outputs(cfn, sto_stack)
     fsx = None
     if "FileSystemId" in sto:
@@ -67,6 +75,7 @@ def contracts_from_stacks(cfn: Any, project_name: str) -> tuple[NetworkContract,
                               bucket_arn=_need(sto, sto_stack, "BucketArn"), fsx=fsx, scratch_path=None)
     clu = stack_outputs(cfn, clu_stack)
     return (network, storage, _need(clu, clu_stack, stack_names.BOOTSTRAP_OUTPUT),
+            [_need(clu, clu_stack, stack_names.BOOTSTRAP_ARGS_OUTPUT)],
             _need(clu, clu_stack, stack_names.NODE_POLICY_OUTPUT))
 
 
@@ -78,12 +87,13 @@ def render(loaded: Any, plan: Any, *, cfn: Any | None = None, region: str | None
     if cfn is None:
         network, storage = placeholders.NETWORK, placeholders.storage(project, plan)
         bootstrap, policy = placeholders.bootstrap_uri(project), placeholders.node_policy_arn(project)
+        args = placeholders.bootstrap_args(project)
         origin = "placeholders (all-zero IDs): run with --from-stacks after `npx cdk deploy` for real ones"
     else:
-        network, storage, bootstrap, policy = contracts_from_stacks(cfn, project.name)
+        network, storage, bootstrap, args, policy = contracts_from_stacks(cfn, project.name, project)
         origin = f"the outputs of the deployed {project.name}-network, -storage and -cluster stacks"
     config = generate.cluster_config(project, plan, network=network, storage=storage, bootstrap_uri=bootstrap,
-                                     node_policy_arns=[policy], region=region or project.region)
+                                     bootstrap_args=args, node_policy_arns=[policy], region=region or project.region)
     header = (f"# ParallelCluster {generate.settings_of(project).version} configuration for fmcluster project "
               f"{project.name}, generated from {loaded.file or 'the project'}.\n# IDs: {origin}.\n"
               f"# Create: pcluster create-cluster --cluster-name {generate.cluster_name(project)} "

@@ -45,6 +45,10 @@ def bootstrap_uri(project: Project) -> str:
     return f"s3://{project.name}-bootstrap-placeholder/bootstrap/on-node-configured.sh"
 
 
+def bootstrap_args(project: Project) -> list[str]:
+    return [f"s3://{project.name}-bootstrap-placeholder/bootstrap/bundles.zip"]
+
+
 def node_policy_arn(project: Project) -> str:
     from fmcluster.parallelcluster.stack_names import node_policy_name
 

@@ -8,6 +8,8 @@ NODE_POLICY_OUTPUT = "ParallelClusterNodePolicyArn"
 CLUSTER_NAME_OUTPUT = "ParallelClusterName"
 HEAD_NODE_IP_OUTPUT = "HeadNodePrivateIp"
 BOOTSTRAP_OUTPUT = "BootstrapEntryUri"
+BOOTSTRAP_ARGS_OUTPUT = "BootstrapBundlesUri"
+"""The argument of the OnNodeConfigured script: the archive of per-instance-type bundles."""
 
 NETWORK_OUTPUTS = ("VpcId", "ComputeSubnetId", "EfaSecurityGroupId", "NodeSecurityGroupId", "StorageSecurityGroupId")
 STORAGE_OUTPUTS = ("BucketName", "BucketArn", "FileSystemId", "FileSystemDnsName", "FileSystemMountName",

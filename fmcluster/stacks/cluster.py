@@ -59,7 +59,7 @@ class ClusterStack(Stack):
 
     def _add_parallelcluster(self, metrics: MetricsContract | None) -> None:
         """One bundle per instance type in an archive, and a dispatcher as the OnNodeConfigured action."""
-        from fmcluster.parallelcluster.stack_names import BOOTSTRAP_OUTPUT
+        from fmcluster.parallelcluster.stack_names import BOOTSTRAP_ARGS_OUTPUT, BOOTSTRAP_OUTPUT
         from fmcluster.stacks.parallelcluster import ParallelClusterCluster
 
         root = _scratch_dir(f"fmcluster-{self.project.name}-pcluster-")
@@ -82,7 +82,7 @@ class ClusterStack(Stack):
         )
         CfnOutput(self, BOOTSTRAP_OUTPUT, value=dispatcher.s3_object_url,
                   description="OnNodeConfigured script; its argument is BootstrapBundlesUri")
-        CfnOutput(self, "BootstrapBundlesUri", value=bundles.s3_object_url,
+        CfnOutput(self, BOOTSTRAP_ARGS_OUTPUT, value=bundles.s3_object_url,
                   description="Archive of the bootstrap bundles, one per instance type")
 
     def _add_node_role(self) -> tuple[iam.Role, iam.CfnInstanceProfile]:

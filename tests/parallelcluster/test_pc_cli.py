@@ -19,6 +19,7 @@ STORAGE = {"BucketName": "pc-data", "BucketArn": "arn:aws:s3:::pc-data", "FileSy
            "FileSystemDnsName": "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com", "FileSystemMountName": "abcdefgh",
            "FileSystemMountPath": "/fsx", "FileSystemEfaEnabled": "true"}
 CLUSTER = {"BootstrapEntryUri": "s3://cdk-assets/abc/on-node-configured.sh",
+           "BootstrapBundlesUri": "s3://cdk-assets/def/bundles.zip",
            "ParallelClusterNodePolicyArn": "arn:aws:iam::123456789012:policy/parallelcluster-pc-nodes"}
 
 
@@ -42,7 +43,8 @@ def _stubbed(*stacks: tuple[str, dict[str, str] | None]):
 
 def test_contracts_come_from_the_three_stacks_outputs():
     client, stubber = _stubbed(("pc-network", NETWORK), ("pc-storage", STORAGE), ("pc-cluster", CLUSTER))
-    network, storage, uri, policy = contracts_from_stacks(client, "pc")
+    network, storage, uri, args, policy = contracts_from_stacks(client, "pc")
+    assert args == [CLUSTER["BootstrapBundlesUri"]]
     stubber.assert_no_pending_responses()
     assert network.compute_subnet_id == "subnet-0a1b2c3d4e5f60718"
     assert network.efa_security_group_id == "sg-0aaaaaaaaaaaaaaaa"
@@ -92,8 +94,8 @@ def test_config_from_stacks_writes_real_ids(project_file, tmp_path, monkeypatch)
     data = yaml.safe_load(out.read_text())
     assert data["HeadNode"]["Networking"]["SubnetId"] == "subnet-0a1b2c3d4e5f60718"
     assert data["SharedStorage"][0]["FsxLustreSettings"]["FileSystemId"] == "fs-0123456789abcdef0"
-    assert data["Scheduling"]["SlurmQueues"][0]["CustomActions"]["OnNodeConfigured"]["Script"] == \
-        CLUSTER["BootstrapEntryUri"]
+    assert data["Scheduling"]["SlurmQueues"][0]["CustomActions"]["OnNodeConfigured"] == \
+        {"Script": CLUSTER["BootstrapEntryUri"], "Args": [CLUSTER["BootstrapBundlesUri"]]}
     assert {"Policy": CLUSTER["ParallelClusterNodePolicyArn"]} in data["HeadNode"]["Iam"]["AdditionalIamPolicies"]
     stubber.assert_no_pending_responses()
 
@@ -114,3 +116,19 @@ def test_config_reports_parallelcluster_check_errors_with_lines(tmp_path):
     assert result.exit_code == 2
     assert "orchestrator.parallelcluster.queues.Bad_Q" in result.output and f"{path}:" in result.output
     assert not (tmp_path / "c.yaml").exists()
+
+
+def test_existing_storage_needs_no_storage_stack(tmp_path, monkeypatch):
+    from support import ROOT
+
+    client, stubber = _stubbed(("p5e-existing-vpc-network", NETWORK), ("p5e-existing-vpc-cluster", CLUSTER))
+    monkeypatch.setattr(boto3, "client", lambda *a, **k: client)
+    source = (ROOT / "examples" / "p5e-existing-vpc.yaml").read_text() + "orchestrator: {type: parallelcluster}\n"
+    (tmp_path / "p5e-existing-vpc.yaml").write_text(source)
+    out = tmp_path / "cluster.yaml"
+    result = CliRunner().invoke(cli.app, ["config", str(tmp_path / "p5e-existing-vpc.yaml"), "--out", str(out),
+                                          "--from-stacks"])
+    assert result.exit_code == 0, result.output
+    data = yaml.safe_load(out.read_text())
+    assert data["SharedStorage"][0]["FsxLustreSettings"]["FileSystemId"] == "fs-0123456789abcdef0"
+    stubber.assert_no_pending_responses()
