@@ -389,6 +389,7 @@ class Options(_Frozen):
     retry_base_delay_s: int = Field(default=2, ge=0, le=60, description="First retry delay; doubles each time.")
     scratch_path: str = Field(default="/scratch", pattern=r"^/[A-Za-z0-9._/-]+$", description="RAID 0 of the local NVMe.")
     slurm_prefix: str | None = Field(default=None, description="Where Slurm lives (pyxis builds against it).")
+    scratch: bool = Field(default=True, description="Assemble the instance-store NVMe drives (storage.scratch.enabled).")
 
 
 class BootstrapContext(_Frozen):
@@ -499,6 +500,7 @@ class Step(_Frozen):
     needs_fsx: bool = False
     needs_containers: bool = False
     needs_exporters: bool = False
+    needs_scratch: bool = False
 
     def applies(self, ctx: BootstrapContext) -> bool:
         return not (
@@ -506,6 +508,7 @@ class Step(_Frozen):
             or (self.needs_fsx and ctx.fsx is None)
             or (self.needs_containers and not ctx.options.containers)
             or (self.needs_exporters and not ctx.options.exporters)
+            or (self.needs_scratch and not ctx.options.scratch)
         )
 
 
@@ -515,7 +518,8 @@ STEPS: tuple[Step, ...] = (
     Step(name="30-efa", template="efa.sh.j2", description="EFA installer (GPG-verified; bundles aws-ofi-nccl)", gpu_only=True),
     Step(name="40-gdrcopy", template="gdrcopy.sh.j2", description="GDRCopy packages and the gdrdrv module", gpu_only=True),
     Step(name="50-nccl-env", template="nccl_env.sh.j2", description="aws-ofi-nccl on the library path, memlock", gpu_only=True),
-    Step(name="60-nvme", template="nvme.sh.j2", description="RAID 0 of the instance-store NVMe at the scratch path", gpu_only=True),
+    Step(name="60-nvme", template="nvme.sh.j2", description="RAID 0 of the instance-store NVMe at the scratch path", gpu_only=True,
+         needs_scratch=True),
     Step(name="70-lustre", template="lustre.sh.j2", description="Lustre client, LNet over EFA, FSx mount", needs_fsx=True),
     Step(name="80-containers", template="containers.sh.j2", description="enroot + pyxis, container storage on NVMe", needs_containers=True),
     Step(name="90-exporters", template="exporters.sh.j2", description="node_exporter, dcgm-exporter, EFA counters", needs_exporters=True),
@@ -559,7 +563,9 @@ def context_for(
     elif role == "compute":
         raise BootstrapError("a compute bundle needs a compute group name")
     slurm = flavour in ("parallelcluster", "hyperpod")
-    opts = {"containers": slurm, "slurm_prefix": "/opt/slurm" if slurm else None} | options
+    scratch = project.storage.scratch
+    opts = {"containers": slurm, "slurm_prefix": "/opt/slurm" if slurm else None,
+            "scratch": scratch.enabled, "scratch_path": scratch.mount_path} | options
     try:
         return BootstrapContext(
             project=project.name,

@@ -224,3 +224,19 @@ def test_versions_yaml_rejects_malformed_pins(tmp_path: Path, where, value, mess
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(render.BootstrapError, match=message):
         render.load_versions(path)
+
+
+def test_scratch_follows_the_storage_section() -> None:
+    from bootstrap_support import make_project
+
+    from fmcluster.bootstrap import render
+
+    project = make_project("p5.48xlarge", "ubuntu-22.04", "none")
+    on = render.context_for(project, "gpu", "compute")
+    assert "60-nvme" in [s.name for s in on.steps()] and on.options.scratch_path == "/scratch"
+    moved = project.model_copy(update={"storage": project.storage.model_copy(update={
+        "scratch": project.storage.scratch.model_copy(update={"mount_path": "/nvme"})})})
+    assert render.context_for(moved, "gpu", "compute").options.scratch_path == "/nvme"
+    off = project.model_copy(update={"storage": project.storage.model_copy(update={
+        "scratch": project.storage.scratch.model_copy(update={"enabled": False})})})
+    assert "60-nvme" not in [s.name for s in render.context_for(off, "gpu", "compute").steps()]
