@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 import sys
 from enum import Enum
 from pathlib import Path
@@ -202,7 +203,7 @@ def new(
 ) -> None:
     """Write projects/NAME.yaml from another project, with its own name, tags and a free VPC CIDR."""
     target = config.projects_dir() / f"{name}.yaml"
-    if not __import__("re").fullmatch(config.DNS_NAME, name):
+    if not re.fullmatch(config.DNS_NAME, name):
         err.print(f"error: {name!r} is not a valid project name (hint: lowercase letters, digits and '-', "
                   "starting with a letter, 2-32 characters)", highlight=False)
         raise typer.Exit(2)

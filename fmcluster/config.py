@@ -9,7 +9,6 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import os
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -451,11 +450,10 @@ def load(ref: str | Path) -> LoadedProject:
         hint = f"known projects: {', '.join(known)}" if known else "create one with `fmcluster new NAME`"
         raise ConfigError([Problem("error", "", f"no project file at {path}", hint, path, None)])
     loaded = parse(path.read_text(encoding="utf-8"), path)
-    if not re.fullmatch(r"[a-z0-9-]+", path.stem) or path.stem != loaded.project.name:
-        # A mismatch is legal for files given by path (examples), but a named project must agree.
-        if path.parent.resolve() == projects_dir().resolve():
-            raise ConfigError(
-                [Problem("error", "name", f"name {loaded.project.name!r} differs from the file name {path.stem!r}",
-                         f"rename the file to {loaded.project.name}.yaml or set name: {path.stem}", path, loaded.line(("name",)))]
-            )
+    # A file given by path (an example) may be named freely; a project under projects/ must agree.
+    if path.stem != loaded.project.name and path.parent.resolve() == projects_dir().resolve():
+        raise ConfigError(
+            [Problem("error", "name", f"name {loaded.project.name!r} differs from the file name {path.stem!r}",
+                     f"rename the file to {loaded.project.name}.yaml or set name: {path.stem}", path, loaded.line(("name",)))]
+        )
     return loaded

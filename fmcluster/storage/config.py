@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
@@ -15,8 +15,9 @@ KMS_KEY_ARN = r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$"
 S3_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<prefix>([^/]+/)*)$")
 FSX_PATH = re.compile(r"^/([A-Za-z0-9._-]+/?)*$")
 
-PERSISTENT_2_THROUGHPUT = (125, 250, 500, 1000)
-"""MB/s per TiB of storage (FACTS.md section 3)."""
+Persistent2Throughput = Literal[125, 250, 500, 1000]
+"""PERSISTENT_2 MB/s per TiB of storage (FACTS.md section 3)."""
+PERSISTENT_2_THROUGHPUT: tuple[int, ...] = get_args(Persistent2Throughput)
 
 
 class Bucket(Model):
@@ -111,7 +112,7 @@ class FileSystem(Model):
     storage_capacity_gib: int | None = Field(
         default=None, description="1200, 2400, then multiples of 2400 GiB. Default: sized by the checkpoint planner."
     )
-    throughput_per_tib: Literal[125, 250, 500, 1000] | None = Field(
+    throughput_per_tib: Persistent2Throughput | None = Field(
         default=None, description="PERSISTENT_2 MB/s per TiB. Default: chosen by the checkpoint planner."
     )
     compression: Literal["LZ4", "NONE"] = Field(default="LZ4", description="Data compression.")
