@@ -112,9 +112,11 @@ class NetworkStack(Stack):
         )
         for low, high in LUSTRE_PORTS:
             port = ec2.Port.tcp(low) if low == high else ec2.Port.tcp_range(low, high)
+            # EC2 allows only a-zA-Z0-9 ._-:/()#,@[]+=&;{}!$* in rule descriptions.
+            ports = f"TCP {low}" if low == high else f"TCP {low}-{high}"
             for peer, who in ((node, "nodes"), (efa, "EFA members"), (storage, "itself")):
-                storage.add_ingress_rule(peer, port, f"Lustre {port} from {who}")
-            node.add_ingress_rule(storage, port, f"Lustre {port} from the file servers")
+                storage.add_ingress_rule(peer, port, f"Lustre {ports} from {who}")
+            node.add_ingress_rule(storage, port, f"Lustre {ports} from the file servers")
         return efa, node, storage
 
     def _add_interface_endpoints(self, vpc: ec2.IVpc, subnet_id: str) -> None:
