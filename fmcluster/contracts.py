@@ -1,9 +1,65 @@
 """What one stack hands the next: plain dataclasses of strings (CDK tokens at synth time,
-real IDs when read back from deployed stacks' outputs). No CDK imports here."""
+real IDs when read back from deployed stacks' outputs), and the stack names and output keys
+that carry them between deployments. No CDK imports here.
+
+The output keys are stated here once: the stacks write them, ``fmcluster.aws`` reads them
+back (``fmcluster parallelcluster config --from-stacks``, ``fmcluster dashboards push``).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+STACKS = ("network", "storage", "observability", "cluster")
+"""The stacks of a project, in deployment order; each is named ``<project>-<stack>``."""
+
+
+def stack_name(project: str, stack: str) -> str:
+    """``NAME-network``, ``NAME-storage``, ``NAME-observability`` or ``NAME-cluster``."""
+    if stack not in STACKS:
+        raise ValueError(f"unknown stack {stack!r}; stacks: {', '.join(STACKS)}")
+    return f"{project}-{stack}"
+
+
+NETWORK_OUTPUTS = {
+    # output key -> NetworkContract field
+    "VpcId": "vpc_id",
+    "ComputeSubnetId": "compute_subnet_id",
+    "EfaSecurityGroupId": "efa_security_group_id",
+    "NodeSecurityGroupId": "node_security_group_id",
+    "StorageSecurityGroupId": "storage_security_group_id",
+}
+BUCKET_OUTPUTS = {"BucketName": "bucket_name", "BucketArn": "bucket_arn"}
+"""``NAME-storage``: StorageContract fields."""
+FILE_SYSTEM_OUTPUTS = {
+    # output key -> MountContract field (only when the project has a file system)
+    "FileSystemId": "file_system_id",
+    "FileSystemDnsName": "dns_name",
+    "FileSystemMountName": "mount_name",
+    "FileSystemMountPath": "mount_path",
+    "FileSystemEfaEnabled": "efa_enabled",
+}
+PROMETHEUS_WORKSPACE_OUTPUT = "PrometheusWorkspaceId"
+PROMETHEUS_REMOTE_WRITE_OUTPUT = "PrometheusRemoteWriteUrl"
+GRAFANA_WORKSPACE_OUTPUT = "GrafanaWorkspaceId"
+"""The output of the ``NAME-observability`` stack that holds the Grafana workspace ID."""
+
+NODE_POLICY_OUTPUT = "ParallelClusterNodePolicyArn"
+CLUSTER_NAME_OUTPUT = "ParallelClusterName"
+HEAD_NODE_IP_OUTPUT = "HeadNodePrivateIp"
+BOOTSTRAP_OUTPUT = "BootstrapEntryUri"
+BOOTSTRAP_ARGS_OUTPUT = "BootstrapBundlesUri"
+"""The argument of the OnNodeConfigured script: the archive of per-instance-type bundles."""
+
+
+def export_name(project: str, output_key: str) -> str:
+    """The CloudFormation export of an output (``<project>-<key>``)."""
+    return f"{project}-{output_key}"
+
+
+def node_policy_name(project: str) -> str:
+    """The managed policy fmcluster attaches to every ParallelCluster node (bootstrap bundle, metrics)."""
+    return f"parallelcluster-{project}-nodes"
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The replacement guard: would deploying NEW over OLD replace a file system, association or bucket?
 
-Both project files are synthesized (offline, cdk-nag off) and every stateful resource of OLD
-is compared with its namesake in NEW on its *create-only* properties, as the CloudFormation
+Both project files are synthesized (offline, cdk-nag off, by :func:`fmcluster.stacks.app.synthesize`)
+and every stateful resource of OLD is compared with its namesake in NEW on its *create-only* properties, as the CloudFormation
 resource schemas that cfn-lint ships declare them: a change there makes CloudFormation
 create a new resource and leave (with our Retain policy) or delete the old one -- an empty
 file system either way. A few replacing properties are missing from those schemas; they are
@@ -16,7 +16,10 @@ import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+Synthesize = Callable[[str | Path, Path], dict[str, dict]]
+"""Project file, output folder -> templates by stack name."""
 
 STATEFUL_TYPES = ("AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation", "AWS::S3::Bucket", "AWS::APS::Workspace")
 
@@ -50,6 +53,7 @@ class Replacement:
 
 def create_only_paths(resource_type: str) -> list[str]:
     """The schema's create-only property paths of ``resource_type``, plus :data:`SCHEMA_GAPS`."""
+    # Heavy (every Region's resource schemas): loads only when a comparison runs.
     from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
 
     schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema("us-east-1", resource_type).schema
@@ -161,34 +165,8 @@ def compare(old: dict[str, dict], new: dict[str, dict]) -> list[Replacement]:
     return results
 
 
-def _use_project_node() -> None:
-    """jsii needs Node >= 22: prefer the one `npm ci` put in node_modules (as `make` does)."""
-    import os
-
-    for base in (Path.cwd(), Path(__file__).resolve().parents[1]):
-        node_bin = base / "node_modules" / ".bin"
-        if (node_bin / "node").exists():
-            if str(node_bin) not in os.environ.get("PATH", "").split(os.pathsep):
-                os.environ["PATH"] = f"{node_bin}{os.pathsep}{os.environ.get('PATH', '')}"
-            return
-
-
-def synthesize(ref: str | Path, outdir: Path) -> dict[str, dict]:
-    """Templates of one project by stack name (raises ConfigError for a bad file)."""
-    _use_project_node()
-    from fmcluster import checks, config
-    from fmcluster.cdkapp import new_app
-    from fmcluster.stacks import build_project
-
-    loaded = config.load(ref)
-    plan, _ = checks.validate(loaded)
-    app = new_app(outdir=str(outdir), context={"nag": "false"})
-    build_project(app, loaded, plan)
-    assembly = app.synth()
-    return {stack.stack_name: stack.template for stack in assembly.stacks}
-
-
-def check(new_ref: str | Path, old_ref: str | Path) -> list[Replacement]:
+def check(new_ref: str | Path, old_ref: str | Path, synthesize: Synthesize) -> list[Replacement]:
+    """Synthesize both project files with ``synthesize`` (:func:`fmcluster.stacks.app.synthesize`) and compare."""
     with tempfile.TemporaryDirectory() as tmp:
         old = synthesize(old_ref, Path(tmp) / "old")
         new = synthesize(new_ref, Path(tmp) / "new")

@@ -1,0 +1,91 @@
+"""A project's bootstrap bundles, rendered once, before its stacks are built.
+
+Self-managed nodes (``orchestrator.type: none``) get one bundle per compute group, run by
+the launch template's user data. ParallelCluster nodes get one archive holding a bundle per
+instance type, and a dispatcher run as ``OnNodeConfigured`` that picks and checks its own.
+Bundles go to a folder of the cloud assembly (``cdk.out/fmcluster-bundles/PROJECT/``), from
+which CDK publishes them as assets.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fmcluster.bootstrap.context import BootstrapContext, FsxMount, context_for
+from fmcluster.bootstrap.render import dispatcher_script, entry_script, render_bundle
+
+from fmcluster.contracts import MountContract
+from fmcluster.plan import ClusterPlan
+
+BUNDLES_DIR = "fmcluster-bundles"
+"""The folder of the cloud assembly that holds the rendered bundles."""
+
+
+@dataclass(frozen=True)
+class GroupBundle:
+    """The bundle of one compute group's nodes."""
+
+    group: str
+    path: Path
+    context: BootstrapContext
+    sums_sha256: str
+    boot_env: dict[str, str] = field(default_factory=dict)
+    """Values known only at deploy time (CDK tokens) that the entry script exports: the FSx identity."""
+
+    def entry_script(self, bundle_s3_uri: str) -> str:
+        """The user data that downloads this bundle from ``bundle_s3_uri``, checks it and runs it."""
+        ctx = self.context.model_copy(update={"bundle_s3_uri": bundle_s3_uri})
+        return entry_script(ctx, self.sums_sha256, self.boot_env)
+
+
+@dataclass(frozen=True)
+class DispatchedBundles:
+    """ParallelCluster: one bundle per instance type in ``bundles``, and the dispatcher script."""
+
+    bundles: Path
+    dispatcher: Path
+
+
+def render_group_bundles(cluster: ClusterPlan, fsx: MountContract | None, fsx_at_boot: bool,
+                         out_dir: Path) -> dict[str, GroupBundle]:
+    """One bundle per compute group, mounting ``fsx`` (whose identity comes at boot when ``fsx_at_boot``)."""
+    mount, boot_env = None, {}
+    if fsx is not None:
+        if fsx_at_boot:  # created in this deployment: CloudFormation fills the IDs into the user data
+            mount = FsxMount(mount_path=fsx.mount_path, efa_enabled=fsx.efa_enabled)
+            boot_env = {"FMC_FSX_ID": fsx.file_system_id, "FMC_FSX_DNS": fsx.dns_name,
+                        "FMC_FSX_MOUNT_NAME": fsx.mount_name}
+        else:
+            mount = FsxMount(file_system_id=fsx.file_system_id, dns_name=fsx.dns_name, mount_name=fsx.mount_name,
+                             mount_path=fsx.mount_path, efa_enabled=fsx.efa_enabled)
+    bundles = {}
+    for group in cluster.groups:
+        ctx = context_for(cluster, group.name, "compute", fsx=mount)
+        path = _fresh(out_dir / group.name)
+        bundles[group.name] = GroupBundle(group.name, path, ctx, render_bundle(ctx, path).sums_sha256, boot_env)
+    return bundles
+
+
+def render_dispatched_bundles(cluster: ClusterPlan, out_dir: Path) -> DispatchedBundles:
+    """One bundle per instance type (ParallelCluster mounts FSx itself, so the bundles do not) and the dispatcher."""
+    root = _fresh(out_dir)
+    sums = {}
+    for group in cluster.groups:
+        if group.instance_type in sums:
+            continue
+        ctx = context_for(cluster, group.name, "compute", "parallelcluster", fsx=None)
+        sums[group.instance_type] = render_bundle(ctx, root / "bundles" / group.instance_type).sums_sha256
+    dispatcher = root / "dispatch" / "on-node-configured.sh"
+    dispatcher.parent.mkdir(parents=True)
+    dispatcher.write_text(dispatcher_script(cluster.project, sums))
+    return DispatchedBundles(bundles=root / "bundles", dispatcher=dispatcher)
+
+
+def _fresh(folder: Path) -> Path:
+    """An empty folder: nothing of an earlier synthesis survives into the assets."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    return folder

@@ -1,0 +1,340 @@
+"""The bootstrap context: what one node role of one compute group runs, as typed data.
+
+Built from the plan (:class:`fmcluster.plan.ClusterPlan`), which took every instance fact
+from the catalog once. Pure (no Jinja): the renderer (:mod:`fmcluster.bootstrap.render`)
+turns a context into scripts, and :mod:`fmcluster.checks` reads which pins a node needs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, get_args
+
+from fmcluster.bootstrap.versions import (
+    Arch,
+    BootstrapError,
+    ResolvedArtifact,
+    Versions,
+    _Frozen,
+    default_versions,
+    resolve,
+)
+from pydantic import Field, field_validator, model_validator
+
+from fmcluster.facts import OPERATING_SYSTEMS as _OS_FACTS
+from fmcluster.facts import OperatingSystem
+from fmcluster.plan import ClusterPlan, GroupPlan
+
+Role = Literal["head", "login", "compute"]
+Flavour = Literal["self-managed", "parallelcluster", "hyperpod"]
+
+ROLES: tuple[Role, ...] = get_args(Role)
+FLAVOURS: tuple[Flavour, ...] = get_args(Flavour)
+ARCHES: tuple[Arch, ...] = get_args(Arch)
+OPERATING_SYSTEMS: tuple[str, ...] = tuple(_OS_FACTS)
+
+ORCHESTRATOR_FLAVOUR: dict[str, Flavour] = {
+    "none": "self-managed",
+    "parallelcluster": "parallelcluster",
+    "hyperpod": "hyperpod",
+}
+
+
+class FsxMount(_Frozen):
+    """The mount contract of an FSx for Lustre file system (see :class:`fmcluster.contracts.MountContract`).
+
+    ``file_system_id``, ``dns_name`` and ``mount_name`` may be left out when the file system is
+    created in the same deployment (CloudFormation knows them only then): the entry script
+    then exports them as ``FMC_FSX_ID``, ``FMC_FSX_DNS`` and ``FMC_FSX_MOUNT_NAME`` from the
+    launch template's user data (see :func:`entry_script`'s ``boot_env``).
+    """
+
+    file_system_id: str | None = Field(default=None, pattern=r"^fs-[0-9a-f]{8,17}$", description="The file system ID, `fs-...`.")
+    dns_name: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9.-]{2,252}$", description="DNS name of the file system.")
+    mount_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_]{1,32}$", description="The Lustre mount name (e.g. `abcdefgh`).")
+    mount_path: str = Field(default="/fsx", pattern=r"^/[A-Za-z0-9._/-]*[A-Za-z0-9._-]$", description="Where to mount it.")
+    efa_enabled: bool = Field(default=False, description="The file system was created with EfaEnabled: set up LNet over EFA.")
+    efa_lnet_interfaces: int = Field(
+        default=2,
+        ge=1,
+        le=32,
+        description="How many EFA devices LNet uses for FSx traffic (first and last by default, spread evenly).",
+    )
+
+    @model_validator(mode="after")
+    def _all_or_none(self) -> FsxMount:
+        given = [v is not None for v in (self.file_system_id, self.dns_name, self.mount_name)]
+        if any(given) and not all(given):
+            raise ValueError("give all of file_system_id, dns_name and mount_name, or none (then they come at boot)")
+        return self
+
+    @property
+    def at_boot(self) -> bool:
+        """The identity comes from the entry script's environment, not from the bundle."""
+        return self.file_system_id is None
+
+
+FSX_BOOT_ENV = ("FMC_FSX_ID", "FMC_FSX_DNS", "FMC_FSX_MOUNT_NAME")
+"""Environment the entry script exports when :attr:`FsxMount.at_boot`."""
+
+
+class InstanceFacts(_Frozen):
+    """What the scripts need to know about the node's instance type (from its group's plan)."""
+
+    instance_type: str
+    gpu_model: str
+    gpus: int
+    efa_devices: int = Field(description="EFA devices the launch template attaches (all the instance has).")
+    nvswitch: bool
+    needs_imex: bool
+    local_nvme_drives: int | None = Field(description="Instance-store NVMe drives; None = unconfirmed, found at boot.")
+    architecture: Arch
+
+    @classmethod
+    def from_plan(cls, group: GroupPlan) -> InstanceFacts:
+        return cls(
+            instance_type=group.instance_type,
+            gpu_model=group.gpu_model,
+            gpus=group.gpus // group.count,
+            efa_devices=group.efa_interfaces,
+            nvswitch=group.nvswitch,
+            needs_imex=group.needs_imex,
+            local_nvme_drives=group.local_nvme_drives,
+            architecture=group.kernel_arch,
+        )
+
+    @property
+    def gpu_model_tokens(self) -> list[str]:
+        """Words that must all appear in `nvidia-smi`'s GPU name (e.g. "A100 40GB")."""
+        return self.gpu_model.split()
+
+
+class Options(_Frozen):
+    """Knobs with defaults; the config may expose some of them later."""
+
+    containers: bool = Field(description="Install enroot (+ pyxis where Slurm runs). Default: on for Slurm flavours.")
+    exporters: bool = Field(default=True, description="Install node_exporter, dcgm-exporter and the EFA counters.")
+    deep_health_check: bool = Field(default=False, description="Run `dcgmi diag -r 2` in the health check (minutes).")
+    min_root_free_gb: int = Field(default=20, ge=1, description="Free space the root file system needs.")
+    pkg_lock_timeout_s: int = Field(default=600, ge=10, description="How long to wait for apt/dnf locks.")
+    retry_attempts: int = Field(default=5, ge=1, le=20, description="Attempts per download.")
+    retry_base_delay_s: int = Field(default=2, ge=0, le=60, description="First retry delay; doubles each time.")
+    scratch_path: str = Field(default="/scratch", pattern=r"^/[A-Za-z0-9._/-]+$", description="RAID 0 of the local NVMe.")
+    slurm_prefix: str | None = Field(default=None, description="Where Slurm lives (pyxis builds against it).")
+    scratch: bool = Field(default=True, description="Assemble the instance-store NVMe drives (storage.scratch.enabled).")
+
+
+class BootstrapContext(_Frozen):
+    """Everything a bundle is rendered from. Templates see it as ``ctx``."""
+
+    project: str
+    group: str | None
+    role: Role
+    flavour: Flavour
+    os: OperatingSystem
+    arch: Arch
+    instance: InstanceFacts | None = Field(description="The GPU instance; None for head/login nodes.")
+    fsx: FsxMount | None = None
+    bundle_s3_uri: str | None = Field(
+        default=None,
+        description="Where the entry script downloads the bundle (s3://bucket/key.zip or s3://bucket/prefix/). "
+        "None: the bundle sits beside the entry script (HyperPod lifecycle scripts).",
+    )
+    options: Options
+    versions: Versions
+
+    @field_validator("bundle_s3_uri")
+    @classmethod
+    def _s3(cls, value: str | None) -> str | None:
+        # A CDK token (``${Token[...]}``) stands for an s3:// URL resolved at deploy time.
+        if value is not None and not (value.startswith("s3://") or "${Token[" in value):
+            raise ValueError(f"{value!r} is not an s3:// URI")
+        if value is not None and "'" in value:
+            raise ValueError("the bundle URI may not contain a single quote")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BootstrapContext:
+        if self.role == "compute" and self.instance is None:
+            raise ValueError("a compute node needs its instance facts")
+        if self.instance is not None and self.instance.architecture != self.arch:
+            raise ValueError(f"{self.instance.instance_type} is {self.instance.architecture}, not {self.arch}")
+        return self
+
+    # Derived values the templates use.
+
+    @property
+    def os_family(self) -> Literal["ubuntu", "al2023"]:
+        return _OS_FACTS[self.os].family
+
+    @property
+    def os_release_id(self) -> str:
+        return _OS_FACTS[self.os].release_id
+
+    @property
+    def os_version_id(self) -> str:
+        return _OS_FACTS[self.os].version_id
+
+    @property
+    def ubuntu_codename(self) -> str:
+        return _OS_FACTS[self.os].codename
+
+    @property
+    def gpu(self) -> bool:
+        return self.instance is not None
+
+    @property
+    def slurm(self) -> bool:
+        return self.options.slurm_prefix is not None
+
+    @property
+    def ofi_nccl_plugin_dir(self) -> str:
+        return self.versions.aws_ofi_nccl.plugin_dir[self.os_family].format(arch=self.arch)
+
+    @property
+    def lnet_over_efa(self) -> bool:
+        """LNet over EFA for an EFA-enabled FSx; only GPU nodes have EFA (others use TCP)."""
+        return self.fsx is not None and self.fsx.efa_enabled and self.gpu
+
+    @property
+    def writes_plugstack(self) -> bool:
+        """ParallelCluster shares /opt/slurm from the head node: only the head writes Slurm config."""
+        return self.slurm and (self.flavour == "hyperpod" or self.role == "head")
+
+    def artifacts(self) -> dict[str, ResolvedArtifact]:
+        v = self.versions
+        pairs = {
+            "efa_installer": (v.efa_installer.tarball, "efa_installer.tarball", v.efa_installer.version),
+            "nvidia_driver": (v.nvidia_driver.runfile, "nvidia_driver.runfile", v.nvidia_driver.version),
+            "fabric_manager": (v.fabric_manager.archive, "fabric_manager.archive", v.fabric_manager.version),
+            "gdrcopy": (v.gdrcopy.source, "gdrcopy.source", v.gdrcopy.version),
+            "node_exporter": (v.node_exporter.tarball, "node_exporter.tarball", v.node_exporter.version),
+            "enroot_deb": (v.enroot.deb, "enroot.deb", v.enroot.version),
+            "enroot_deb_caps": (v.enroot.deb_caps, "enroot.deb_caps", v.enroot.version),
+            "enroot_rpm": (v.enroot.rpm, "enroot.rpm", v.enroot.version),
+            "enroot_rpm_caps": (v.enroot.rpm_caps, "enroot.rpm_caps", v.enroot.version),
+            "pyxis": (v.pyxis.source, "pyxis.source", v.pyxis.version),
+        }
+        return {name: resolve(art, key, version, self.arch) for name, (art, key, version) in pairs.items()}
+
+    def steps(self) -> list[Step]:
+        """The steps this node runs, in order."""
+        return [step for step in STEPS if step.applies(self)]
+
+
+class Step(_Frozen):
+    """One step: a template rendered to ``steps/<name>.sh``."""
+
+    name: str
+    template: str
+    description: str
+    gpu_only: bool = False
+    needs_fsx: bool = False
+    needs_containers: bool = False
+    needs_exporters: bool = False
+    needs_scratch: bool = False
+
+    def applies(self, ctx: BootstrapContext) -> bool:
+        return not (
+            (self.gpu_only and not ctx.gpu)
+            or (self.needs_fsx and ctx.fsx is None)
+            or (self.needs_containers and not ctx.options.containers)
+            or (self.needs_exporters and not ctx.options.exporters)
+            or (self.needs_scratch and not ctx.options.scratch)
+        )
+
+
+STEPS: tuple[Step, ...] = (
+    Step(name="10-preflight", template="preflight.sh.j2", description="OS/arch/instance checks, disk space, package lock"),
+    Step(name="20-nvidia", template="nvidia.sh.j2", description="NVIDIA driver + Fabric Manager or IMEX", gpu_only=True),
+    Step(name="30-efa", template="efa.sh.j2", description="EFA installer (GPG-verified; bundles aws-ofi-nccl)", gpu_only=True),
+    Step(name="40-gdrcopy", template="gdrcopy.sh.j2", description="GDRCopy packages and the gdrdrv module", gpu_only=True),
+    Step(name="50-nccl-env", template="nccl_env.sh.j2", description="aws-ofi-nccl on the library path, memlock", gpu_only=True),
+    Step(name="60-nvme", template="nvme.sh.j2", description="RAID 0 of the instance-store NVMe at the scratch path", gpu_only=True,
+         needs_scratch=True),
+    Step(name="70-lustre", template="lustre.sh.j2", description="Lustre client, LNet over EFA, FSx mount", needs_fsx=True),
+    Step(name="80-containers", template="containers.sh.j2", description="enroot + pyxis, container storage on NVMe", needs_containers=True),
+    Step(name="90-exporters", template="exporters.sh.j2", description="node_exporter, dcgm-exporter, EFA counters", needs_exporters=True),
+    Step(name="99-healthcheck", template="healthcheck.sh.j2", description="prove the node before it takes jobs"),
+)
+
+
+def context_for(
+    cluster: ClusterPlan,
+    group_name: str | None,
+    role: Role,
+    flavour: Flavour | None = None,
+    fsx: FsxMount | None = None,
+    *,
+    arch: Arch | None = None,
+    bundle_s3_uri: str | None = None,
+    versions: Versions | None = None,
+    **options: Any,
+) -> BootstrapContext:
+    """Build the context for one node role of one compute group of ``cluster``.
+
+    ``group_name`` names a compute group; it is required for ``compute`` and optional for
+    ``head``/``login`` (which have no GPU; with a group they take its architecture, as
+    ParallelCluster requires). ``flavour`` defaults to the project's orchestrator.
+    ``options`` override :class:`Options` fields.
+    """
+    flavour = flavour or ORCHESTRATOR_FLAVOUR[cluster.orchestrator]
+    instance: InstanceFacts | None = None
+    if group_name is not None:
+        groups = {g.name: g for g in cluster.groups}
+        if group_name not in groups:
+            raise BootstrapError(
+                f"project {cluster.project!r} has no compute group {group_name!r}; groups: {', '.join(groups)}"
+            )
+        facts = InstanceFacts.from_plan(groups[group_name])
+        if arch is not None and arch != facts.architecture:
+            raise BootstrapError(f"group {group_name!r} runs {facts.instance_type}, which is {facts.architecture}, not {arch}")
+        arch = facts.architecture
+        if role == "compute":
+            instance = facts
+    elif role == "compute":
+        raise BootstrapError("a compute bundle needs a compute group name")
+    slurm = flavour in ("parallelcluster", "hyperpod")
+    opts = {"containers": slurm, "slurm_prefix": "/opt/slurm" if slurm else None,
+            "scratch": cluster.scratch, "scratch_path": cluster.scratch_path} | options
+    try:
+        return BootstrapContext(
+            project=cluster.project,
+            group=group_name,
+            role=role,
+            flavour=flavour,
+            os=cluster.os,
+            arch=arch or "x86_64",
+            instance=instance,
+            fsx=fsx,
+            bundle_s3_uri=bundle_s3_uri,
+            options=Options(**opts),
+            versions=versions or default_versions(),
+        )
+    except ValueError as exc:
+        raise BootstrapError(str(exc)) from exc
+
+
+def needed_placeholders(ctx: BootstrapContext) -> list[str]:
+    """versions.yaml keys not pinned yet that a node with ``ctx`` may need at boot."""
+    names = {s.name for s in ctx.steps()}
+    wanted: list[str] = []
+    all_missing = ctx.versions.placeholders()
+
+    def want(prefix: str) -> None:
+        wanted.extend(k for k in all_missing if k.startswith(prefix) and (k.endswith(ctx.arch) or ".sha256." not in k))
+
+    if "20-nvidia" in names:
+        want("nvidia_driver.")
+        if ctx.instance and ctx.instance.nvswitch and not ctx.instance.needs_imex:
+            want("fabric_manager.")
+    if "40-gdrcopy" in names:
+        want("gdrcopy.")
+    if "70-lustre" in names and ctx.os_family == "ubuntu":
+        want("lustre_client.")
+    if "80-containers" in names:
+        want("enroot.deb" if ctx.os_family == "ubuntu" else "enroot.rpm")
+        if ctx.slurm:
+            want("pyxis.")
+    if "90-exporters" in names and ctx.gpu:
+        want("dcgm_exporter.")
+    return wanted

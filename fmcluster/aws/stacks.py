@@ -1,0 +1,86 @@
+"""Contracts read back from the outputs of a project's deployed stacks (boto3 CloudFormation).
+
+The output keys are :mod:`fmcluster.contracts`'s, the same the stacks write.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from fmcluster.aws import StackOutputsError
+from fmcluster.contracts import (
+    BOOTSTRAP_ARGS_OUTPUT,
+    BOOTSTRAP_OUTPUT,
+    BUCKET_OUTPUTS,
+    FILE_SYSTEM_OUTPUTS,
+    GRAFANA_WORKSPACE_OUTPUT,
+    NETWORK_OUTPUTS,
+    NODE_POLICY_OUTPUT,
+    MountContract,
+    NetworkContract,
+    StorageContract,
+    stack_name,
+)
+from fmcluster.plan import StoragePlan
+
+
+def stack_outputs(cfn: Any, name: str) -> dict[str, str]:
+    """The outputs of one deployed stack, by key (boto3 CloudFormation client ``cfn``)."""
+    try:
+        stacks = cfn.describe_stacks(StackName=name)["Stacks"]
+    except ClientError as exc:
+        raise StackOutputsError(f"cannot read stack {name}: {exc.response['Error'].get('Message', exc)} "
+                                f"(deploy it first: npx cdk deploy {name})") from None
+    except BotoCoreError as exc:
+        raise StackOutputsError(f"cannot read stack {name}: {exc}") from None
+    return {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
+
+
+def _need(outputs: dict[str, str], stack: str, key: str) -> str:
+    if key not in outputs:
+        raise StackOutputsError(f"stack {stack} has no output {key}; redeploy it with this version of fmcluster "
+                                f"(npx cdk deploy {stack})")
+    return outputs[key]
+
+
+def network_contract(cfn: Any, project: str) -> NetworkContract:
+    name = stack_name(project, "network")
+    outputs = stack_outputs(cfn, name)
+    return NetworkContract(**{field: _need(outputs, name, key) for key, field in NETWORK_OUTPUTS.items()})
+
+
+def storage_contract(cfn: Any, project: str, plan: StoragePlan | None = None) -> StorageContract:
+    """From ``NAME-storage``; from the project file when the plan makes no storage stack."""
+    if plan is not None and not plan.stack_needed:
+        return plan.imported_contract()  # bucket and file system exist already: no storage stack
+    name = stack_name(project, "storage")
+    outputs = stack_outputs(cfn, name)
+    fsx = None
+    if "FileSystemId" in outputs:
+        values: dict[str, Any] = {field: _need(outputs, name, key) for key, field in FILE_SYSTEM_OUTPUTS.items()}
+        values["efa_enabled"] = values["efa_enabled"].lower() == "true"
+        fsx = MountContract(**values)
+    bucket = {field: _need(outputs, name, key) for key, field in BUCKET_OUTPUTS.items()}
+    return StorageContract(**bucket, fsx=fsx, scratch_path=None)
+
+
+def contracts_from_stacks(cfn: Any, project: str, storage: StoragePlan | None = None,
+                          ) -> tuple[NetworkContract, StorageContract, str, list[str], str]:
+    """Network and storage contracts, bootstrap URI and arguments, node policy ARN from the deployed stacks."""
+    network = network_contract(cfn, project)
+    contract = storage_contract(cfn, project, storage)
+    name = stack_name(project, "cluster")
+    clu = stack_outputs(cfn, name)
+    return (network, contract, _need(clu, name, BOOTSTRAP_OUTPUT), [_need(clu, name, BOOTSTRAP_ARGS_OUTPUT)],
+            _need(clu, name, NODE_POLICY_OUTPUT))
+
+
+def grafana_workspace_id(cfn: Any, project: str) -> str:
+    name = stack_name(project, "observability")
+    outputs = stack_outputs(cfn, name)
+    if GRAFANA_WORKSPACE_OUTPUT not in outputs:
+        raise StackOutputsError(f"stack {name} has no output {GRAFANA_WORKSPACE_OUTPUT} (is Grafana enabled? "
+                                "or pass --workspace-id)")
+    return outputs[GRAFANA_WORKSPACE_OUTPUT]

@@ -1,0 +1,57 @@
+"""Capacity checks: reservations, capacity blocks, training plans, placement groups, UltraServers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fmcluster import catalog
+from fmcluster.checks.registry import Finding, check
+from fmcluster.config.loader import LoadedProject
+from fmcluster.plan import Plan
+
+CAPACITY_BLOCK_MAX_INSTANCES = 64
+"""EC2 Capacity Blocks hold up to 64 instances (FACTS.md section 2)."""
+
+
+@check("training-plan-needs-hyperpod", "error")
+def _training_plan(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    project = loaded.project
+    for i, group in enumerate(project.compute_groups):
+        if group.capacity.type == "training-plan" and project.orchestrator.type != "hyperpod":
+            yield Finding(("compute_groups", i, "capacity"),
+                "a SageMaker training plan can only be used by a HyperPod cluster",
+                "set orchestrator.type: hyperpod, or use a capacity-block or reservation",
+            )
+
+
+@check("placement-group-with-capacity-block", "warning")
+def _pg_with_block(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    for i, group in enumerate(loaded.project.compute_groups):
+        if group.capacity.type == "capacity-block" and group.placement_group is True:
+            yield Finding(("compute_groups", i, "placement_group"),
+                "a placement group with a capacity block can keep instances from launching; the block is already placed",
+                "remove placement_group (auto leaves it off for capacity blocks)",
+            )
+
+
+@check("capacity-block-size", "error")
+def _block_size(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    for i, group in enumerate(loaded.project.compute_groups):
+        if group.capacity.type == "capacity-block" and group.count > CAPACITY_BLOCK_MAX_INSTANCES:
+            yield Finding(("compute_groups", i, "count"),
+                f"a capacity block holds at most {CAPACITY_BLOCK_MAX_INSTANCES} instances, not {group.count}",
+                "split the nodes into several groups, one per capacity block",
+            )
+
+
+@check("ultraserver-multiple", "warning")
+def _ultraserver(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    for i, group in enumerate(loaded.project.compute_groups):
+        sizes = catalog.get(group.instance_type).ultraservers
+        if sizes and all(group.count % u.instances for u in sizes):
+            offers = ", ".join(f"{u.name} = {u.instances} instances" for u in sizes)
+            yield Finding(("compute_groups", i, "count"),
+                f"{group.instance_type} comes in UltraServers; {group.count} is not a whole number of them",
+                f"use a multiple of an UltraServer ({offers})",
+            )
+

@@ -1,0 +1,47 @@
+"""Network checks: the subnets fit the VPC and hold the nodes' addresses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fmcluster.checks.registry import Finding, check
+from fmcluster.config.loader import LoadedProject
+from fmcluster.plan import Plan
+
+
+@check("compute-subnet-fits-vpc", "error")
+def _subnet_in_vpc(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    net = plan.network
+    if not net.existing and net.compute_subnet_cidr is None:
+        loc = ("network", "compute_subnet_prefix") if loaded.project.network.compute_subnet_prefix else ("network", "vpc_cidr")
+        yield Finding(loc,
+            f"a /{net.compute_subnet_prefix} compute subnet and a public subnet do not both fit in {net.vpc_cidr}",
+            f"use a larger vpc_cidr (e.g. a /{max(16, (net.compute_subnet_prefix or 17) - 1)}) or a smaller compute subnet",
+        )
+
+
+@check("compute-subnet-size", "error")
+def _subnet_size(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    net = plan.network
+    if net.ips_usable is None or net.ips_needed <= net.ips_usable:
+        return
+    p = loaded.project.network
+    node_ips = sum(g.ips for g in plan.groups)
+    loc = ("network", "existing", "compute_subnet_cidr") if net.existing else ("network", "compute_subnet_prefix")
+    what = "the existing subnet" if net.existing else "the compute subnet"
+    yield Finding(loc,
+        f"{what} (/{net.compute_subnet_prefix}) has {net.ips_usable} usable addresses but the plan needs "
+        f"{net.ips_needed} ({node_ips} node IPs + {p.ip_headroom_percent}% headroom + {p.reserved_ips} reserved)",
+        f"a /{net.smallest_prefix_that_fits} would fit: set compute_subnet_prefix: {net.smallest_prefix_that_fits}"
+        if not net.existing else f"use a subnet of /{net.smallest_prefix_that_fits} or larger, or fewer nodes",
+    )
+
+
+@check("existing-subnet-size-unknown", "warning")
+def _existing_size_unknown(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    if plan.network.existing and plan.network.ips_usable is None:
+        yield Finding(("network", "existing"),
+            f"cannot check that the existing subnet holds the {plan.network.ips_needed} addresses the plan needs",
+            "add compute_subnet_cidr to the existing network so the plan can check it",
+        )
+

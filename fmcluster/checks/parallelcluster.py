@@ -1,0 +1,218 @@
+"""Checks for ``orchestrator.type: parallelcluster``: what ParallelCluster would refuse at create
+time, reported before any synthesis with the file and line of the field to change.
+
+The generator (:mod:`fmcluster.generate.parallelcluster`) trusts what these checks passed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from fmcluster import pcluster_facts as support
+from fmcluster.checks.registry import Finding, check
+from fmcluster.config.loader import LoadedProject
+from fmcluster.contracts import STACKS, stack_name
+from fmcluster.facts import OPERATING_SYSTEMS
+from fmcluster.plan import Plan
+
+PC = ("orchestrator", "parallelcluster")
+
+TAG_VALUE = r"^([\w\+\-\=\.\_\:\@/]{0,256})$"
+"""``pcluster.constants.PCLUSTER_TAG_VALUE_REGEX``."""
+
+
+def _active(loaded: LoadedProject) -> bool:
+    return loaded.project.orchestrator.type == "parallelcluster"
+
+
+def _explicit(loaded: LoadedProject) -> bool:
+    return getattr(loaded.project.orchestrator, "parallelcluster", None) is not None
+
+
+@check("parallelcluster-instance-type", "error")
+def instance_types(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    if not _active(loaded):
+        return
+    for i, group in enumerate(loaded.project.compute_groups):
+        if not support.supports_instance_type(group.instance_type):
+            yield Finding(("compute_groups", i, "instance_type"),
+                f"ParallelCluster {support.PCLUSTER_VERSION} does not run {group.instance_type}",
+                "use orchestrator.type: hyperpod or none for this group, or a supported type "
+                f"({', '.join(support.SUPPORTED_INSTANCE_PREFIXES)})",
+            )
+
+
+@check("parallelcluster-os", "error")
+def operating_system(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    if not _active(loaded):
+        return
+    project = loaded.project
+    settings = project.orchestrator.pcluster
+    wanted = OPERATING_SYSTEMS[project.os].parallelcluster
+    if settings.os is not None and settings.os != wanted:
+        yield Finding(PC + ("os",),
+            f"ParallelCluster os {settings.os} differs from the project's os {project.os}; the node bootstrap is "
+            f"built for {project.os}",
+            "remove orchestrator.parallelcluster.os (it follows `os`), or set os to match",
+        )
+        return
+    pc_os = settings.os or wanted
+    if pc_os is None or pc_os not in support.SUPPORTED_OSES:
+        yield Finding(("os",),
+            f"ParallelCluster {support.PCLUSTER_VERSION} has no image for {project.os}",
+            f"use one of: {', '.join(k for k, v in OPERATING_SYSTEMS.items() if v.parallelcluster in support.SUPPORTED_OSES)}",
+        )
+        return
+    for i, group in enumerate(project.compute_groups):
+        allowed = support.supported_oses(group.instance_type)
+        if pc_os not in allowed:
+            yield Finding(("compute_groups", i, "instance_type"),
+                f"ParallelCluster does not run {group.instance_type} on {pc_os}",
+                f"set os to one ParallelCluster supports for it ({', '.join(sorted(allowed))})",
+            )
+
+
+@check("parallelcluster-names", "error")
+def names(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """Queue and compute-resource names Slurm/ParallelCluster accept; the cluster name."""
+    if not _active(loaded):
+        return
+    project = loaded.project
+    settings = project.orchestrator.pcluster
+    for i, group in enumerate(project.compute_groups):
+        problem = support.name_problem(group.name)
+        if problem:
+            what = "queue and compute resource" if settings.queues is None else "compute resource"
+            yield Finding(("compute_groups", i, "name"),
+                           f"as a ParallelCluster {what} name, {problem}", "rename the compute group")
+    for queue in settings.queues or {}:
+        problem = support.name_problem(queue)
+        if problem:
+            yield Finding(PC + ("queues", queue),
+                           f"queue name {problem}",
+                           f"lowercase letters, digits and '-', starting with a letter, at most "
+                           f"{support.NAME_MAX_LENGTH} characters, not 'default'")
+    name = plan.cluster.pcluster_name
+    stacks = {stack_name(project.name, s) for s in STACKS}
+    loc = PC + ("cluster_name",) if settings.cluster_name else ("name",)
+    problem = support.cluster_name_problem(name)
+    if problem or name in stacks:
+        yield Finding(loc,
+                       problem or f"cluster name {name!r} is also a stack name; ParallelCluster makes a stack "
+                                  "named after the cluster",
+                       "choose another orchestrator.parallelcluster.cluster_name")
+
+
+@check("parallelcluster-queues", "error")
+def queues(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """The queue mapping: known groups, every group in exactly one queue, one capacity type per queue."""
+    if not _active(loaded):
+        return
+    project = loaded.project
+    settings = project.orchestrator.pcluster
+    groups = {g.name: g for g in project.compute_groups}
+    mapping = settings.queue_mapping(list(groups))
+    if len(mapping) > support.MAX_QUEUES:
+        yield Finding(PC + ("queues",),
+                       f"{len(mapping)} queues; ParallelCluster allows {support.MAX_QUEUES}",
+                       "put several compute groups in one queue")
+    seen: dict[str, str] = {}
+    for queue, members in mapping.items():
+        loc = PC + ("queues", queue) if settings.queues else ("compute_groups",)
+        if len(members) > support.MAX_COMPUTE_RESOURCES_PER_QUEUE:
+            yield Finding(loc,
+                           f"queue {queue!r} has {len(members)} compute groups; ParallelCluster allows "
+                           f"{support.MAX_COMPUTE_RESOURCES_PER_QUEUE}", "split it into more queues")
+        for member in members:
+            if member not in groups:
+                yield Finding(loc,
+                               f"queue {queue!r} lists {member!r}, which is not a compute group",
+                               f"compute groups: {', '.join(groups)}")
+            elif member in seen:
+                yield Finding(loc,
+                               f"compute group {member!r} is in queues {seen[member]!r} and {queue!r}",
+                               "each compute group goes in exactly one queue")
+            else:
+                seen[member] = queue
+        kinds = {groups[m].capacity.type == "capacity-block" for m in members if m in groups}
+        if len(kinds) > 1:
+            yield Finding(loc,
+                           f"queue {queue!r} mixes capacity blocks with other capacity; a ParallelCluster queue "
+                           "has one CapacityType (CAPACITY_BLOCK or ONDEMAND)",
+                           "put the capacity-block groups in a queue of their own")
+    if settings.queues is not None:
+        for i, name in enumerate(groups):
+            if name not in seen:
+                yield Finding(("compute_groups", i, "name"),
+                               f"compute group {name!r} is in no queue, so its nodes would never start",
+                               "add it to one of orchestrator.parallelcluster.queues")
+
+
+@check("parallelcluster-capacity", "error")
+def capacity(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """MinCount/MaxCount: capacity blocks need every node static; UltraServer block sizes."""
+    if not _active(loaded):
+        return
+    project = loaded.project
+    settings = project.orchestrator.pcluster
+    groups = {g.name: (i, g) for i, g in enumerate(project.compute_groups)}
+    for name, static in settings.static_nodes.items():
+        loc = PC + ("static_nodes", name)
+        if name not in groups:
+            yield Finding(loc,
+                           f"{name!r} is not a compute group", f"compute groups: {', '.join(groups)}")
+            continue
+        _, group = groups[name]
+        if group.capacity.type == "capacity-block" and static != group.count:
+            yield Finding(loc,
+                           f"a capacity block needs MinCount = MaxCount: {static} static nodes of {group.count}",
+                           f"remove it (capacity blocks always run all {group.count} nodes) or set {group.count}")
+        elif static > group.count:
+            yield Finding(loc,
+                           f"{static} static nodes but the group has {group.count}",
+                           f"use at most {group.count}, or raise compute_groups count")
+    for name, (i, group) in groups.items():
+        sizes = support.ULTRASERVER_BLOCK_SIZES.get(support.instance_prefix(group.instance_type))
+        if sizes and group.capacity.type == "capacity-block" and group.count not in sizes:
+            yield Finding(("compute_groups", i, "count"),
+                           f"ParallelCluster takes {group.instance_type} capacity blocks of "
+                           f"{' or '.join(map(str, sizes))} instances (whole UltraServers), not {group.count}",
+                           "one group per capacity block, sized as the block")
+
+
+@check("parallelcluster-architecture", "error")
+def architecture(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    if not _active(loaded):
+        return
+    first = plan.groups[0]
+    for i, group in enumerate(plan.groups):
+        if group.architecture != first.architecture:
+            yield Finding(("compute_groups", i, "instance_type"),
+                           f"{group.instance_type} is {group.architecture} but {first.instance_type} is "
+                           f"{first.architecture}; a ParallelCluster cluster (head node included) has one architecture",
+                           "put the other architecture in a project of its own")
+
+
+@check("parallelcluster-tags", "error")
+def tag_values(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    if not _active(loaded):
+        return
+    for key, value in loaded.project.tags.items():
+        if key.lower().startswith("parallelcluster:"):
+            yield Finding(("tags", key),
+                           f"tag key {key!r}: the parallelcluster: prefix is ParallelCluster's own",
+                           "use another prefix")
+        if not re.match(TAG_VALUE, value):
+            yield Finding(("tags", key),
+                           f"ParallelCluster refuses the tag value {value!r}",
+                           "letters, digits and + - = . _ : @ / only (no spaces)")
+
+
+@check("parallelcluster-settings-unused", "warning")
+def settings_unused(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    if _explicit(loaded) and not _active(loaded):
+        yield Finding(PC,
+                       f"orchestrator.parallelcluster is ignored with orchestrator.type: {loaded.project.orchestrator.type}",
+                       "set orchestrator.type: parallelcluster, or remove the section")
+

@@ -1,0 +1,31 @@
+"""The ``fmcluster`` command. Only ``dashboards push`` and ``parallelcluster config --from-stacks``
+call AWS (through :mod:`fmcluster.aws`); everything else works offline."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from fmcluster.cli import bootstrap, dashboards, parallelcluster, project
+from fmcluster.cli.project import REPLACEMENT_EXIT
+from fmcluster.errors import ConfigError
+
+__all__ = ["REPLACEMENT_EXIT", "app", "main"]
+
+app = typer.Typer(help="fmcluster: one YAML file per project -> a GPU training cluster on AWS.", no_args_is_help=True,
+                  pretty_exceptions_enable=False, add_completion=False)
+app.command()(project.validate)
+app.command()(project.plan)
+app.command()(project.new)
+app.add_typer(bootstrap.app, name="bootstrap", help="Node bootstrap: pinned versions, rendered bundles.")
+app.add_typer(dashboards.dashboards_app, name="dashboards")
+app.add_typer(parallelcluster.app, name="parallelcluster", help="ParallelCluster: write cluster.yaml.")
+
+
+def main() -> None:
+    try:
+        app()
+    except ConfigError as exc:  # a safety net: commands report their own, this keeps tracebacks away
+        print(exc.report(), file=sys.stderr)
+        sys.exit(exc.exit_code)

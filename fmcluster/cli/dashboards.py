@@ -1,0 +1,91 @@
+"""``fmcluster dashboards export|push``: Grafana dashboards of a project.
+
+Mount in the main CLI with ``app.add_typer(dashboards_app, name="dashboards")`` (or merge
+:data:`app`, which holds the ``dashboards`` group). ``export`` touches no AWS; ``push`` calls
+the Grafana and CloudFormation APIs of the project's account.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from fmcluster import config
+from fmcluster.aws import StackOutputsError, grafana
+from fmcluster.contracts import GRAFANA_WORKSPACE_OUTPUT as WORKSPACE_OUTPUT
+from fmcluster.errors import ConfigError
+from fmcluster.generate import dashboards
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+dashboards_app = typer.Typer(help="Grafana dashboards: export them as JSON or push them to the workspace.",
+                             no_args_is_help=True, pretty_exceptions_enable=False)
+app.add_typer(dashboards_app, name="dashboards")
+out = Console()
+err = Console(stderr=True)
+
+PROJECT_ARG = typer.Argument(..., help="A project name under projects/ or a path to a YAML file.")
+
+
+def _project(ref: str) -> config.Project:
+    try:
+        return config.load(ref).project
+    except ConfigError as exc:
+        for problem in exc.problems:
+            err.print(f"[red]error[/]: {problem.format()}", highlight=False, soft_wrap=True)
+        raise typer.Exit(ConfigError.exit_code) from None
+
+
+def _slurm(project: config.Project) -> bool:
+    return project.orchestrator.type != "none"
+
+
+@dashboards_app.command("export")
+def export(
+    project: str = PROJECT_ARG,
+    out_dir: Path = typer.Option(..., "--out", help="Directory to write one <uid>.json per dashboard into."),
+) -> None:
+    """Write the project's dashboards as Grafana JSON. Touches no AWS."""
+    loaded = _project(project)
+    paths = dashboards.export_dashboards(loaded.name, out_dir, slurm_enabled=_slurm(loaded))
+    for path in paths:
+        out.print(str(path), highlight=False, soft_wrap=True)
+
+
+@dashboards_app.command("push")
+def push(
+    project: str = PROJECT_ARG,
+    workspace_id: str | None = typer.Option(
+        None, "--workspace-id", help=f"Grafana workspace ID. Default: output {WORKSPACE_OUTPUT} of NAME-observability."
+    ),
+    region: str | None = typer.Option(None, "--region", help="AWS Region. Default: the project's, then your profile's."),
+    token_ttl: int = typer.Option(grafana.DEFAULT_TOKEN_TTL_SECONDS, "--token-ttl", min=60,
+                                  help="Seconds the temporary service-account token lives."),
+) -> None:
+    """Upload the project's dashboards to its Amazon Managed Grafana workspace (short-lived token)."""
+    # Heavy, and needed only here: boto3 loads for the commands that call AWS.
+    import boto3
+
+    from fmcluster.aws.stacks import grafana_workspace_id
+
+    loaded = _project(project)
+    chosen_region = region or loaded.region
+    session = boto3.session.Session(region_name=chosen_region) if chosen_region else boto3.session.Session()
+    if workspace_id is None:
+        try:
+            workspace_id = grafana_workspace_id(session.client("cloudformation"), loaded.name)
+        except StackOutputsError as exc:
+            err.print(f"[red]error[/]: {exc} (hint: deploy it, or pass --workspace-id)", highlight=False,
+                      soft_wrap=True)
+            raise typer.Exit(1) from None
+    models = dashboards.build_dashboards(loaded.name, slurm_enabled=_slurm(loaded))
+    try:
+        result = grafana.push_dashboards(session.client("grafana"), workspace_id, loaded.name, models,
+                                         token_ttl_seconds=token_ttl)
+    except grafana.PushError as exc:
+        err.print(f"[red]error[/]: {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    out.print(f"pushed {len(result.dashboards)} dashboards to {result.url} (folder {result.folder_uid})",
+              highlight=False, soft_wrap=True)
+

@@ -1,0 +1,76 @@
+"""The whole project file: one training effort, one set of stacks."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from fmcluster.config.base import Model
+from fmcluster.config.compute import ComputeGroup
+from fmcluster.config.network import Network
+from fmcluster.config.observability import ObservabilityConfig as Observability
+from fmcluster.config.parallelcluster import ParallelClusterSettings
+from fmcluster.config.storage import Storage
+from fmcluster.facts import OperatingSystem
+
+DNS_NAME = r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$"
+AZ_ID = r"^[a-z]{2,4}[0-9]-az[0-9]{1,2}$"
+
+
+class Orchestrator(Model):
+    """Who schedules jobs on the nodes."""
+
+    type: Literal["none", "parallelcluster", "hyperpod"] = Field(
+        default="none", description="`none` (launch templates only), `parallelcluster` or `hyperpod`."
+    )
+    parallelcluster: ParallelClusterSettings | None = Field(
+        default=None, description="ParallelCluster settings (orchestrator.type: parallelcluster); defaults apply when absent."
+    )
+
+    @property
+    def pcluster(self) -> ParallelClusterSettings:
+        """The ParallelCluster settings; their defaults when the section is absent."""
+        return self.parallelcluster if self.parallelcluster is not None else ParallelClusterSettings()
+
+
+
+class Project(Model):
+    """One training effort: one file under ``projects/``, one set of stacks."""
+
+    name: str = Field(pattern=DNS_NAME, description="DNS-safe project name; prefixes every stack and resource.")
+    account: str | None = Field(default=None, pattern=r"^[0-9]{12}$", description="AWS account ID (optional).")
+    region: str | None = Field(
+        default=None, pattern=r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$", description="AWS Region (optional)."
+    )
+    availability_zone_id: str = Field(
+        pattern=AZ_ID, description="AZ ID (e.g. `use1-az6`), the same in every account, where the capacity is."
+    )
+    os: OperatingSystem = Field(default="ubuntu-22.04", description="Operating system of the nodes.")
+    network: Network = Field(default_factory=Network, description="VPC and subnets.")
+    compute_groups: list[ComputeGroup] = Field(min_length=1, description="The GPU node groups.")
+    storage: Storage = Field(default_factory=Storage, description="Shared storage.")
+    orchestrator: Orchestrator = Field(default_factory=Orchestrator, description="Job scheduler.")
+    observability: Observability = Field(default_factory=Observability, description="Metrics and alerts.")
+    tags: dict[str, str] = Field(default_factory=dict, description="Tags put on every resource.")
+    suppress_warnings: list[str] = Field(
+        default_factory=list, description="Names of warning checks to silence (errors cannot be silenced)."
+    )
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, val in value.items():
+            if not 1 <= len(key) <= 128 or key.lower().startswith("aws:"):
+                raise ValueError(f"tag key {key!r} must be 1-128 characters and not start with 'aws:'")
+            if len(val) > 256:
+                raise ValueError(f"tag {key!r}: value longer than 256 characters")
+        return value
+
+    @model_validator(mode="after")
+    def _unique_group_names(self) -> Project:
+        names = [g.name for g in self.compute_groups]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"compute group names must be unique; repeated: {', '.join(dupes)}")
+        return self

@@ -1,0 +1,214 @@
+"""The ``storage:`` section of a project file: S3 bucket, FSx for Lustre, local NVMe, checkpoints."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, get_args
+
+from pydantic import Field, field_validator, model_validator
+
+from fmcluster.config.base import Model
+from fmcluster.facts import KMS_KEY_ARN, fsx_nearest_capacities, fsx_valid_capacity
+
+S3_EVENT = Literal["NEW", "CHANGED", "DELETED"]
+BUCKET_NAME = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
+S3_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<prefix>([^/]+/)*)$")
+FSX_PATH = re.compile(r"^/([A-Za-z0-9._-]+/?)*$")
+
+Persistent2Throughput = Literal[125, 250, 500, 1000]
+"""PERSISTENT_2 MB/s per TiB of storage (FACTS.md section 3)."""
+PERSISTENT_2_THROUGHPUT: tuple[int, ...] = get_args(Persistent2Throughput)
+
+
+class Bucket(Model):
+    """The project's S3 bucket: durable storage for datasets and checkpoints."""
+
+    existing_name: str | None = Field(
+        default=None, pattern=BUCKET_NAME, description="Use this existing bucket instead of creating one."
+    )
+    kms_key_arn: str | None = Field(
+        default=None, pattern=KMS_KEY_ARN, description="Encrypt with this KMS key (SSE-KMS). Default: S3-managed keys."
+    )
+
+
+class ExistingFileSystem(Model):
+    """An FSx for Lustre file system that already exists (mounted, never created or changed)."""
+
+    file_system_id: str = Field(pattern=r"^fs-[0-9a-f]{8,17}$", description="ID of the file system, `fs-...`.")
+    dns_name: str = Field(min_length=4, description="Its DNS name, e.g. fs-0123.fsx.us-east-1.amazonaws.com.")
+    mount_name: str = Field(pattern=r"^[a-z0-9]{4,16}$", description="Its Lustre mount name (`aws fsx describe-file-systems`).")
+    efa_enabled: bool = Field(default=False, description="Whether it was created with EFA.")
+
+
+class Metadata(Model):
+    """Lustre metadata performance (PERSISTENT_2)."""
+
+    mode: Literal["AUTOMATIC", "USER_PROVISIONED"] = Field(default="AUTOMATIC", description="Who sizes metadata IOPS.")
+    iops: int | None = Field(default=None, description="With USER_PROVISIONED: 1500, 3000, 6000, 12000, then multiples of 12000 up to 192000.")
+
+    @model_validator(mode="after")
+    def _iops(self) -> Metadata:
+        if self.mode == "USER_PROVISIONED":
+            if self.iops is None:
+                raise ValueError("USER_PROVISIONED metadata needs `iops`")
+            if not valid_metadata_iops(self.iops):
+                raise ValueError(f"iops {self.iops} is not valid; use 1500, 3000, 6000, 12000 or a multiple of 12000 up to 192000")
+        elif self.iops is not None:
+            raise ValueError("`iops` is set only with mode: USER_PROVISIONED")
+        return self
+
+
+def valid_metadata_iops(iops: int) -> bool:
+    return iops in (1500, 3000, 6000, 12000) or (iops % 12000 == 0 and 12000 <= iops <= 192000)
+
+
+class Association(Model):
+    """A data repository association: a file-system directory linked to an S3 prefix."""
+
+    file_system_path: str = Field(description="Directory in the file system, e.g. `/datasets` (no overlaps).")
+    data_repository_path: str | None = Field(
+        default=None,
+        description="`s3://bucket/prefix/`. Default: the project bucket, prefix = the file-system path.",
+    )
+    import_events: list[S3_EVENT] = Field(
+        default_factory=lambda: ["NEW", "CHANGED", "DELETED"], description="S3 changes imported automatically."
+    )
+    export_events: list[S3_EVENT] = Field(
+        default_factory=lambda: ["NEW", "CHANGED", "DELETED"], description="File-system changes exported to S3 automatically."
+    )
+    batch_import_on_create: bool = Field(default=True, description="Import the prefix's metadata when the association is made.")
+    imported_file_chunk_size_mib: int = Field(default=1024, ge=1, le=512000, description="Stripe size of imported files, MiB.")
+
+    @field_validator("file_system_path")
+    @classmethod
+    def _fs_path(cls, value: str) -> str:
+        if not FSX_PATH.match(value) or value in ("/",) or "//" in value:
+            raise ValueError(f"{value!r} is not a directory path like /datasets (leading slash, no '//', not '/')")
+        return value.rstrip("/")
+
+    @field_validator("data_repository_path")
+    @classmethod
+    def _s3_path(cls, value: str | None) -> str | None:
+        if value is not None and not S3_URI.match(value):
+            raise ValueError(f"{value!r} is not an S3 prefix like s3://bucket/prefix/ (ending with '/')")
+        return value
+
+    @field_validator("import_events", "export_events")
+    @classmethod
+    def _unique(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("events listed more than once")
+        return value
+
+
+class FileSystem(Model):
+    """FSx for Lustre: the shared, high-throughput file system."""
+
+    enabled: bool = Field(default=True, description="Create (or mount) an FSx for Lustre file system.")
+    existing: ExistingFileSystem | None = Field(default=None, description="Mount this file system instead of creating one.")
+    deployment_type: Literal["PERSISTENT_2", "SCRATCH_2"] = Field(
+        default="PERSISTENT_2", description="PERSISTENT_2 (durable, data repository associations) or SCRATCH_2."
+    )
+    storage_capacity_gib: int | None = Field(
+        default=None, description="1200, 2400, then multiples of 2400 GiB. Default: sized by the checkpoint planner."
+    )
+    throughput_per_tib: Persistent2Throughput | None = Field(
+        default=None, description="PERSISTENT_2 MB/s per TiB. Default: chosen by the checkpoint planner."
+    )
+    compression: Literal["LZ4", "NONE"] = Field(default="LZ4", description="Data compression.")
+    metadata: Metadata | None = Field(default=None, description="Metadata configuration (PERSISTENT_2).")
+    efa_enabled: bool = Field(default=False, description="EFA (and GPUDirect Storage) to the file servers; needs PERSISTENT_2 and `metadata`.")
+    mount_path: str = Field(default="/fsx", description="Where nodes mount it.")
+    max_capacity_gib: int = Field(
+        default=100800, ge=1200,
+        description="Largest file system the planner may propose. 100,800 GiB is the largest that SageMaker "
+                    "HyperPod accepts (FSxLustreConfig.SizeInGiB); raise it if your FSx quota allows more.",
+    )
+    associations: list[Association] = Field(default_factory=list, description="Data repository associations.")
+    log_level: Literal["WARN_ERROR", "WARN_ONLY", "ERROR_ONLY", "DISABLED"] = Field(
+        default="WARN_ERROR", description="Lustre logging to CloudWatch Logs."
+    )
+
+    @field_validator("storage_capacity_gib")
+    @classmethod
+    def _capacity(cls, value: int | None) -> int | None:
+        if value is not None and not fsx_valid_capacity(value):
+            low, high = fsx_nearest_capacities(value)
+            nearest = f"{low} or {high}" if low else f"{high}"
+            raise ValueError(f"{value} GiB is not a valid FSx for Lustre size; the nearest valid sizes are {nearest} GiB")
+        return value
+
+    @field_validator("mount_path")
+    @classmethod
+    def _mount_path(cls, value: str) -> str:
+        if not FSX_PATH.match(value) or value == "/":
+            raise ValueError(f"{value!r} is not an absolute directory like /fsx")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _rules(self) -> FileSystem:
+        if self.deployment_type == "SCRATCH_2":
+            if self.throughput_per_tib is not None:
+                raise ValueError("throughput_per_tib is not allowed with SCRATCH_2 (fixed at 200 MB/s per TiB); "
+                                 "remove it or use PERSISTENT_2")
+            if self.associations:
+                raise ValueError("data repository associations need PERSISTENT_2")
+            if self.metadata is not None:
+                raise ValueError("a metadata configuration needs PERSISTENT_2")
+        if self.efa_enabled and (self.deployment_type != "PERSISTENT_2" or self.metadata is None):
+            raise ValueError("efa_enabled needs deployment_type PERSISTENT_2 and a `metadata` configuration "
+                             "(add `metadata: {mode: AUTOMATIC}`)")
+        return self
+
+
+
+
+class Scratch(Model):
+    """Local NVMe instance store: RAID 0 across the instance's drives (ephemeral)."""
+
+    enabled: bool = Field(default=True, description="Assemble the instance-store drives into one RAID 0 volume.")
+    mount_path: str = Field(default="/scratch", description="Where it is mounted; container storage goes there too.")
+
+
+class Checkpoint(Model):
+    """What one checkpoint weighs and how fast it must be written: the planner's inputs."""
+
+    bytes: int | None = Field(default=None, ge=1, description="Size of one checkpoint in bytes.")
+    parameters: float | None = Field(default=None, gt=0, description="Model parameters (e.g. 70e9).")
+    bytes_per_parameter: float = Field(
+        default=16, gt=0,
+        description="Bytes of training state per parameter: weights, gradients and optimizer (16 for BF16 + fp32 Adam).",
+    )
+    target_write_seconds: float = Field(default=60, gt=0, description="How long a checkpoint write may take.")
+    keep: int = Field(default=2, ge=1, le=100, description="Checkpoints kept on the file system at once.")
+
+    @model_validator(mode="after")
+    def _size(self) -> Checkpoint:
+        if (self.bytes is None) == (self.parameters is None):
+            raise ValueError("give exactly one of `bytes` or `parameters` (with bytes_per_parameter)")
+        return self
+
+    @property
+    def size_bytes(self) -> int:
+        return self.bytes if self.bytes is not None else int(self.parameters * self.bytes_per_parameter)  # type: ignore[operator]
+
+
+class Storage(Model):
+    """Shared storage: an S3 bucket, FSx for Lustre, local NVMe scratch."""
+
+    bucket: Bucket = Field(default_factory=Bucket, description="The project's S3 bucket.")
+    fsx: FileSystem = Field(default_factory=FileSystem, description="FSx for Lustre.")
+    scratch: Scratch = Field(default_factory=Scratch, description="Local NVMe.")
+    checkpoint: Checkpoint | None = Field(default=None, description="Checkpoint size and target write time (sizes FSx).")
+    external_buckets: list[str] = Field(
+        default_factory=list,
+        description="Buckets other than the project's that associations may link to (explicit permission).",
+    )
+
+    @field_validator("external_buckets")
+    @classmethod
+    def _buckets(cls, value: list[str]) -> list[str]:
+        bad = [b for b in value if not re.match(BUCKET_NAME, b)]
+        if bad:
+            raise ValueError(f"not bucket names: {', '.join(bad)} (write the name, not s3://...)")
+        return value

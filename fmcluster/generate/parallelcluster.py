@@ -1,0 +1,216 @@
+"""The ParallelCluster 3 cluster configuration, built as data from the cluster plan and the
+outputs of the network, storage, bootstrap and observability stacks.
+
+Every string may be a CDK token (synthesis) or a real ID / placeholder (``fmcluster parallelcluster
+config``): this module never looks inside them. The same dict becomes the ``ClusterConfiguration``
+of the ``Custom::PclusterCluster`` resource and the ``cluster.yaml`` for ``pcluster create-cluster``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fmcluster import catalog
+from fmcluster import pcluster_facts as support
+from fmcluster.config.parallelcluster import (
+    DEFAULT_HEAD_NODE,
+    DEFAULT_LOGIN_NODE,
+    ParallelClusterSettings,
+)
+from fmcluster.contracts import MetricsContract, NetworkContract, StorageContract
+from fmcluster.facts import PROJECT_TAG
+from fmcluster.plan import ClusterPlan, GroupPlan
+
+SHARED_FSX_NAME = "fsx"
+LOGIN_POOL_NAME = "login"
+SSM_POLICY = "arn:{partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"
+
+
+@dataclass(frozen=True)
+class Queue:
+    """One Slurm queue and the compute groups (one compute resource each) it holds."""
+
+    name: str
+    groups: tuple[GroupPlan, ...]
+
+    @property
+    def capacity_type(self) -> str:
+        return "CAPACITY_BLOCK" if self.groups[0].capacity == "capacity-block" else "ONDEMAND"
+
+
+def pc_os(cluster: ClusterPlan) -> str:
+    return cluster.pcluster.os or cluster.os_facts.parallelcluster
+
+
+def architecture(cluster: ClusterPlan) -> str:
+    """The one CPU architecture of the compute groups (the parallelcluster-architecture check ensures one)."""
+    return cluster.groups[0].architecture
+
+
+def queues(cluster: ClusterPlan) -> tuple[Queue, ...]:
+    """Queues in file order: the explicit mapping, or one queue per compute group named after it."""
+    mapping = cluster.pcluster.queue_mapping([g.name for g in cluster.groups])
+    return tuple(Queue(name, tuple(cluster.group(g) for g in members)) for name, members in mapping.items())
+
+
+def min_count(cluster: ClusterPlan, group: GroupPlan) -> int:
+    """Static nodes: all of a capacity block or reservation (paid for anyway), none for on-demand,
+    unless ``orchestrator.parallelcluster.static_nodes`` says otherwise (the parallelcluster-capacity
+    check refuses fewer than all of a capacity block)."""
+    if group.capacity == "capacity-block":
+        return group.count
+    override = cluster.pcluster.static_nodes.get(group.name)
+    if override is not None:
+        return override
+    return group.count if group.capacity == "reservation" else 0
+
+
+def node_policy_statements(bootstrap_read_arns: Sequence[str], metrics: MetricsContract | None) -> list[dict[str, Any]]:
+    """What every cluster node may do besides ParallelCluster's own policies: read the bootstrap
+    bundle (``bootstrap_read_arns``: its object ARNs, or ``<bucket-arn>/<prefix>/*``) and
+    remote-write metrics to the project's Prometheus workspace."""
+    statements: list[dict[str, Any]] = [
+        {"Sid": "ReadBootstrapBundle", "Effect": "Allow", "Action": "s3:GetObject",
+         "Resource": list(bootstrap_read_arns)},
+    ]
+    if metrics is not None:
+        statements.append({"Sid": "RemoteWriteMetrics", "Effect": "Allow", "Action": "aps:RemoteWrite",
+                           "Resource": metrics.workspace_arn})
+    return statements
+
+
+def cluster_config(
+    cluster: ClusterPlan,
+    *,
+    network: NetworkContract,
+    storage: StorageContract | None,
+    bootstrap_uri: str,
+    bootstrap_args: Sequence[str] = (),
+    node_policy_arns: Sequence[str] = (),
+    region: str | None = None,
+    partition: str = "aws",
+) -> dict[str, Any]:
+    """The ParallelCluster 3 configuration (the dict behind cluster.yaml).
+
+    ``node_policy_arns``: managed policies fmcluster made for the nodes (see
+    :func:`node_policy_statements`); the project's ``extra_iam_policy_arns`` and SSM's
+    AmazonSSMManagedInstanceCore are added to them.
+    """
+    settings = cluster.pcluster
+    arch = architecture(cluster)
+    policies = [{"Policy": arn} for arn in _unique(
+        [SSM_POLICY.format(partition=partition), *node_policy_arns, *settings.extra_iam_policy_arns])]
+    # The cluster's own groups instead of ParallelCluster's managed ones: no SSH ingress from
+    # anywhere, and head, login and compute nodes reach each other through the EFA group
+    # (all traffic to and from itself). Access is SSM Session Manager; no key pair.
+    security_groups = [network.node_security_group_id, network.efa_security_group_id]
+
+    config: dict[str, Any] = {}
+    if region is not None:
+        config["Region"] = region
+    config["Image"] = {"Os": pc_os(cluster)}
+    config["Imds"] = {"ImdsSupport": "v2.0"}
+    config["HeadNode"] = {
+        "InstanceType": settings.head_node_instance_type or DEFAULT_HEAD_NODE[arch],
+        "Networking": {"SubnetId": network.compute_subnet_id, "SecurityGroups": list(security_groups)},
+        "LocalStorage": {"RootVolume": {**_root_volume(settings.head_node_root_volume_gib), "DeleteOnTermination": True}},
+        "Imds": {"Secured": True},
+        "Iam": {"AdditionalIamPolicies": list(policies)},
+    }
+    config["Scheduling"] = {
+        "Scheduler": "slurm",
+        "SlurmSettings": _slurm_settings(settings),
+        "SlurmQueues": [
+            _queue(cluster, queue, network, security_groups, policies, bootstrap_uri, bootstrap_args)
+            for queue in queues(cluster)
+        ],
+    }
+    if settings.login_nodes is not None:
+        config["LoginNodes"] = {"Pools": [{
+            "Name": LOGIN_POOL_NAME,
+            "Count": settings.login_nodes.count,
+            "InstanceType": settings.login_nodes.instance_type or DEFAULT_LOGIN_NODE[arch],
+            "Networking": {"SubnetIds": [network.compute_subnet_id], "SecurityGroups": list(security_groups)},
+            "Iam": {"AdditionalIamPolicies": list(policies)},
+        }]}
+    if storage is not None and storage.fsx is not None:
+        config["SharedStorage"] = [{
+            "Name": SHARED_FSX_NAME,
+            "StorageType": "FsxLustre",
+            "MountDir": storage.fsx.mount_path,
+            "FsxLustreSettings": {"FileSystemId": storage.fsx.file_system_id},
+        }]
+    config["Tags"] = [{"Key": k, "Value": v} for k, v in tags(cluster).items()]
+    return _fresh(config)  # no shared sub-objects: YAML writes no anchors, callers may edit any part
+
+
+def tags(cluster: ClusterPlan) -> dict[str, str]:
+    return {PROJECT_TAG: cluster.project, **cluster.tags}
+
+
+def _queue(cluster: ClusterPlan, queue: Queue, network: NetworkContract, security_groups: list[str],
+           policies: list[dict[str, str]], bootstrap_uri: str, bootstrap_args: Sequence[str] = ()) -> dict[str, Any]:
+    amis = {g.ami_id for g in queue.groups}
+    out: dict[str, Any] = {
+        "Name": queue.name,
+        "CapacityType": queue.capacity_type,
+        "Networking": {"SubnetIds": [network.compute_subnet_id], "SecurityGroups": list(security_groups)},
+        "ComputeSettings": {"LocalStorage": {"RootVolume": _root_volume(
+            max(g.root_volume_gib for g in queue.groups))}},
+        "CustomActions": {"OnNodeConfigured": {"Script": bootstrap_uri, **({"Args": list(bootstrap_args)} if bootstrap_args else {})}},
+        "Iam": {"AdditionalIamPolicies": list(policies)},
+        "ComputeResources": [_compute_resource(cluster, g) for g in queue.groups],
+    }
+    if len(amis) == 1 and None not in amis:
+        out["Image"] = {"CustomAmi": amis.pop()}
+    return out
+
+
+def _compute_resource(cluster: ClusterPlan, group: GroupPlan) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "Name": group.name,
+        "InstanceType": group.instance_type,
+        "MinCount": min_count(cluster, group),
+        "MaxCount": group.count,
+        "Efa": {"Enabled": True, "GdrSupport": True},
+        # Explicit either way: on for on-demand and ODCR (EFA traffic wants one spine), off for
+        # capacity blocks (already placed; a placement group can keep them from launching).
+        "Networking": {"PlacementGroup": {"Enabled": bool(group.placement_group)}},
+    }
+    if group.reservation_id is not None:
+        out["CapacityReservationTarget"] = {"CapacityReservationId": group.reservation_id}
+    return out
+
+
+def _slurm_settings(settings: ParallelClusterSettings) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "QueueUpdateStrategy": settings.slurm.queue_update_strategy,
+        "ScaledownIdletime": settings.slurm.scaledown_idletime_minutes,
+    }
+    if settings.slurm.custom_settings:
+        out["CustomSlurmSettings"] = [{k: v} for k, v in settings.slurm.custom_settings.items()]
+    return out
+
+
+def _root_volume(size_gib: int) -> dict[str, Any]:
+    # Compute root volumes always go with their node (the schema has no DeleteOnTermination for them).
+    return {"Size": size_gib, "Encrypted": True, "VolumeType": "gp3"}
+
+
+def _fresh(value: Any) -> Any:
+    """A deep copy that shares nothing (``copy.deepcopy`` keeps repeated objects repeated)."""
+    if isinstance(value, dict):
+        return {k: _fresh(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fresh(v) for v in value]
+    return value
+
+
+def _unique(items: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def supported(instance_type: str) -> bool:
+    return instance_type in catalog.CATALOG and support.supports_instance_type(instance_type)

@@ -1,0 +1,114 @@
+"""The plan: pure numbers and settings derived from a project and the catalog. No CDK, no AWS.
+
+Stacks and the bootstrap take plan sections, never raw YAML, so what ``fmcluster plan``
+prints is what ``cdk synth`` builds. One section per stack: :class:`NetworkPlan`,
+:class:`StoragePlan`, :class:`ObservabilityPlan`, :class:`ClusterPlan` (with a
+:class:`GroupPlan` per compute group).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from fmcluster.config.project import Project
+from fmcluster.plan import groups as _groups
+from fmcluster.plan.cluster import ClusterPlan
+from fmcluster.plan.groups import GroupPlan, NetworkInterface, efa_layout, plan_group
+from fmcluster.plan.network import NetworkPlan, plan_network
+from fmcluster.plan.observability import ObservabilityPlan
+from fmcluster.plan.storage import StoragePlan, plan_storage
+
+__all__ = ["ClusterPlan", "GroupPlan", "NetworkInterface", "NetworkPlan", "ObservabilityPlan", "Plan", "StoragePlan",
+           "efa_layout", "make_plan"]
+
+_JSON_OMITS = {"network": ("project", "availability_zone_id", "spec"), "storage": ("project", "spec")}
+"""Plan fields for the stacks that `fmcluster plan -o json` does not show (it shows numbers)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    project: str
+    availability_zone_id: str
+    groups: tuple[GroupPlan, ...]
+    network: NetworkPlan
+    storage: StoragePlan
+    cluster: ClusterPlan
+    observability: ObservabilityPlan
+
+    @property
+    def nodes(self) -> int:
+        return sum(g.count for g in self.groups)
+
+    @property
+    def gpus(self) -> int:
+        return sum(g.gpus for g in self.groups)
+
+    @property
+    def bf16_pflops(self) -> float | None:
+        values = [g.bf16_pflops for g in self.groups]
+        return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+    @property
+    def hbm_gb(self) -> float | None:
+        values = [g.hbm_gb for g in self.groups]
+        return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+    def group(self, name: str) -> GroupPlan:
+        return next(g for g in self.groups if g.name == name)
+
+    def as_dict(self) -> dict:
+        data = {
+            "project": self.project,
+            "availability_zone_id": self.availability_zone_id,
+            "groups": [_without(asdict(g), _groups.JSON_OMITS) for g in self.groups],
+            "network": _without(_shallow(self.network), _JSON_OMITS["network"]),
+            "storage": _without(_shallow(self.storage), _JSON_OMITS["storage"]),
+        }
+        for group, plan in zip(data["groups"], self.groups):
+            group["efa_fraction"] = plan.efa_fraction
+            group["ips"] = plan.ips
+        data["storage"]["units"] = {"MB": "10^6 bytes", "GB": "10^9 bytes", "TB": "10^12 bytes",
+                                    "GiB": "2^30 bytes", "TiB": "2^40 bytes"}
+        data["totals"] = {"nodes": self.nodes, "gpus": self.gpus, "bf16_pflops": self.bf16_pflops, "hbm_gb": self.hbm_gb}
+        return data
+
+
+def _shallow(section: object) -> dict:
+    """A section's fields (the numbers are plain values; the config ``spec`` is dropped after)."""
+    return {name: getattr(section, name) for name in section.__dataclass_fields__}  # type: ignore[attr-defined]
+
+
+def _without(data: dict, names: tuple[str, ...]) -> dict:
+    return {k: v for k, v in data.items() if k not in names}
+
+
+def make_plan(project: Project) -> Plan:
+    """Everything the stacks and the bootstrap need to know, computed once."""
+    groups = tuple(plan_group(g) for g in project.compute_groups)
+    storage = plan_storage(project.name, project.storage, sum(g.gpus for g in groups))
+    scratch = project.storage.scratch
+    return Plan(
+        project=project.name,
+        availability_zone_id=project.availability_zone_id,
+        groups=groups,
+        network=plan_network(project.name, project.availability_zone_id, project.network, groups),
+        storage=storage,
+        cluster=ClusterPlan(
+            project=project.name,
+            region=project.region,
+            os=project.os,
+            orchestrator=project.orchestrator.type,
+            groups=groups,
+            scratch=scratch.enabled,
+            scratch_path=scratch.mount_path,
+            fsx_mount_path=project.storage.fsx.mount_path if storage.fsx else None,
+            pcluster=project.orchestrator.pcluster,
+            tags=dict(project.tags),
+        ),
+        observability=ObservabilityPlan(
+            project=project.name,
+            spec=project.observability,
+            fsx=storage.fsx,
+            slurm=project.orchestrator.type != "none",
+        ),
+    )

@@ -1,0 +1,44 @@
+"""What ``NAME-cluster`` builds and what its nodes' bootstrap needs: the groups, the OS, the
+orchestrator and its settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from fmcluster.config.parallelcluster import ParallelClusterSettings
+from fmcluster.facts import OPERATING_SYSTEMS, OperatingSystem, OsFacts
+from fmcluster.plan.groups import GroupPlan
+
+Orchestrator = Literal["none", "parallelcluster", "hyperpod"]
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    project: str
+    region: str | None
+    os: OperatingSystem
+    orchestrator: Orchestrator
+    groups: tuple[GroupPlan, ...]
+    scratch: bool
+    """Assemble the instance-store NVMe drives into a RAID 0 (``storage.scratch.enabled``)."""
+    scratch_path: str
+    """Where that RAID 0 is mounted (container storage goes there too)."""
+    fsx_mount_path: str | None
+    """Where the project's FSx for Lustre is mounted; None without one."""
+    pcluster: ParallelClusterSettings
+    """ParallelCluster settings (their defaults unless ``orchestrator.parallelcluster`` sets them)."""
+    tags: dict[str, str] = field(default_factory=dict)
+    """The project's own tags, in file order."""
+
+    @property
+    def os_facts(self) -> OsFacts:
+        return OPERATING_SYSTEMS[self.os]
+
+    @property
+    def pcluster_name(self) -> str:
+        """The ParallelCluster cluster name: never the ``NAME-cluster`` stack's name."""
+        return self.pcluster.cluster_name or f"{self.project}-slurm"
+
+    def group(self, name: str) -> GroupPlan:
+        return next(g for g in self.groups if g.name == name)

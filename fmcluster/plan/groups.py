@@ -1,0 +1,133 @@
+"""Compute groups: per group the EFA interface layout, addresses, GPUs and what a node is.
+
+Everything the stacks and the bootstrap know about an instance comes from here; this is the
+only stage that reads the catalog for them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from fmcluster import catalog
+from fmcluster.config.compute import ComputeGroup
+from fmcluster.facts import KERNEL_ARCH, Architecture, KernelArch
+
+InterfaceType = Literal["interface", "efa", "efa-only"]
+
+
+@dataclass(frozen=True)
+class NetworkInterface:
+    """One entry of a launch template's NetworkInterfaces."""
+
+    card: int
+    device: int
+    type: InterfaceType
+
+    @property
+    def needs_ip(self) -> bool:
+        # efa-only interfaces take no IPv4 address (AWS, 2024-10-28).
+        return self.type != "efa-only"
+
+    @property
+    def carries_efa(self) -> bool:
+        return self.type in ("efa", "efa-only")
+
+
+def efa_layout(instance: catalog.InstanceType) -> tuple[NetworkInterface, ...]:
+    """The interfaces that expose all of an instance's EFA bandwidth with one IP per node.
+
+    ENA primary on card 0 device 0; ``efa-only`` on card 0 device 1 where card 0 carries
+    EFA; ``efa-only`` on device 0 of every other card (FACTS.md section 1).
+    """
+    interfaces = [NetworkInterface(0, 0, "interface")]
+    if instance.card0_carries_efa:
+        interfaces.append(NetworkInterface(0, 1, "efa-only"))
+    interfaces.extend(NetworkInterface(card, 0, "efa-only") for card in range(1, instance.network_cards))
+    return tuple(interfaces)
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    name: str
+    instance_type: str
+    count: int
+    capacity: str
+    reservation_id: str | None
+    placement_group: bool
+    interfaces: tuple[NetworkInterface, ...]
+    ips_per_node: int
+    gpus: int
+    gpu_model: str
+    bf16_pflops: float | None
+    """Dense BF16 peak of the whole group; None when the catalog does not know the per-GPU figure."""
+    hbm_gb: float | None
+    efa_interfaces: int
+    efa_gbps_exposed: float
+    efa_gbps_spec: int
+    architecture: Architecture
+    # What the node itself is and runs (the bootstrap and the launch template read these; `plan -o json` does not show them).
+    nvswitch: bool
+    """NVSwitch systems need NVIDIA Fabric Manager matching the driver."""
+    needs_imex: bool
+    """GB200 NVLink domains need the ``nvidia-imex`` service."""
+    local_nvme_drives: int | None
+    """Instance-store NVMe drives; None = unconfirmed (found at boot)."""
+    ami_id: str | None
+    root_volume_gib: int
+
+    @property
+    def kernel_arch(self) -> KernelArch:
+        """The architecture as the node's kernel names it (``uname -m``)."""
+        return KERNEL_ARCH[self.architecture]
+
+    @property
+    def efa_fraction(self) -> float:
+        """Share of the instance's EFA bandwidth that the layout exposes (1.0 = all of it)."""
+        return self.efa_gbps_exposed / self.efa_gbps_spec
+
+    @property
+    def ips(self) -> int:
+        return self.ips_per_node * self.count
+
+
+def uses_placement_group(group: ComputeGroup) -> bool:
+    """``auto`` means a cluster placement group, except for capacity blocks (already placed)."""
+    if group.placement_group == "auto":
+        return group.capacity.type != "capacity-block"
+    return bool(group.placement_group)
+
+
+def plan_group(group: ComputeGroup) -> GroupPlan:
+    instance = catalog.get(group.instance_type)
+    interfaces = efa_layout(instance)
+    efa_count = sum(1 for i in interfaces if i.carries_efa)
+    per_node_hbm = instance.gpu_memory_total_gb
+    per_node_bf16 = instance.bf16_dense_pflops
+    return GroupPlan(
+        name=group.name,
+        instance_type=group.instance_type,
+        count=group.count,
+        capacity=group.capacity.type,
+        reservation_id=getattr(group.capacity, "reservation_id", None),
+        placement_group=uses_placement_group(group),
+        interfaces=interfaces,
+        ips_per_node=sum(1 for i in interfaces if i.needs_ip),
+        gpus=instance.gpus * group.count,
+        gpu_model=instance.gpu_model,
+        bf16_pflops=None if per_node_bf16 is None else per_node_bf16 * group.count,
+        hbm_gb=None if per_node_hbm is None else per_node_hbm * group.count,
+        efa_interfaces=efa_count,
+        efa_gbps_exposed=efa_count * instance.efa_gbps_per_interface,
+        efa_gbps_spec=instance.efa_aggregate_gbps,
+        architecture=instance.architecture,
+        nvswitch=instance.nvswitch,
+        needs_imex=instance.needs_imex,
+        local_nvme_drives=instance.local_nvme_drives,
+        ami_id=group.ami_id,
+        root_volume_gib=group.root_volume_gib,
+    )
+
+
+JSON_OMITS = ("nvswitch", "needs_imex", "local_nvme_drives", "ami_id", "root_volume_gib")
+"""GroupPlan fields for the stacks and the bootstrap, left out of `fmcluster plan -o json`."""

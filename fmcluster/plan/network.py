@@ -1,0 +1,117 @@
+"""The network: how many addresses the compute subnet needs, and where the subnets go."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from dataclasses import dataclass
+
+from fmcluster.config.network import Network
+from fmcluster.plan.groups import GroupPlan
+
+AWS_RESERVED_PER_SUBNET = 5
+"""AWS keeps the first four and the last address of every subnet."""
+
+MIN_DERIVED_COMPUTE_PREFIX = 22
+"""A derived compute subnet is never smaller than /22, so modest growth never replaces it."""
+
+PUBLIC_SUBNET_PREFIX = 24
+
+
+@dataclass(frozen=True)
+class NetworkPlan:
+    existing: bool
+    vpc_cidr: str | None
+    public_subnet_cidr: str | None
+    compute_subnet_cidr: str | None
+    compute_subnet_prefix: int | None
+    ips_needed: int
+    """Addresses the compute subnet must hold: nodes x IPs per node, plus headroom and reserved."""
+    ips_usable: int | None
+    """Addresses a subnet of that size offers (AWS keeps 5); None for an imported subnet of unknown size."""
+    smallest_prefix_that_fits: int
+    # What NAME-network builds besides the numbers (not in `plan -o json`).
+    project: str
+    availability_zone_id: str
+    spec: Network
+    """The ``network:`` section as validated."""
+
+    @property
+    def vpc_id(self) -> str | None:
+        """The existing VPC's ID, or None when fmcluster creates the VPC."""
+        return self.spec.existing.vpc_id if self.spec.existing else None
+
+    @property
+    def existing_subnet_id(self) -> str | None:
+        return self.spec.existing.compute_subnet_id if self.spec.existing else None
+
+
+def ips_needed(net: Network, groups: tuple[GroupPlan, ...]) -> int:
+    node_ips = sum(g.ips for g in groups)
+    headroom = math.ceil(node_ips * net.ip_headroom_percent / 100)
+    return node_ips + headroom + net.reserved_ips
+
+
+def smallest_prefix_for(ips: int) -> int:
+    """The longest prefix (smallest subnet) whose usable addresses hold ``ips``; never below /28."""
+    prefix = 28
+    while prefix > 0 and 2 ** (32 - prefix) - AWS_RESERVED_PER_SUBNET < ips:
+        prefix -= 1
+    return prefix
+
+
+def usable(prefix: int) -> int:
+    return 2 ** (32 - prefix) - AWS_RESERVED_PER_SUBNET
+
+
+def carve_subnets(vpc_cidr: str, compute_prefix: int) -> tuple[str | None, str | None]:
+    """Public subnet: the VPC's first /24. Compute: the first aligned block of its size after it.
+
+    Both depend only on the VPC CIDR and the compute prefix, so the addresses stay put as
+    long as those do. Returns ``(None, None)`` when they do not fit in the VPC.
+    """
+    vpc = ipaddress.IPv4Network(vpc_cidr)
+    public_prefix = max(PUBLIC_SUBNET_PREFIX, vpc.prefixlen + 1)
+    if public_prefix > 28 or compute_prefix <= vpc.prefixlen:
+        return None, None
+    public = next(vpc.subnets(new_prefix=public_prefix))
+    for block in vpc.subnets(new_prefix=compute_prefix):
+        if not block.overlaps(public):
+            return str(public), str(block)
+    return str(public), None
+
+
+def plan_network(project: str, availability_zone_id: str, net: Network, groups: tuple[GroupPlan, ...]) -> NetworkPlan:
+    needed = ips_needed(net, groups)
+    fits = smallest_prefix_for(needed)
+    if net.existing is not None:
+        cidr = net.existing.compute_subnet_cidr
+        prefix = ipaddress.IPv4Network(cidr).prefixlen if cidr else None
+        return NetworkPlan(
+            existing=True,
+            vpc_cidr=None,
+            public_subnet_cidr=None,
+            compute_subnet_cidr=cidr,
+            compute_subnet_prefix=prefix,
+            ips_needed=needed,
+            ips_usable=usable(prefix) if prefix is not None else None,
+            smallest_prefix_that_fits=fits,
+            project=project,
+            availability_zone_id=availability_zone_id,
+            spec=net,
+        )
+    prefix = net.compute_subnet_prefix if net.compute_subnet_prefix is not None else min(fits, MIN_DERIVED_COMPUTE_PREFIX)
+    public, compute = carve_subnets(net.vpc_cidr, prefix)
+    return NetworkPlan(
+        existing=False,
+        vpc_cidr=net.vpc_cidr,
+        public_subnet_cidr=public,
+        compute_subnet_cidr=compute,
+        compute_subnet_prefix=prefix,
+        ips_needed=needed,
+        ips_usable=usable(prefix),
+        smallest_prefix_that_fits=fits,
+        project=project,
+        availability_zone_id=availability_zone_id,
+        spec=net,
+    )

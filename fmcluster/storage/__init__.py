@@ -1,1 +1,0 @@
-"""Shared storage: the ``storage:`` section, the checkpoint planner (pure), the replacement guard."""

@@ -1,0 +1,171 @@
+"""The CDK app behind ``app.py``, in one pass from top to bottom::
+
+    project file -> config.load -> checks.validate (makes the plan) -> for each project:
+        NAME-network -> NAME-storage -> NAME-observability -> bootstrap bundles -> NAME-cluster
+
+``-c project=NAME`` (default ``default``), a comma-separated list, or ``-c project=all``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from aws_cdk import App, Environment, Stack, Tags, Token, Validations
+from cdk_nag import AwsSolutionsChecks
+from fmcluster.bootstrap import bundles
+from fmcluster.stacks.cluster import ClusterStack
+from fmcluster.stacks.network import NetworkStack
+from fmcluster.stacks.observability import ObservabilityStack
+from fmcluster.stacks.storage import StorageStack
+
+from fmcluster import checks, config
+from fmcluster.config.loader import LoadedProject
+from fmcluster.contracts import stack_name
+from fmcluster.errors import ConfigError
+from fmcluster.facts import PROJECT_TAG
+from fmcluster.generate import rules
+from fmcluster.plan import Plan
+
+
+def project_refs(selector: str) -> list[str]:
+    """``all`` means every file under ``projects/``; otherwise a comma-separated list of names or paths."""
+    if selector == "all":
+        return [str(p) for p in sorted(config.projects_dir().glob("*.yaml"))]
+    return [ref.strip() for ref in selector.split(",") if ref.strip()]
+
+
+def build(app: App, refs: list[str]) -> None:
+    """Validate every project first (reporting all errors), then add their stacks."""
+    loaded_plans = []
+    problems = []
+    for ref in refs:
+        try:
+            loaded = config.load(ref)
+            plan, warnings = checks.validate(loaded)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+            continue
+        for warning in warnings:
+            print(f"warning: {warning.format()}", file=sys.stderr)
+        loaded_plans.append((loaded, plan))
+    if problems:
+        raise ConfigError(problems)
+    for loaded, plan in loaded_plans:
+        build_project(app, loaded, plan)
+    if _flag(app, "nag", True):
+        add_nag(app)
+
+
+def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
+    """Add one project's stacks to ``app``; each takes its plan section and the contracts before it."""
+    project = loaded.project
+    name = plan.project
+    env = Environment(account=project.account, region=project.region) if project.account or project.region else None
+
+    network = NetworkStack(app, stack_name(name, "network"), plan=plan.network, env=env)
+    stacks: list[Stack] = [network]
+
+    if plan.storage.stack_needed:
+        storage = StorageStack(app, stack_name(name, "storage"), plan=plan.storage, network=network.contract, env=env)
+        stacks.append(storage)
+        storage_contract = storage.contract
+    else:  # both bucket and file system exist already: nothing to create, nothing to lose
+        storage_contract = plan.storage.imported_contract()
+
+    metrics = None
+    if plan.observability.enabled:
+        rules_data = rules.rules_yaml(
+            fsx=plan.observability.fsx,  # without FSx, FsxMountMissing would fire on every node
+            slurm=plan.observability.slurm,
+            extra_files=extra_rule_files(loaded),
+        )
+        observability = ObservabilityStack(app, stack_name(name, "observability"), plan=plan.observability,
+                                           rules_data=rules_data, env=env)
+        stacks.append(observability)
+        metrics = observability.contract
+
+    bundle_dir = Path(app.outdir) / bundles.BUNDLES_DIR / name
+    if plan.cluster.orchestrator == "parallelcluster":
+        node_bundles: bundles.DispatchedBundles | dict[str, bundles.GroupBundle] = (
+            bundles.render_dispatched_bundles(plan.cluster, bundle_dir))
+    else:
+        fsx = storage_contract.fsx
+        at_boot = fsx is not None and Token.is_unresolved(fsx.file_system_id)  # created in this deployment
+        node_bundles = bundles.render_group_bundles(plan.cluster, fsx, at_boot, bundle_dir)
+    cluster = ClusterStack(app, stack_name(name, "cluster"), plan=plan.cluster, bundles=node_bundles,
+                           network=network.contract, storage=storage_contract, metrics=metrics, env=env)
+    stacks.append(cluster)
+
+    for stack in stacks:
+        Tags.of(stack).add(PROJECT_TAG, name)
+        for key, value in project.tags.items():
+            Tags.of(stack).add(key, value)
+    return stacks
+
+
+def extra_rule_files(loaded: LoadedProject) -> list:
+    """The project's own rule files, relative to the project file."""
+    base = loaded.file.parent if loaded.file else None
+    return [(base / f) if base else f for f in loaded.project.observability.extra_rule_files]
+
+
+def add_nag(app: App, verbose: bool = True) -> None:
+    """cdk-nag's AwsSolutions pack on every stack of the app."""
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=verbose))
+
+
+def _flag(app: App, key: str, default: bool) -> bool:
+    value = app.node.try_get_context(key)
+    return default if value is None else str(value).lower() not in ("false", "0", "no", "off")
+
+
+def new_app(**kwargs) -> App:
+    """An App with CDK's built-in CloudFormation validation off unless ``-c cfn-validate=true``.
+
+    That engine costs about a second per synth; cfn-lint checks every template of every
+    project in the test suite instead, and cdk-nag still runs on every synth.
+    """
+    probe = App(auto_synth=False, **kwargs)  # reads cdk.json and -c context, never synthesized
+    return App(builtin_cloud_formation_validation=_flag(probe, "cfn-validate", False), **kwargs)
+
+
+def synthesize(ref: str | Path, outdir: Path) -> dict[str, dict]:
+    """Templates of one project by stack name, cdk-nag off (the replacement guard's synthesis).
+
+    Raises :class:`ConfigError` for a bad file.
+    """
+    _use_project_node()
+    loaded = config.load(ref)
+    plan, _ = checks.validate(loaded)
+    app = new_app(outdir=str(outdir), context={"nag": "false"})
+    build_project(app, loaded, plan)
+    assembly = app.synth()
+    return {stack.stack_name: stack.template for stack in assembly.stacks}
+
+
+def _use_project_node() -> None:
+    """jsii needs Node >= 22: prefer the one `npm ci` put in node_modules (as `make` does)."""
+    for base in (Path.cwd(), Path(__file__).resolve().parents[1]):
+        node_bin = base / "node_modules" / ".bin"
+        if (node_bin / "node").exists():
+            if str(node_bin) not in os.environ.get("PATH", "").split(os.pathsep):
+                os.environ["PATH"] = f"{node_bin}{os.pathsep}{os.environ.get('PATH', '')}"
+            return
+
+
+def main() -> None:
+    app = new_app()
+    try:
+        build(app, project_refs(str(app.node.try_get_context("project") or "default")))
+    except ConfigError as exc:
+        print(exc.report(), file=sys.stderr)
+        sys.exit(exc.exit_code)
+    try:
+        app.synth()
+    except RuntimeError as exc:  # a validation plugin (cdk-nag) refused the templates; its report is above
+        if "ValidationFailed" not in str(exc):
+            raise
+        print(f"synthesis stopped: {str(exc).splitlines()[0]}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,162 @@
+"""``NAME-cluster``: the compute capacity, recreated often.
+
+- ``orchestrator.type: none``: per compute group a placement group and an EFA launch template
+  whose user data fetches the group's bootstrap bundle, and the node role;
+- ``parallelcluster``: the bootstrap bundles and ParallelCluster's cluster
+  (:class:`fmcluster.stacks.parallelcluster.ParallelClusterCluster`), which makes its own
+  launch templates, placement groups and node roles.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import (
+    Acknowledgment,
+    CfnOutput,
+    CfnTag,
+    Fn,
+    Stack,
+    Validations,
+)
+from aws_cdk import (
+    aws_ec2 as ec2,
+)
+from aws_cdk import (
+    aws_iam as iam,
+)
+from aws_cdk import (
+    aws_s3_assets as s3_assets,
+)
+from constructs import Construct
+from fmcluster.bootstrap.bundles import DispatchedBundles, GroupBundle
+from fmcluster.stacks.parallelcluster import ParallelClusterCluster
+
+from fmcluster.contracts import (
+    BOOTSTRAP_ARGS_OUTPUT,
+    BOOTSTRAP_OUTPUT,
+    MetricsContract,
+    NetworkContract,
+    StorageContract,
+    export_name,
+)
+from fmcluster.plan import ClusterPlan, GroupPlan
+
+
+class ClusterStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, plan: ClusterPlan,
+                 bundles: DispatchedBundles | dict[str, GroupBundle], network: NetworkContract,
+                 storage: StorageContract, metrics: MetricsContract | None = None, **kwargs) -> None:
+        super().__init__(scope, construct_id, description=f"fmcluster {plan.project}: compute capacity", **kwargs)
+        self.plan = plan
+        self.network = network
+        self.storage = storage
+        self.launch_templates: dict[str, ec2.CfnLaunchTemplate] = {}
+        if isinstance(bundles, DispatchedBundles):
+            self._add_parallelcluster(bundles, metrics)
+        else:
+            self.role, self.instance_profile = self._add_node_role()
+            for group in plan.groups:
+                self.launch_templates[group.name] = self._add_group(group, bundles[group.name])
+
+    def _add_parallelcluster(self, bundles: DispatchedBundles, metrics: MetricsContract | None) -> None:
+        """The archive of per-instance-type bundles, and the dispatcher as the OnNodeConfigured action."""
+        archive = s3_assets.Asset(self, "BootstrapBundles", path=str(bundles.bundles))
+        dispatcher = s3_assets.Asset(self, "BootstrapDispatcher", path=str(bundles.dispatcher))
+        ParallelClusterCluster(
+            self, "ParallelCluster", plan=self.plan, network=self.network, storage=self.storage,
+            bootstrap_uri=dispatcher.s3_object_url, bootstrap_args=[archive.s3_object_url],
+            bootstrap_read_arns=[a.bucket.arn_for_objects(a.s3_object_key) for a in (dispatcher, archive)],
+            metrics=metrics,
+        )
+        CfnOutput(self, BOOTSTRAP_OUTPUT, value=dispatcher.s3_object_url,
+                  description="OnNodeConfigured script; its argument is BootstrapBundlesUri")
+        CfnOutput(self, BOOTSTRAP_ARGS_OUTPUT, value=archive.s3_object_url,
+                  description="Archive of the bootstrap bundles, one per instance type")
+
+    def _add_node_role(self) -> tuple[iam.Role, iam.CfnInstanceProfile]:
+        role = iam.Role(
+            self, "NodeRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            description=f"fmcluster {self.plan.project}: GPU nodes (SSM Session Manager, no SSH keys)",
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSSMManagedInstanceCore")],
+        )
+        Validations.of(role).acknowledge(Acknowledgment(
+            id="AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSSMManagedInstanceCore]",
+            reason="AmazonSSMManagedInstanceCore is AWS's maintained minimum for Session Manager, which replaces SSH "
+                   "keys; a copy would drift from it.",
+        ))
+        profile = iam.CfnInstanceProfile(self, "NodeInstanceProfile", roles=[role.role_name])
+        return role, profile
+
+    def _add_group(self, group: GroupPlan, bundle: GroupBundle) -> ec2.CfnLaunchTemplate:
+        gid = _camel(group.name)
+        project = self.plan.project
+        placement = None
+        if group.placement_group:
+            pg = ec2.CfnPlacementGroup(self, f"{gid}PlacementGroup", strategy="cluster")
+            placement = ec2.CfnLaunchTemplate.PlacementProperty(group_name=pg.ref)
+            CfnOutput(self, f"{gid}PlacementGroupName", value=pg.ref, description=f"Placement group of {group.name}")
+
+        interfaces = [
+            ec2.CfnLaunchTemplate.NetworkInterfaceProperty(
+                network_card_index=nic.card,
+                device_index=nic.device,
+                interface_type=nic.type,
+                subnet_id=self.network.compute_subnet_id,
+                groups=[self.network.efa_security_group_id, self.network.node_security_group_id],
+                delete_on_termination=True,
+                associate_public_ip_address=False if nic.needs_ip else None,
+                description=f"{project}-{group.name} card {nic.card} device {nic.device} ({nic.type})",
+            )
+            for nic in group.interfaces
+        ]
+        reservation = None
+        market = None
+        if group.reservation_id is not None:
+            reservation = ec2.CfnLaunchTemplate.CapacityReservationSpecificationProperty(
+                capacity_reservation_target=ec2.CfnLaunchTemplate.CapacityReservationTargetProperty(
+                    capacity_reservation_id=group.reservation_id))
+        if group.capacity == "capacity-block":
+            market = ec2.CfnLaunchTemplate.InstanceMarketOptionsProperty(market_type="capacity-block")
+
+        user_data = self._bootstrap_user_data(bundle, gid)
+        os_facts = self.plan.os_facts
+        image = group.ami_id or "{{resolve:ssm:%s}}" % os_facts.dlami_parameter(group.architecture)
+        tags = [CfnTag(key="Name", value=f"{project}-{group.name}"),
+                CfnTag(key="fmcluster:group", value=group.name)]
+        template = ec2.CfnLaunchTemplate(
+            self, f"{gid}LaunchTemplate",
+            launch_template_name=f"{project}-{group.name}",
+            launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
+                instance_type=group.instance_type,
+                image_id=image,
+                user_data=user_data,
+                iam_instance_profile=ec2.CfnLaunchTemplate.IamInstanceProfileProperty(arn=self.instance_profile.attr_arn),
+                metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
+                    http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=1),
+                block_device_mappings=[ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
+                    device_name=os_facts.root_device,
+                    ebs=ec2.CfnLaunchTemplate.EbsProperty(
+                        volume_size=group.root_volume_gib, volume_type="gp3", encrypted=True, delete_on_termination=True),
+                )],
+                network_interfaces=interfaces,
+                placement=placement,
+                capacity_reservation_specification=reservation,
+                instance_market_options=market,
+                tag_specifications=[ec2.CfnLaunchTemplate.TagSpecificationProperty(resource_type=kind, tags=tags)
+                                    for kind in ("instance", "volume", "network-interface")],
+            ),
+        )
+        CfnOutput(self, f"{gid}LaunchTemplateId", value=template.ref, description=f"Launch template of {group.name}",
+                  export_name=export_name(project, f"{group.name}-LaunchTemplateId"))
+        return template
+
+    def _bootstrap_user_data(self, bundle: GroupBundle, gid: str) -> str:
+        """Publish the group's rendered bundle as an asset; the entry script that fetches it is the user data."""
+        asset = s3_assets.Asset(self, f"{gid}Bootstrap", path=str(bundle.path))
+        # Exactly this object: no wildcard on the shared CDK asset bucket.
+        self.role.add_to_policy(iam.PolicyStatement(
+            actions=["s3:GetObject"], resources=[asset.bucket.arn_for_objects(asset.s3_object_key)]))
+        return Fn.base64(bundle.entry_script(asset.s3_object_url))
+
+
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.replace("_", "-").split("-"))

@@ -1,0 +1,143 @@
+"""``NAME-network``: the VPC (or an imported one), its subnets, endpoints, flow logs and security groups.
+
+The VPC is built from L1 constructs because the compute subnet must be placed by AZ *ID*
+(``use1-az6``): capacity is AZ-specific and AZ names differ per account, while the L2
+``ec2.Vpc`` only knows AZ names.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Acknowledgment, CfnOutput, Fn, RemovalPolicy, Stack, Validations
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from fmcluster.contracts import NETWORK_OUTPUTS, NetworkContract, export_name
+from fmcluster.plan import NetworkPlan
+
+LUSTRE_PORTS = ((988, 988), (1018, 1023))
+"""FSx for Lustre: TCP 988 and 1018-1023 (FACTS.md section 3)."""
+
+
+class NetworkStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, plan: NetworkPlan, **kwargs) -> None:
+        super().__init__(scope, construct_id, description=f"fmcluster {plan.project}: network", **kwargs)
+        self.plan = plan
+        spec = plan.spec
+        if spec.existing is None:
+            vpc_id, subnet_id = self._add_vpc()
+        else:
+            vpc_id = spec.existing.vpc_id
+            subnet_id = spec.existing.compute_subnet_id
+        vpc = ec2.Vpc.from_vpc_attributes(self, "VpcRef", vpc_id=vpc_id, availability_zones=[plan.availability_zone_id])
+        efa, node, storage = self._add_security_groups(vpc)
+        if spec.existing is None and spec.interface_endpoints:
+            self._add_interface_endpoints(vpc, subnet_id)
+        self.contract = NetworkContract(
+            vpc_id=vpc_id,
+            compute_subnet_id=subnet_id,
+            efa_security_group_id=efa.security_group_id,
+            node_security_group_id=node.security_group_id,
+            storage_security_group_id=storage.security_group_id,
+        )
+        self._add_outputs()
+
+    # -- resources -------------------------------------------------------------------------
+
+    def _add_vpc(self) -> tuple[str, str]:
+        net = self.plan
+        vpc = ec2.CfnVPC(self, "Vpc", cidr_block=net.vpc_cidr, enable_dns_hostnames=True, enable_dns_support=True)
+        igw = ec2.CfnInternetGateway(self, "InternetGateway")
+        attachment = ec2.CfnVPCGatewayAttachment(self, "InternetGatewayAttachment", vpc_id=vpc.ref, internet_gateway_id=igw.ref)
+
+        public = ec2.CfnSubnet(
+            self, "PublicSubnet", vpc_id=vpc.ref, cidr_block=net.public_subnet_cidr,
+            availability_zone_id=self.plan.availability_zone_id, map_public_ip_on_launch=False,
+        )
+        public_routes = ec2.CfnRouteTable(self, "PublicRouteTable", vpc_id=vpc.ref)
+        ec2.CfnSubnetRouteTableAssociation(self, "PublicRouteTableAssociation", subnet_id=public.ref, route_table_id=public_routes.ref)
+        to_igw = ec2.CfnRoute(self, "PublicDefaultRoute", route_table_id=public_routes.ref, destination_cidr_block="0.0.0.0/0", gateway_id=igw.ref)
+        to_igw.node.add_dependency(attachment)
+
+        eip = ec2.CfnEIP(self, "NatAddress", domain="vpc")
+        nat = ec2.CfnNatGateway(self, "NatGateway", subnet_id=public.ref, allocation_id=eip.attr_allocation_id)
+
+        compute = ec2.CfnSubnet(
+            self, "ComputeSubnet", vpc_id=vpc.ref, cidr_block=net.compute_subnet_cidr,
+            availability_zone_id=self.plan.availability_zone_id, map_public_ip_on_launch=False,
+        )
+        compute_routes = ec2.CfnRouteTable(self, "ComputeRouteTable", vpc_id=vpc.ref)
+        ec2.CfnSubnetRouteTableAssociation(self, "ComputeRouteTableAssociation", subnet_id=compute.ref, route_table_id=compute_routes.ref)
+        ec2.CfnRoute(self, "ComputeDefaultRoute", route_table_id=compute_routes.ref, destination_cidr_block="0.0.0.0/0", nat_gateway_id=nat.ref)
+
+        ec2.CfnVPCEndpoint(
+            self, "S3GatewayEndpoint", vpc_id=vpc.ref, vpc_endpoint_type="Gateway",
+            service_name=Fn.sub("com.amazonaws.${AWS::Region}.s3"),
+            route_table_ids=[compute_routes.ref, public_routes.ref],
+        )
+        self._add_flow_logs(vpc.ref)
+        return vpc.ref, compute.ref
+
+    def _add_flow_logs(self, vpc_id: str) -> None:
+        group = logs.CfnLogGroup(self, "FlowLogs", retention_in_days=self.plan.spec.flow_logs_retention_days)
+        group.apply_removal_policy(RemovalPolicy.RETAIN)
+        role = iam.Role(self, "FlowLogsRole", assumed_by=iam.ServicePrincipal("vpc-flow-logs.amazonaws.com"),
+                        description="Lets VPC Flow Logs write to the project's flow-log group")
+        logs.LogGroup.from_log_group_arn(self, "FlowLogsRef", group.attr_arn).grant_write(role)
+        Validations.of(role).acknowledge(Acknowledgment(
+            id="AwsSolutions::AwsSolutions-IAM5[Resource::<FlowLogs.Arn>:*]",
+            reason="Flow Logs name their own log streams; the wildcard covers only the streams of this one log group.",
+        ))
+        ec2.CfnFlowLog(
+            self, "FlowLog", resource_id=vpc_id, resource_type="VPC", traffic_type="ALL",
+            log_destination_type="cloud-watch-logs", log_group_name=group.ref,
+            deliver_logs_permission_arn=role.role_arn,
+        )
+
+    def _add_security_groups(self, vpc: ec2.IVpc) -> tuple[ec2.SecurityGroup, ...]:
+        name = self.plan.project
+        efa = ec2.SecurityGroup(
+            self, "EfaSecurityGroup", vpc=vpc, allow_all_outbound=False,
+            description=f"{name}: EFA, all traffic to and from itself",
+        )
+        efa.add_ingress_rule(efa, ec2.Port.all_traffic(), "EFA: all traffic from members")
+        efa.add_egress_rule(efa, ec2.Port.all_traffic(), "EFA: all traffic to members")
+
+        node = ec2.SecurityGroup(
+            self, "NodeSecurityGroup", vpc=vpc, allow_all_outbound=True,
+            description=f"{name}: GPU nodes, egress through the NAT gateway",
+        )
+        storage = ec2.SecurityGroup(
+            self, "StorageSecurityGroup", vpc=vpc, allow_all_outbound=True,
+            description=f"{name}: FSx for Lustre file servers",
+        )
+        for low, high in LUSTRE_PORTS:
+            port = ec2.Port.tcp(low) if low == high else ec2.Port.tcp_range(low, high)
+            # EC2 allows only a-zA-Z0-9 ._-:/()#,@[]+=&;{}!$* in rule descriptions.
+            ports = f"TCP {low}" if low == high else f"TCP {low}-{high}"
+            for peer, who in ((node, "nodes"), (efa, "EFA members"), (storage, "itself")):
+                storage.add_ingress_rule(peer, port, f"Lustre {ports} from {who}")
+            node.add_ingress_rule(storage, port, f"Lustre {ports} from the file servers")
+        return efa, node, storage
+
+    def _add_interface_endpoints(self, vpc: ec2.IVpc, subnet_id: str) -> None:
+        group = ec2.SecurityGroup(
+            self, "EndpointSecurityGroup", vpc=vpc, allow_all_outbound=False,
+            description=f"{self.plan.project}: interface endpoints, HTTPS from the VPC",
+        )
+        group.add_ingress_rule(ec2.Peer.ipv4(self.plan.vpc_cidr), ec2.Port.tcp(443), "HTTPS from the VPC")
+        for service in self.plan.spec.interface_endpoints:
+            ec2.CfnVPCEndpoint(
+                self, "Endpoint" + "".join(part.capitalize() for part in service.replace("-", ".").split(".")),
+                vpc_id=vpc.vpc_id, vpc_endpoint_type="Interface",
+                service_name=Fn.sub(f"com.amazonaws.${{AWS::Region}}.{service}"),
+                subnet_ids=[subnet_id], security_group_ids=[group.security_group_id], private_dns_enabled=True,
+            )
+
+    def _add_outputs(self) -> None:
+        what = {"VpcId": "VPC", "ComputeSubnetId": "private compute subnet", "EfaSecurityGroupId": "EFA security group",
+                "NodeSecurityGroupId": "node security group", "StorageSecurityGroupId": "FSx security group"}
+        for key, field in NETWORK_OUTPUTS.items():
+            CfnOutput(self, key, value=getattr(self.contract, field), description=f"The {what[key]}",
+                      export_name=export_name(self.plan.project, key))

@@ -1,0 +1,136 @@
+"""``NAME-observability``: Amazon Managed Prometheus with our alert rules, SNS for alerts, Grafana.
+
+Long-lived like the network: the metrics workspace is retained when the stack is deleted.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import (
+    Acknowledgment,
+    Aws,
+    CfnOutput,
+    RemovalPolicy,
+    Stack,
+    Validations,
+)
+from aws_cdk import (
+    aws_aps as aps,
+)
+from aws_cdk import (
+    aws_grafana as grafana,
+)
+from aws_cdk import (
+    aws_iam as iam,
+)
+from aws_cdk import (
+    aws_kms as kms,
+)
+from aws_cdk import (
+    aws_logs as logs,
+)
+from aws_cdk import (
+    aws_sns as sns,
+)
+from aws_cdk import (
+    aws_sns_subscriptions as subscriptions,
+)
+from constructs import Construct
+
+from fmcluster.contracts import (
+    GRAFANA_WORKSPACE_OUTPUT,
+    PROMETHEUS_REMOTE_WRITE_OUTPUT,
+    PROMETHEUS_WORKSPACE_OUTPUT,
+    MetricsContract,
+    export_name,
+)
+from fmcluster.generate import rules
+from fmcluster.plan import ObservabilityPlan
+
+# Read-only Prometheus query actions a Grafana data source needs on one workspace.
+APS_QUERY_ACTIONS = ["aps:QueryMetrics", "aps:GetSeries", "aps:GetLabels", "aps:GetMetricMetadata", "aps:DescribeWorkspace"]
+# CloudWatch reads (FSx metrics); CloudWatch has no resource-level permissions for these.
+CLOUDWATCH_READ_ACTIONS = ["cloudwatch:GetMetricData", "cloudwatch:ListMetrics", "cloudwatch:DescribeAlarmsForMetric",
+                           "cloudwatch:GetMetricStatistics"]
+
+
+class ObservabilityStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, plan: ObservabilityPlan, rules_data: str,
+                 **kwargs) -> None:
+        super().__init__(scope, construct_id, description=f"fmcluster {plan.project}: metrics, alerts, dashboards",
+                         **kwargs)
+        self.project_name = plan.project
+        self.spec = obs = plan.spec
+        topic_arn = self._add_topic()
+        self.workspace = self._add_workspace(topic_arn, rules_data)
+        self.contract = MetricsContract(
+            workspace_arn=self.workspace.attr_arn,
+            workspace_id=self.workspace.attr_workspace_id,
+            remote_write_url=f"{self.workspace.attr_prometheus_endpoint}api/v1/remote_write",
+        )
+        CfnOutput(self, PROMETHEUS_WORKSPACE_OUTPUT, value=self.workspace.attr_workspace_id,
+                  export_name=export_name(self.project_name, PROMETHEUS_WORKSPACE_OUTPUT))
+        CfnOutput(self, PROMETHEUS_REMOTE_WRITE_OUTPUT, value=self.contract.remote_write_url,
+                  export_name=export_name(self.project_name, PROMETHEUS_REMOTE_WRITE_OUTPUT))
+        if obs.grafana.enabled:
+            self._add_grafana()
+
+    def _add_topic(self) -> str:
+        obs = self.spec
+        if obs.alerts.sns_topic_arn:
+            return obs.alerts.sns_topic_arn
+        key = kms.Key(self, "AlertsKey", enable_key_rotation=True, removal_policy=RemovalPolicy.RETAIN,
+                      description=f"fmcluster {self.project_name}: encrypts the alert topic")
+        topic = sns.Topic(self, "AlertsTopic", master_key=key, enforce_ssl=True,
+                          display_name=f"fmcluster {self.project_name} alerts")
+        aps_principal = iam.ServicePrincipal("aps.amazonaws.com")
+        topic.add_to_resource_policy(iam.PolicyStatement(
+            principals=[aps_principal], actions=["sns:Publish", "sns:GetTopicAttributes"],
+            resources=[topic.topic_arn], conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
+        ))
+        # Prometheus alert manager publishes encrypted messages, so it needs the key too.
+        key.add_to_resource_policy(iam.PolicyStatement(
+            principals=[aps_principal], actions=["kms:GenerateDataKey*", "kms:Decrypt"], resources=["*"],
+            conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
+        ))
+        for email in obs.alerts.emails:
+            topic.add_subscription(subscriptions.EmailSubscription(email))
+        CfnOutput(self, "AlertsTopicArn", value=topic.topic_arn)
+        return topic.topic_arn
+
+    def _add_workspace(self, topic_arn: str, rules_data: str) -> aps.CfnWorkspace:
+        obs = self.spec
+        log_group = logs.CfnLogGroup(self, "PrometheusLogs", retention_in_days=obs.log_retention_days)
+        log_group.apply_removal_policy(RemovalPolicy.RETAIN)
+        workspace = aps.CfnWorkspace(
+            self, "PrometheusWorkspace", alias=self.project_name,
+            alert_manager_definition=rules.alertmanager_definition(topic_arn, Aws.REGION),
+            kms_key_arn=obs.kms_key_arn,
+            logging_configuration=aps.CfnWorkspace.LoggingConfigurationProperty(log_group_arn=log_group.attr_arn),
+        )
+        workspace.apply_removal_policy(RemovalPolicy.RETAIN)
+        aps.CfnRuleGroupsNamespace(self, "AlertRules", workspace=workspace.attr_arn,
+                                   name=f"{self.project_name}-gpu-health", data=rules_data)
+        return workspace
+
+    def _add_grafana(self) -> None:
+        role = iam.Role(
+            self, "GrafanaRole",
+            assumed_by=iam.ServicePrincipal("grafana.amazonaws.com", conditions={
+                "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}),
+            description=f"fmcluster {self.project_name}: Grafana reads this project's Prometheus workspace and CloudWatch",
+        )
+        role.add_to_policy(iam.PolicyStatement(actions=APS_QUERY_ACTIONS, resources=[self.workspace.attr_arn]))
+        role.add_to_policy(iam.PolicyStatement(actions=["aps:ListWorkspaces", *CLOUDWATCH_READ_ACTIONS], resources=["*"]))
+        Validations.of(role).acknowledge(Acknowledgment(
+            id="AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+            reason="aps:ListWorkspaces and the CloudWatch metric reads have no resource-level permissions; "
+                   "queries themselves are limited to this project's workspace.",
+        ))
+        workspace = grafana.CfnWorkspace(
+            self, "GrafanaWorkspace", name=self.project_name, account_access_type="CURRENT_ACCOUNT",
+            authentication_providers=[self.spec.grafana.authentication],
+            permission_type="SERVICE_MANAGED", role_arn=role.role_arn, data_sources=["PROMETHEUS", "CLOUDWATCH"],
+            description=f"fmcluster {self.project_name}: GPU health, utilisation, EFA, FSx, Slurm",
+        )
+        CfnOutput(self, GRAFANA_WORKSPACE_OUTPUT, value=workspace.attr_id)
+        CfnOutput(self, "GrafanaUrl", value=f"https://{workspace.attr_endpoint}")

@@ -1,0 +1,158 @@
+"""The ParallelCluster cluster inside ``NAME-cluster``: the node policy, and (``create_cluster``)
+ParallelCluster's CloudFormation provider with a ``Custom::PclusterCluster`` resource.
+
+Used by :class:`fmcluster.stacks.cluster.ClusterStack` when ``orchestrator.type`` is
+``parallelcluster``. The configuration is :func:`fmcluster.generate.parallelcluster.cluster_config`
+with tokens for the subnet, security groups, file system, policy and bootstrap object.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+from aws_cdk import (
+    Acknowledgment,
+    Aws,
+    CfnOutput,
+    CfnStack,
+    CustomResource,
+    Fn,
+    Stack,
+    Validations,
+)
+from aws_cdk import (
+    aws_iam as iam,
+)
+from constructs import Construct
+
+from fmcluster.contracts import (
+    CLUSTER_NAME_OUTPUT,
+    HEAD_NODE_IP_OUTPUT,
+    NODE_POLICY_OUTPUT,
+    MetricsContract,
+    NetworkContract,
+    StorageContract,
+    export_name,
+    node_policy_name,
+)
+from fmcluster.generate import parallelcluster as generate
+from fmcluster.plan import ClusterPlan
+
+PROVIDER_TEMPLATE = ("https://${AWS::Region}-aws-parallelcluster.s3.${AWS::Region}.${AWS::URLSuffix}"
+                     "/parallelcluster/%s/templates/custom_resource/cluster.yaml")
+
+
+class ParallelClusterCluster(Construct):
+    """The node policy, its output, and -- unless ``create_cluster: false`` -- the cluster itself.
+
+    ``bootstrap_uri``: S3 URI of the bundle's entry script, run by every compute node as
+    ``OnNodeConfigured``. ``bootstrap_read_arns``: the S3 object ARNs (or ``<bucket-arn>/<prefix>/*``)
+    the nodes must read to run it.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, plan: ClusterPlan,
+                 network: NetworkContract, storage: StorageContract | None, bootstrap_uri: str,
+                 bootstrap_read_arns: Sequence[str], metrics: MetricsContract | None = None,
+                 bootstrap_args: Sequence[str] = ()) -> None:
+        super().__init__(scope, construct_id)
+        settings = plan.pcluster
+        project = plan.project
+        stack = Stack.of(self)
+        self.cluster_name = plan.pcluster_name
+
+        self.node_policy = iam.ManagedPolicy(
+            self, "NodePolicy",
+            managed_policy_name=node_policy_name(project),
+            description=f"fmcluster {project}: ParallelCluster nodes read the bootstrap bundle"
+                        + (" and remote-write metrics" if metrics else ""),
+            document=iam.PolicyDocument.from_json({
+                "Version": "2012-10-17",
+                "Statement": generate.node_policy_statements(bootstrap_read_arns, metrics),
+            }),
+        )
+        for arn in bootstrap_read_arns:
+            if "*" in _nag_text(stack, arn):
+                Validations.of(self.node_policy).acknowledge(Acknowledgment(
+                    id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag_text(stack, arn)}]",
+                    reason="Read-only s3:GetObject under the bootstrap bundle's own key prefix (files named by the "
+                           "renderer); no other prefix, bucket or action.",
+                ))
+        CfnOutput(stack, NODE_POLICY_OUTPUT, value=self.node_policy.managed_policy_arn,
+                  description="Managed policy for ParallelCluster nodes (AdditionalIamPolicies)",
+                  export_name=export_name(project, NODE_POLICY_OUTPUT))
+        CfnOutput(stack, CLUSTER_NAME_OUTPUT, value=self.cluster_name,
+                  description="ParallelCluster cluster name")
+
+        self.configuration = generate.cluster_config(
+            plan, network=network, storage=storage, bootstrap_uri=bootstrap_uri, bootstrap_args=bootstrap_args,
+            node_policy_arns=[self.node_policy.managed_policy_arn], region=Aws.REGION, partition=Aws.PARTITION,
+        )
+        self.provider: CfnStack | None = None
+        self.cluster: CustomResource | None = None
+        if settings.create_cluster:
+            self._add_cluster(project, settings.version, settings.deletion_policy, settings.extra_iam_policy_arns)
+
+    def _add_cluster(self, project: str, version: str, deletion_policy: str, extra_policies: list[str]) -> None:
+        # The provider's Lambda creates the cluster stack, which attaches our node policies to the
+        # roles it makes under /parallelcluster/<cluster>/: allow exactly that, nothing else.
+        roles = Fn.sub(f"arn:${{AWS::Partition}}:iam::${{AWS::AccountId}}:role/parallelcluster/{self.cluster_name}/*")
+        attach = iam.ManagedPolicy(
+            self, "ProviderAttachPolicy",
+            description=f"fmcluster {project}: let the ParallelCluster provider attach the node policies",
+            statements=[iam.PolicyStatement(
+                actions=["iam:AttachRolePolicy", "iam:DetachRolePolicy"],
+                resources=[roles],
+                conditions={"ArnEquals": {"iam:PolicyARN": [self.node_policy.managed_policy_arn, *extra_policies]}},
+            )],
+        )
+        Validations.of(attach).acknowledge(Acknowledgment(
+            id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag_text(Stack.of(self), roles)}]",
+            reason="ParallelCluster names the node roles when it creates the cluster; the path is this cluster's "
+                   "own and a condition limits the policies to fmcluster's node policy and the project's.",
+        ))
+        self.provider = CfnStack(
+            self, "Provider",
+            template_url=Fn.sub(PROVIDER_TEMPLATE % version),
+            parameters={"AdditionalIamPolicies": attach.managed_policy_arn},
+        )
+        self.cluster = CustomResource(
+            self, "Cluster",
+            resource_type="Custom::PclusterCluster",
+            service_token=self.provider.get_att("Outputs.ServiceToken").to_string(),
+            properties={
+                "ClusterName": self.cluster_name,
+                "ClusterConfiguration": self.configuration,
+                "DeletionPolicy": deletion_policy,
+            },
+        )
+        stack = Stack.of(self)
+        CfnOutput(stack, HEAD_NODE_IP_OUTPUT, value=self.cluster.get_att_string("headNode.privateIpAddress"),
+                  description="Private IP of the ParallelCluster head node (reach it with SSM Session Manager)")
+        CfnOutput(stack, "ParallelClusterValidationMessages",
+                  value=self.cluster.get_att_string("validationMessages"),
+                  description="Warnings ParallelCluster reported when it created or updated the cluster")
+
+
+def _nag_text(stack: Stack, value: str) -> str:
+    """A value as cdk-nag names it in a finding: ``<AWS::Partition>``, ``<Logical.Attr>`` for tokens."""
+    resolved = stack.resolve(value)
+
+    def text(part: object) -> str:
+        if isinstance(part, str):
+            return part
+        if isinstance(part, dict) and "Ref" in part:
+            return f"<{part['Ref']}>"
+        if isinstance(part, dict) and "Fn::GetAtt" in part:
+            return f"<{'.'.join(part['Fn::GetAtt'])}>"
+        if isinstance(part, dict) and "Fn::ImportValue" in part:
+            return text(part["Fn::ImportValue"])
+        if isinstance(part, dict) and "Fn::Join" in part:
+            sep, parts = part["Fn::Join"]
+            return sep.join(text(p) for p in parts)
+        if isinstance(part, dict) and "Fn::Sub" in part and isinstance(part["Fn::Sub"], str):
+            return re.sub(r"\$\{([^}]+)\}", lambda m: f"<{m.group(1)}>", part["Fn::Sub"])
+        return json.dumps(part)
+
+    return text(resolved)
