@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import socket
 
 import pytest
-
 import support
 from support import ALL_FILES, BLOCKED, ROOT, Synthesized
 
@@ -33,7 +34,7 @@ def _fail_on_network() -> None:
 
 @pytest.fixture(scope="session")
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    from fmcluster.cdkapp import build, new_app
+    from fmcluster.stacks.app import build, new_app
 
     outdir = tmp_path_factory.mktemp("cdk.out")
     app = new_app(outdir=str(outdir), context=json.loads((ROOT / "cdk.json").read_text())["context"])
@@ -52,3 +53,17 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     report_path = outdir / "validation-report.json"
     report = json.loads(report_path.read_text()) if report_path.exists() else {}
     return Synthesized(outdir, templates, report, error)
+
+
+INSTALL_HINT = "promtool not found; install it with `apt-get install prometheus` (Debian/Ubuntu)"
+
+
+@pytest.fixture(scope="session")
+def promtool() -> str:
+    """Path to promtool. CI (CI=true) must have it; a workstation without it skips these tests."""
+    path = shutil.which("promtool")
+    if path is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(INSTALL_HINT + " -- CI must install it (.ci/run)", pytrace=False)
+        pytest.skip(INSTALL_HINT)
+    return path

@@ -6,21 +6,29 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bootstrap_support import FSX, Image, Sandbox, build_sandbox, fake_artifacts, make_project, test_versions
-
-from fmcluster.bootstrap import render
+from fmcluster.bootstrap import context
+from support.sandbox import (
+    FSX,
+    Image,
+    Sandbox,
+    build_sandbox,
+    context_for,
+    fake_artifacts,
+    make_project,
+    test_versions,
+)
 
 
 @pytest.fixture
-def p5_context() -> render.BootstrapContext:
+def p5_context() -> context.BootstrapContext:
     project = make_project("p5.48xlarge", "ubuntu-22.04", "parallelcluster")
     versions = test_versions(fake_artifacts())
-    return render.context_for(project, "gpu", "compute", fsx=FSX, versions=versions)
+    return context_for(project, "gpu", "compute", fsx=FSX, versions=versions)
 
 
 @pytest.fixture
 def make_sandbox(tmp_path: Path):
-    def make(ctx: render.BootstrapContext, image: Image | None = None, **kw) -> Sandbox:
+    def make(ctx: context.BootstrapContext, image: Image | None = None, **kw) -> Sandbox:
         return build_sandbox(tmp_path / "sb", ctx, image or Image(), **kw)
 
     return make

