@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fmcluster.stacks.app import synthesize
 from support import BASE
 from typer.testing import CliRunner
 
@@ -23,12 +24,12 @@ OLD = BASE + """storage:
 def old_templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     folder = tmp_path_factory.mktemp("old")
     (folder / "demo.yaml").write_text(OLD)
-    return guard.synthesize(folder / "demo.yaml", folder / "out")
+    return synthesize(folder / "demo.yaml", folder / "out")
 
 
 def _replacements(old_templates, tmp_path: Path, new_text: str) -> list[guard.Replacement]:
     (tmp_path / "demo.yaml").write_text(new_text)
-    return guard.compare(old_templates, guard.synthesize(tmp_path / "demo.yaml", tmp_path / "out"))
+    return guard.compare(old_templates, synthesize(tmp_path / "demo.yaml", tmp_path / "out"))
 
 
 def test_raising_throughput_and_adding_an_association_pass(old_templates, tmp_path: Path) -> None:

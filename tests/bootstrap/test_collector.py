@@ -15,6 +15,7 @@ from fmcluster.bootstrap.collector import CollectorContext, render_collector_con
 
 from fmcluster.config import parse
 from fmcluster.generate import metrics
+from fmcluster.plan import make_plan
 
 PROJECT = """\
 name: llama
@@ -28,7 +29,7 @@ orchestrator: {type: parallelcluster}
 
 
 def _context(**changes: object) -> CollectorContext:
-    return dataclasses.replace(CollectorContext.from_project(parse(PROJECT).project), **changes)
+    return dataclasses.replace(CollectorContext.from_plan(make_plan(parse(PROJECT).project).cluster), **changes)
 
 
 def _check(promtool: str, path: Path) -> subprocess.CompletedProcess[str]:
@@ -85,7 +86,7 @@ def test_offline_render_uses_a_placeholder_endpoint() -> None:
 
 def test_no_slurm_job_without_an_orchestrator() -> None:
     project = parse(PROJECT.replace("orchestrator: {type: parallelcluster}\n", "")).project
-    config = yaml.safe_load(render_collector_config(CollectorContext.from_project(project)))
+    config = yaml.safe_load(render_collector_config(CollectorContext.from_plan(make_plan(project).cluster)))
     assert "slurm-exporter" not in {job["job_name"] for job in config["scrape_configs"]}
 
 
@@ -101,7 +102,7 @@ def test_bad_inputs_are_refused() -> None:
         _context(prometheus_endpoint="http://example")
     project = parse(PROJECT.replace("region: us-east-1\n", "")).project
     with pytest.raises(ValueError, match="region"):
-        CollectorContext.from_project(project)
+        CollectorContext.from_plan(make_plan(project).cluster)
 
 
 def test_template_uses_strict_undefined() -> None:

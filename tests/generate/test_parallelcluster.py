@@ -151,7 +151,7 @@ def test_node_policy_reads_the_bundle_and_remote_writes_only_with_a_workspace():
     base = generate.node_policy_statements(["arn:aws:s3:::b/bootstrap/*"], None)
     assert base == [{"Sid": "ReadBootstrapBundle", "Effect": "Allow", "Action": "s3:GetObject",
                      "Resource": ["arn:aws:s3:::b/bootstrap/*"]}]
-    metrics = placeholders.metrics(load(project_dict()).project)
+    metrics = placeholders.metrics()
     with_metrics = generate.node_policy_statements(["arn:aws:s3:::b/bootstrap/*"], metrics)
     assert with_metrics[-1] == {"Sid": "RemoteWriteMetrics", "Effect": "Allow", "Action": "aps:RemoteWrite",
                                 "Resource": metrics.workspace_arn}

@@ -12,7 +12,7 @@ from fmcluster.plan.storage import aggregate_mb_s, plan_storage
 
 
 def _plan(storage: dict, gpus: int = 64):
-    return plan_storage(Storage.model_validate(storage), gpus)
+    return plan_storage("demo", Storage.model_validate(storage), gpus)
 
 
 def test_70b_on_24000_gib_at_1000_writes_in_about_48_s() -> None:

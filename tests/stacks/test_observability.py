@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import yaml
 from aws_cdk.assertions import Match, Template
+from fmcluster.stacks.app import synthesize
 from support import Synthesized
 
 from fmcluster.generate import rules
@@ -64,8 +65,6 @@ def test_grafana_can_be_left_out(synthesized: Synthesized) -> None:
 def test_no_stack_when_prometheus_is_off(tmp_path) -> None:
     from support import BASE
 
-    from fmcluster import guard
-
     (tmp_path / "demo.yaml").write_text(BASE + "observability:\n  prometheus: false\n  grafana: {enabled: false}\n")
-    stacks = guard.synthesize(tmp_path / "demo.yaml", tmp_path / "out")
+    stacks = synthesize(tmp_path / "demo.yaml", tmp_path / "out")
     assert sorted(stacks) == ["demo-cluster", "demo-network", "demo-storage"]

@@ -41,9 +41,9 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> dict:
         storage = StorageContract(imp("BucketName"), imp("BucketArn"),
                                   MountContract(imp("FileSystemId"), imp("FileSystemDnsName"), imp("FileSystemMountName"),
                                                 "/fsx", True), None)
-        metrics = placeholders.metrics(project) if name == "pcdemo" else None
+        metrics = placeholders.metrics() if name == "pcdemo" else None
         construct = ParallelClusterCluster(
-            stack, "ParallelCluster", project=project, plan=make_plan(project), network=network, storage=storage,
+            stack, "ParallelCluster", plan=make_plan(project).cluster, network=network, storage=storage,
             bootstrap_uri=f"s3://{name}-bundles/bootstrap/on-node-configured.sh",
             # one literal ARN, one token (the storage bucket's, imported)
             bootstrap_read_arns=[f"arn:aws:s3:::{name}-bundles/bootstrap/*"] if name == "pcdemo"
