@@ -64,10 +64,9 @@ def push(
                                   help="Seconds the temporary service-account token lives."),
 ) -> None:
     """Upload the project's dashboards to its Amazon Managed Grafana workspace (short-lived token)."""
-    # Heavy, and needed only here: boto3 loads for the commands that call AWS.
+    # Heavy, and needed only here: boto3 and botocore load for the commands that call AWS.
     import boto3
-
-    from fmcluster.aws.stacks import grafana_workspace_id
+    from fmcluster.aws.stacks import grafana_workspace_id  # botocore, as above
 
     loaded = _project(project)
     chosen_region = region or loaded.region
