@@ -3,6 +3,8 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 PROJECT ?= default
+# The ParallelCluster release, stated once in fmcluster/pcluster_facts.py.
+PCLUSTER_VERSION := $(shell sed -n 's/^PCLUSTER_VERSION = "\(.*\)"/\1/p' fmcluster/pcluster_facts.py)
 # jsii needs Node >= 22: use the one pinned in package.json, not the machine's.
 export PATH := $(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 export CDK_DISABLE_CLI_TELEMETRY := true
@@ -34,10 +36,10 @@ test: setup pcluster-venv  ## the full test suite: unit tests, cfn-lint, cdk-nag
 # ParallelCluster pins CDK v1 and jsii 1.85: its schema validator lives in a venv of its own.
 pcluster-venv: .venv-pcluster/.installed
 
-.venv-pcluster/.installed:
+.venv-pcluster/.installed: fmcluster/pcluster_facts.py
 	python3 -m venv .venv-pcluster
 	.venv-pcluster/bin/pip install --quiet --upgrade pip
-	.venv-pcluster/bin/pip install --quiet aws-parallelcluster==3.16.1
+	.venv-pcluster/bin/pip install --quiet aws-parallelcluster==$(PCLUSTER_VERSION)
 	touch $@
 
 bench: setup  ## synth-time benchmarks (medians; see bench/README.md)

@@ -12,9 +12,8 @@ Nothing else in fmcluster repeats these numbers; derive from this module instead
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
-Architecture = Literal["x86_64", "arm64"]
+from fmcluster.facts import Architecture
 
 
 @dataclass(frozen=True)

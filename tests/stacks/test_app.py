@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support import BASE, ROOT
+from aws_cdk.assertions import Match
+from support import BASE, EXAMPLE_FILES, PROJECTS, ROOT, SELF_MANAGED, Synthesized
+
+from fmcluster import catalog, config
 
 
 def _run_app(context: dict, tmp_path: Path, projects: Path | None = None) -> subprocess.CompletedProcess:
@@ -40,3 +43,32 @@ def test_all_selects_every_project_and_builds_only_those(tmp_path: Path) -> None
     assert result.returncode == 0, result.stderr
     stacks = sorted(p.name.removesuffix(".template.json") for p in (tmp_path / "out").glob("*.template.json"))
     assert stacks == [f"{p}-{s}" for p in ("alpha", "beta") for s in ("cluster", "network", "observability", "storage")]
+
+
+# --- every project and example, synthesized once ---------------------------------------------------
+
+def test_every_project_and_example_synthesized(synthesized: Synthesized) -> None:
+    for name in PROJECTS:
+        assert f"{name}-network" in synthesized.templates
+        assert f"{name}-cluster" in synthesized.templates
+
+
+def test_examples_cover_every_catalog_type() -> None:
+    used = {g.instance_type for p in EXAMPLE_FILES for g in config.parse(p.read_text()).project.compute_groups}
+    assert used == set(catalog.CATALOG)
+    launch_templated = {g.instance_type for name in SELF_MANAGED for g in PROJECTS[name].compute_groups}
+    assert launch_templated == set(catalog.CATALOG)
+
+
+def test_project_tags_on_resources(synthesized: Synthesized) -> None:
+    t = synthesized.assertions("default-network")
+    t.has_resource_properties("AWS::EC2::VPC", {"Tags": Match.array_with([
+        {"Key": "fmcluster:project", "Value": "default"}, {"Key": "owner", "Value": "ml-infra"}])})
+
+
+def test_stable_logical_ids(synthesized: Synthesized) -> None:
+    """Logical IDs come from names, never positions: pin the ones later stacks and users depend on."""
+    network = set(synthesized.template("default-network")["Resources"])
+    assert {"Vpc", "ComputeSubnet", "PublicSubnet", "NatGateway", "FlowLog", "S3GatewayEndpoint"} <= network
+    cluster = set(synthesized.template("p6-b200-mixed-cluster")["Resources"])
+    assert {"TrainLaunchTemplate", "EvalLaunchTemplate", "TrainPlacementGroup", "EvalPlacementGroup"} <= cluster

@@ -18,10 +18,20 @@ from typing import Any
 
 import yaml
 
+from fmcluster import config
+from fmcluster.contracts import MountContract, StorageContract
+from fmcluster.generate import parallelcluster as generate
+from fmcluster.generate import placeholders
+from fmcluster.plan import make_plan
+
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT_FILES = sorted((ROOT / "projects").glob("*.yaml"))
 EXAMPLE_FILES = sorted((ROOT / "examples").glob("*.yaml"))
 ALL_FILES = PROJECT_FILES + EXAMPLE_FILES
+PROJECTS = {(loaded := config.parse(p.read_text(), p)).project.name: loaded.project for p in ALL_FILES}
+"""Every project and example, by name."""
+SELF_MANAGED = sorted(name for name, p in PROJECTS.items() if p.orchestrator.type == "none")
+"""Projects whose nodes come from fmcluster's own launch templates (ParallelCluster makes its own)."""
 
 # Fake credentials and a region: nothing may find real ones, and boto3 never needs to look.
 for key, value in {
@@ -94,6 +104,20 @@ class Synthesized:
     def template(self, stack: str) -> dict:
         return self.templates[stack]
 
+    def assertions(self, stack: str):
+        """The stack's template for ``aws_cdk.assertions``."""
+        from aws_cdk.assertions import (
+            Template,  # jsii starts only after PATH holds the project's Node 22
+        )
+
+        return Template.from_json(self.templates[stack])
+
+    def launch_templates(self, project: str) -> dict[str, dict]:
+        """A project's launch-template data by launch-template name."""
+        resources = self.templates[f"{project}-cluster"]["Resources"]
+        return {r["Properties"]["LaunchTemplateName"]: r["Properties"]["LaunchTemplateData"]
+                for r in resources.values() if r["Type"] == "AWS::EC2::LaunchTemplate"}
+
 
 
 
@@ -109,6 +133,11 @@ compute_groups:
 
 def project_text(extra: str = "", base: str = BASE) -> str:
     return base + textwrap.dedent(extra)
+
+
+def plan_of(text: str):
+    """The plan of a project file's text."""
+    return make_plan(config.parse(text).project)
 
 
 # --- ParallelCluster projects ------------------------------------------------------------------
@@ -127,21 +156,13 @@ def project_dict(**changes: Any) -> dict[str, Any]:
     return data
 
 
-def load(data: dict[str, Any] | str, file: str = "pc.yaml"):
-    from fmcluster import config
-
+def load(data: dict[str, Any] | str, file: str = "pc.yaml") -> config.LoadedProject:
     text = data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False)
     return config.parse(text, Path(file))
 
 
 def generated(data: Any, *, fsx: bool = True, metrics: bool = False,
               region: str | None = "us-east-1") -> dict[str, Any]:
-    from fmcluster import config
-    from fmcluster.contracts import MountContract, StorageContract
-    from fmcluster.generate import parallelcluster as generate
-    from fmcluster.generate import placeholders
-    from fmcluster.plan import make_plan
-
     loaded = data if isinstance(data, config.LoadedProject) else load(data)
     plan = make_plan(loaded.project)
     storage = placeholders.storage(plan.storage)

@@ -1,0 +1,46 @@
+"""The network plan: addresses per node, subnet sizes and where the subnets go."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+from support import plan_of
+
+from fmcluster.plan.network import carve_subnets, smallest_prefix_for, usable
+
+
+def test_512_p5_nodes_need_512_node_ips_not_16k() -> None:
+    plan = plan_of("name: big\navailability_zone_id: use1-az6\nnetwork: {compute_subnet_prefix: 21}\n"
+                 "compute_groups:\n  - {name: g, instance_type: p5.48xlarge, count: 512}\n")
+    assert plan.groups[0].ips == 512
+    # 512 node IPs + 25 % headroom (128) + 32 reserved
+    assert plan.network.ips_needed == 672
+    assert plan.network.smallest_prefix_that_fits == 22
+
+
+@pytest.mark.parametrize(("ips", "prefix"), [(1, 28), (11, 28), (12, 27), (251, 24), (252, 23), (1019, 22), (1020, 21)])
+def test_smallest_prefix(ips: int, prefix: int) -> None:
+    assert smallest_prefix_for(ips) == prefix
+    assert usable(prefix) >= ips
+
+
+def test_subnets_do_not_overlap_and_stay_put() -> None:
+    public, compute = carve_subnets("10.0.0.0/16", 22)
+    assert (public, compute) == ("10.0.0.0/24", "10.0.4.0/22")
+    assert not ipaddress.ip_network(public).overlaps(ipaddress.ip_network(compute))
+    assert carve_subnets("10.0.0.0/16", 20) == ("10.0.0.0/24", "10.0.16.0/20")
+
+
+def test_subnet_that_does_not_fit_the_vpc() -> None:
+    assert carve_subnets("10.0.0.0/24", 24) == (None, None)
+
+
+def test_derived_prefix_is_at_least_22_and_grows_with_nodes() -> None:
+    small = plan_of("name: dd\navailability_zone_id: use1-az6\ncompute_groups:\n  - {name: g, instance_type: p5.48xlarge, count: 2}\n")
+    assert small.network.compute_subnet_prefix == 22
+    big = plan_of("name: dd\navailability_zone_id: use1-az6\ncompute_groups:\n  - {name: g, instance_type: p5.48xlarge, count: 2000}\n")
+    # 2000 + 500 headroom + 32 reserved = 2532 > 2043 usable in a /21
+    assert big.network.ips_needed == 2532
+    assert big.network.compute_subnet_prefix == 20
+    assert big.network.ips_usable >= big.network.ips_needed

@@ -1,0 +1,141 @@
+"""``NAME-cluster``: EFA launch templates, capacity, placement groups, the node role, the bootstrap
+(every project, synthesized once)."""
+
+from __future__ import annotations
+
+import pytest
+from aws_cdk.assertions import Match
+from support import PROJECTS, SELF_MANAGED, Synthesized
+
+from fmcluster import catalog
+from fmcluster.plan import efa_layout
+
+
+@pytest.mark.parametrize("name", SELF_MANAGED)
+def test_launch_templates_carry_the_full_efa_layout(synthesized: Synthesized, name: str) -> None:
+    project = PROJECTS[name]
+    templates = synthesized.launch_templates(name)
+    for group in project.compute_groups:
+        data = templates[f"{name}-{group.name}"]
+        nics = data["NetworkInterfaces"]
+        expected = efa_layout(catalog.get(group.instance_type))
+        assert [(n["NetworkCardIndex"], n["DeviceIndex"], n["InterfaceType"]) for n in nics] == \
+               [(e.card, e.device, e.type) for e in expected]
+        # one ENA primary, every card used once for EFA, no addresses on efa-only
+        assert sum(n["InterfaceType"] == "interface" for n in nics) == 1
+        assert sum(n["InterfaceType"] == "efa-only" for n in nics) == catalog.get(group.instance_type).max_efa_interfaces
+        for nic in nics:
+            if nic["InterfaceType"] == "efa-only":
+                assert "AssociatePublicIpAddress" not in nic and "PrivateIpAddress" not in nic
+            assert len(nic["Groups"]) == 2
+        assert data["MetadataOptions"]["HttpTokens"] == "required"
+        ebs = data["BlockDeviceMappings"][0]["Ebs"]
+        assert ebs["Encrypted"] is True and ebs["VolumeType"] == "gp3" and ebs["VolumeSize"] == group.root_volume_gib
+        assert "KeyName" not in data
+        assert data["InstanceType"] == group.instance_type
+
+
+def test_p5_template_has_33_interfaces_b300_17(synthesized: Synthesized) -> None:
+    p5 = synthesized.launch_templates("default")["default-train"]["NetworkInterfaces"]
+    assert len(p5) == 33
+    b300 = synthesized.launch_templates("p6-b300-capacity-block")["p6-b300-capacity-block-train"]["NetworkInterfaces"]
+    assert len(b300) == 17
+    assert [n["InterfaceType"] for n in b300 if n["NetworkCardIndex"] == 0] == ["interface"]
+
+
+def test_capacity_targeting(synthesized: Synthesized) -> None:
+    block = synthesized.launch_templates("p6-b300-capacity-block")["p6-b300-capacity-block-train"]
+    assert block["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
+    assert block["CapacityReservationSpecification"]["CapacityReservationTarget"]["CapacityReservationId"] == "cr-0b0b0b0b0b0b0b0b0"
+    assert "Placement" not in block
+
+    odcr = synthesized.launch_templates("p5-odcr")["p5-odcr-train"]
+    assert "InstanceMarketOptions" not in odcr
+    assert odcr["CapacityReservationSpecification"]["CapacityReservationTarget"]["CapacityReservationId"] == "cr-0123456789abcdef0"
+    assert "GroupName" in odcr["Placement"]
+
+    on_demand = synthesized.launch_templates("default")["default-train"]
+    assert "CapacityReservationSpecification" not in on_demand and "InstanceMarketOptions" not in on_demand
+
+
+def test_placement_groups_only_where_planned(synthesized: Synthesized) -> None:
+    synthesized.assertions("default-cluster").resource_count_is("AWS::EC2::PlacementGroup", 1)
+    synthesized.assertions("default-cluster").has_resource_properties("AWS::EC2::PlacementGroup", {"Strategy": "cluster"})
+    synthesized.assertions("p6-b300-capacity-block-cluster").resource_count_is("AWS::EC2::PlacementGroup", 0)
+    # ParallelCluster makes its own placement groups and launch templates
+    synthesized.assertions("p5en-capacity-block-cluster").resource_count_is("AWS::EC2::PlacementGroup", 0)
+    synthesized.assertions("p5en-capacity-block-cluster").resource_count_is("AWS::EC2::LaunchTemplate", 0)
+    synthesized.assertions("p6-b200-mixed-cluster").resource_count_is("AWS::EC2::PlacementGroup", 2)
+
+
+def test_gb200_uses_an_arm64_image(synthesized: Synthesized) -> None:
+    data = synthesized.launch_templates("p6e-gb200-ultraserver")["p6e-gb200-ultraserver-nvl72a"]
+    assert "/arm64/" in data["ImageId"]
+    assert "/x86_64/" in synthesized.launch_templates("default")["default-train"]["ImageId"]
+
+
+def test_node_role_has_ssm_and_nothing_else(synthesized: Synthesized) -> None:
+    t = synthesized.assertions("default-cluster")
+    t.has_resource_properties("AWS::IAM::Role", {
+        "AssumeRolePolicyDocument": Match.object_like({"Statement": [Match.object_like({"Principal": {"Service": "ec2.amazonaws.com"}})]}),
+        "ManagedPolicyArns": [Match.object_like({"Fn::Join": ["", Match.array_with([Match.string_like_regexp("AmazonSSMManagedInstanceCore")])]})],
+    })
+    t.resource_count_is("AWS::IAM::Policy", 1)  # read of its bootstrap bundle, see below
+
+
+def test_launch_template_boots_the_rendered_bundle(synthesized: Synthesized) -> None:
+    resources = synthesized.template("default-cluster")["Resources"]
+    data = synthesized.launch_templates("default")["default-train"]
+    parts = data["UserData"]["Fn::Base64"]["Fn::Join"][1]
+    text = "".join(p for p in parts if isinstance(p, str))
+    assert text.startswith("#!/bin/bash") and "set -Eeuo pipefail" in text
+    tokens = [p for p in parts if not isinstance(p, str)]
+    # the bundle's S3 URI, and the FSx identity the storage stack creates
+    assert any(".zip" in str(t) for t in tokens)
+    assert {"export FMC_FSX_ID=", "export FMC_FSX_DNS=", "export FMC_FSX_MOUNT_NAME="} <= {
+        line.strip().rstrip('"') for p in parts if isinstance(p, str) for line in p.splitlines() if "export FMC_FSX" in line}
+    assert any("default-storage" in str(t) for t in tokens)
+    # the node may read exactly that object, nothing else in the asset bucket
+    policy = next(r for r in resources.values() if r["Type"] == "AWS::IAM::Policy")["Properties"]["PolicyDocument"]
+    [statement] = policy["Statement"]
+    assert statement["Action"] == "s3:GetObject" and ".zip" in str(statement["Resource"])
+
+
+def test_existing_file_system_is_rendered_into_the_bundle(synthesized: Synthesized) -> None:
+    data = synthesized.launch_templates("p5e-existing-vpc")["p5e-existing-vpc-train"]
+    # account and Region are known, so the whole script is a plain string
+    text = data["UserData"]["Fn::Base64"]
+    assert "FMC_FSX_ID" not in text
+    assert "s3://cdk-hnb659fds-assets-111122223333-us-east-2/" in text
+
+
+def _pcluster(synthesized: Synthesized, project: str) -> dict:
+    resources = synthesized.template(f"{project}-cluster")["Resources"]
+    return next(r for r in resources.values() if r["Type"] == "Custom::PclusterCluster")["Properties"]
+
+
+def test_parallelcluster_nodes_run_the_dispatcher_on_their_bundle(synthesized: Synthesized) -> None:
+    props = _pcluster(synthesized, "p5-parallelcluster")
+    assert props["DeletionPolicy"] == "Retain" and props["ClusterName"] != "p5-parallelcluster-cluster"
+    config = props["ClusterConfiguration"]
+    [queue] = config["Scheduling"]["SlurmQueues"]
+    action = queue["CustomActions"]["OnNodeConfigured"]
+    assert str(action["Script"]).endswith(".sh'}")
+    assert len(action["Args"]) == 1 and ".zip" in str(action["Args"][0])
+    [resource] = queue["ComputeResources"]
+    assert resource["Efa"] == {"Enabled": True, "GdrSupport": True}
+    assert resource["Networking"]["PlacementGroup"]["Enabled"] is True
+    assert "default-storage" not in str(config) and "p5-parallelcluster-storage" in str(config["SharedStorage"])
+    policies = [r for r in synthesized.template("p5-parallelcluster-cluster")["Resources"].values()
+                if r["Type"] == "AWS::IAM::ManagedPolicy" and "ReadBootstrapBundle" in str(r)]
+    [read] = [s for s in policies[0]["Properties"]["PolicyDocument"]["Statement"] if s["Sid"] == "ReadBootstrapBundle"]
+    assert len(read["Resource"]) == 2 and "*" not in str(read["Resource"]).replace("${AWS::", "")
+
+
+def test_parallelcluster_capacity_block_queue(synthesized: Synthesized) -> None:
+    [queue] = _pcluster(synthesized, "p5en-capacity-block")["ClusterConfiguration"]["Scheduling"]["SlurmQueues"]
+    assert queue["CapacityType"] == "CAPACITY_BLOCK"
+    [resource] = queue["ComputeResources"]
+    assert resource["MinCount"] == resource["MaxCount"] == 32
+    assert resource["CapacityReservationTarget"] == {"CapacityReservationId": "cr-0fedcba9876543210"}
+    assert resource["Networking"]["PlacementGroup"]["Enabled"] is False
