@@ -14,7 +14,7 @@ file's stem) it
    validator that tried one is reported under ``skipped`` with the calls it wanted, never as a result.
 
 Prints one JSON report on stdout: ``package`` (the constants fmcluster mirrors in
-``fmcluster/parallelcluster/support.py``) and ``configs`` {path: {schema_errors, failures, ran,
+``fmcluster/pcluster_facts.py``) and ``configs`` {path: {schema_errors, failures, ran,
 skipped, registration_incomplete}}. Exit code 0 when nothing failed at ERROR level, 1 otherwise.
 
     .venv-pcluster/bin/python tools/pcluster_validate.py --facts facts.json cluster-a.yaml cluster-b.json

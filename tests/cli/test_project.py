@@ -1,4 +1,5 @@
-"""`fmcluster new` and `plan` as a user runs them."""
+"""`fmcluster validate`, `plan` and `new` as a user runs them: bad files exit 2 with no traceback, warnings
+named and silenced by name."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import ROOT
+from support import BASE, ROOT
 from typer.testing import CliRunner
 
 from fmcluster.cli import app
@@ -68,3 +69,62 @@ def test_plan_text_shows_the_figures(projects: Path) -> None:
     result = runner.invoke(app, ["plan", str(ROOT / "examples" / "p6e-gb200-ultraserver.yaml")])
     assert result.exit_code == 0
     assert "1 ENA + 16 EFA" in result.stdout and "100%" in result.stdout and "unknown" in result.stdout
+
+
+# --- bad files and warnings at the command line ------------------------------------------------
+
+def test_placement_group_with_capacity_block_is_a_warning(tmp_path: Path) -> None:
+    text = BASE + "    placement_group: true\n    capacity: {type: capacity-block, reservation_id: cr-0123456789abcdef0}\n"
+    path = tmp_path / "demo.yaml"
+    path.write_text(text)
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "warning" in result.stderr and "placement_group" in result.stderr and f"{path}:7" in result.stderr
+    # and it can be silenced by name
+    path.write_text(text + "suppress_warnings: [placement-group-with-capacity-block, bootstrap-unpinned]\n")
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 0 and "warning" not in result.stderr
+
+
+def test_errors_cannot_be_suppressed(tmp_path: Path) -> None:
+    text = BASE + "suppress_warnings: [compute-subnet-size]\n"
+    path = tmp_path / "demo.yaml"
+    path.write_text(text)
+    result = runner.invoke(app, ["validate", str(path)])
+    assert "errors cannot be suppressed" in result.stderr
+
+
+@pytest.mark.parametrize("broken", [
+    BASE.replace("count: 2", "count: two"),
+    BASE + "    capacity: {type: capacity-block}\n",
+    BASE.replace("p5.48xlarge", "p9.48xlarge"),
+    "just a string\n",
+    "",
+])
+def test_cli_exit_code_2_and_no_traceback(tmp_path: Path, broken: str) -> None:
+    path = tmp_path / "demo.yaml"
+    path.write_text(broken)
+    for command in (["validate", str(path)], ["plan", str(path)], ["plan", str(path), "--output", "json"]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 2, (command, result.output)
+        assert "Traceback" not in result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_json_output_lists_problems(tmp_path: Path) -> None:
+    import json
+
+    path = tmp_path / "demo.yaml"
+    path.write_text(BASE.replace("count: 2", "count: two"))
+    result = runner.invoke(app, ["validate", str(path), "--output", "json"])
+    data = json.loads(result.stdout)
+    assert data["ok"] is False and data["problems"][0]["line"] == 6
+
+
+def test_named_project_must_match_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FMCLUSTER_PROJECTS_DIR", str(tmp_path))
+    (tmp_path / "other.yaml").write_text(BASE)
+    result = runner.invoke(app, ["validate", "other"])
+    assert result.exit_code == 2 and "rename the file" in result.stderr
+    result = runner.invoke(app, ["validate", "missing"])
+    assert result.exit_code == 2 and "known projects: other" in result.stderr

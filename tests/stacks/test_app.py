@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 from aws_cdk.assertions import Match
+from fmcluster.stacks.app import synthesize
 from support import BASE, EXAMPLE_FILES, PROJECTS, ROOT, SELF_MANAGED, Synthesized
 
 from fmcluster import catalog, config
@@ -72,3 +74,17 @@ def test_stable_logical_ids(synthesized: Synthesized) -> None:
     assert {"Vpc", "ComputeSubnet", "PublicSubnet", "NatGateway", "FlowLog", "S3GatewayEndpoint"} <= network
     cluster = set(synthesized.template("p6-b200-mixed-cluster")["Resources"])
     assert {"TrainLaunchTemplate", "EvalLaunchTemplate", "TrainPlacementGroup", "EvalPlacementGroup"} <= cluster
+
+
+def test_synthesis_is_deterministic(tmp_path: Path) -> None:
+    """The same project gives byte-identical templates (no object reprs, no temp paths, no clocks)."""
+
+    def files(out: Path) -> dict[str, str]:
+        return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(out.rglob("*")) if p.is_file() and (p.suffix == ".json" or "asset." in str(p))}
+
+    synthesize(ROOT / "projects" / "default.yaml", tmp_path / "one")
+    synthesize(ROOT / "projects" / "default.yaml", tmp_path / "two")
+    first, second = files(tmp_path / "one"), files(tmp_path / "two")
+    assert any(name.endswith(".template.json") for name in first)
+    assert first == second

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from aws_cdk.assertions import Match
 from support import Synthesized
 
@@ -71,3 +73,36 @@ def test_existing_vpc_is_imported_not_created(synthesized: Synthesized) -> None:
     t.has_resource_properties("AWS::EC2::SecurityGroup", {"VpcId": "vpc-0a1b2c3d4e5f67890"})
     nic = synthesized.launch_templates("p5e-existing-vpc")["p5e-existing-vpc-train"]["NetworkInterfaces"][0]
     assert nic["SubnetId"] == "subnet-0a1b2c3d4e5f67890"
+
+
+EC2_DESCRIPTION = re.compile(r"^[a-zA-Z0-9 ._\-:/()#,@\[\]+=&;{}!$*]{0,255}$")
+"""What EC2 accepts in a security group's and a rule's description (EC2 API Reference,
+AuthorizeSecurityGroupIngress ``IpPermissions.IpRanges.Description``, CreateSecurityGroup
+``GroupDescription``). '<' and '>' are refused, so a Python object's repr fails the deploy."""
+
+
+def _texts(value: object) -> list[str]:
+    """The literal text of a property: a string, or the string parts of an Fn::Join."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict) and "Fn::Join" in value:
+        return ["".join(p for p in value["Fn::Join"][1] if isinstance(p, str))]
+    return []
+
+
+def test_every_security_group_description_is_one_ec2_accepts(synthesized: Synthesized) -> None:
+    bad = []
+    for stack, template in synthesized.templates.items():
+        for logical_id, resource in template.get("Resources", {}).items():
+            props = resource.get("Properties", {})
+            found = []
+            if resource["Type"] == "AWS::EC2::SecurityGroup":
+                found += _texts(props.get("GroupDescription"))
+                for rule in props.get("SecurityGroupIngress", []) + props.get("SecurityGroupEgress", []):
+                    found += _texts(rule.get("Description"))
+            elif resource["Type"] in ("AWS::EC2::SecurityGroupIngress", "AWS::EC2::SecurityGroupEgress"):
+                found += _texts(props.get("Description"))
+            bad += [f"{stack}/{logical_id}: {text!r}" for text in found if not EC2_DESCRIPTION.match(text)]
+    assert not bad, "EC2 refuses these descriptions:\n" + "\n".join(bad)
+    assert EC2_DESCRIPTION.match("Lustre TCP 1018-1023 from nodes")
+    assert not EC2_DESCRIPTION.match("Lustre <aws_cdk.aws_ec2.Port object at 0x7f> from nodes")

@@ -1,0 +1,123 @@
+"""Every check of the core domains, triggered by a small project and reported with its name, level,
+field and line; the plain project triggers none of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support import BASE
+
+from fmcluster import checks, config, pcluster_facts
+from fmcluster.errors import ConfigError
+from fmcluster.plan import make_plan
+
+BLOCK = "    capacity: {type: capacity-block, reservation_id: cr-0123456789abcdef0}\n"
+EXISTING = "network:\n  existing: {vpc_id: vpc-0123456789abcdef0, compute_subnet_id: subnet-0123456789abcdef0}\n"
+
+CASES = [
+    # check, level, project text, field path
+    ("compute-subnet-fits-vpc", "error", BASE + "network: {vpc_cidr: 10.0.0.0/24, compute_subnet_prefix: 24}\n",
+     "network.compute_subnet_prefix"),
+    ("compute-subnet-size", "error", BASE.replace("count: 2", "count: 300") + "network:\n  compute_subnet_prefix: 24\n",
+     "network.compute_subnet_prefix"),
+    ("existing-subnet-size-unknown", "warning", BASE + EXISTING, "network.existing"),
+    ("training-plan-needs-hyperpod", "error",
+     BASE + "    capacity: {type: training-plan, arn: 'arn:aws:sagemaker:us-east-1:111122223333:training-plan/tp1'}\n",
+     "compute_groups[0].capacity"),
+    ("placement-group-with-capacity-block", "warning", BASE + "    placement_group: true\n" + BLOCK,
+     "compute_groups[0].placement_group"),
+    ("capacity-block-size", "error", BASE.replace("count: 2", "count: 65") + BLOCK, "compute_groups[0].count"),
+    ("ultraserver-multiple", "warning", BASE.replace("p5.48xlarge", "p6e-gb200.36xlarge").replace("count: 2", "count: 5"),
+     "compute_groups[0].count"),
+    ("extra-rule-files", "error", BASE + "observability: {extra_rule_files: [missing-rules.yaml]}\n",
+     "observability.extra_rule_files[0]"),
+    ("association-paths", "error",
+     BASE + "storage:\n  fsx:\n    associations:\n      - file_system_path: /data\n      - file_system_path: /data/raw\n",
+     "storage.fsx.associations[1].file_system_path"),
+    ("association-bucket", "error",
+     BASE + "storage:\n  fsx:\n    associations:\n      - {file_system_path: /data, data_repository_path: 's3://someone-else/x/'}\n",
+     "storage.fsx.associations[0].data_repository_path"),
+    ("checkpoint-target-reachable", "error",
+     BASE + "storage:\n  checkpoint: {parameters: 1.0e+13, target_write_seconds: 1}\n",
+     "storage.checkpoint.target_write_seconds"),
+    ("checkpoint-target-missed", "warning",
+     BASE + "storage:\n  checkpoint: {parameters: 70.0e+9}\n  fsx: {storage_capacity_gib: 1200}\n", "storage.fsx"),
+    ("suppressed-warning-exists", "warning", BASE + "suppress_warnings: [no-such-check]\n", "suppress_warnings[0]"),
+    ("bootstrap-unpinned", "warning", BASE, "compute_groups"),
+]
+
+
+def _only_error(text: str, tmp_path: Path, path: str):
+    path_ = tmp_path / "demo.yaml"
+    path_.write_text(text)
+    with pytest.raises(ConfigError) as refused:
+        checks.validate(config.parse(text, path_))
+    return next(p for p in refused.value.problems if p.path == path)
+
+
+def _problems(text: str, tmp_path: Path) -> list:
+    path = tmp_path / "demo.yaml"
+    path.write_text(text)
+    loaded = config.parse(text, path)
+    return checks.run_checks(loaded, make_plan(loaded.project))
+
+
+@pytest.mark.parametrize("name, level, text, field", CASES, ids=[c[0] for c in CASES])
+def test_each_check_names_itself_its_level_field_and_line(tmp_path: Path, name: str, level: str, text: str,
+                                                          field: str) -> None:
+    found = [p for p in _problems(text, tmp_path) if p.check == name]
+    assert found, f"{name} did not fire"
+    problem = found[0]
+    assert (problem.level, problem.path) == (level, field)
+    assert problem.line is not None and problem.file == tmp_path / "demo.yaml"
+    assert problem.message and problem.hint
+
+
+def test_the_plain_project_triggers_nothing_but_the_unpinned_warning(tmp_path: Path) -> None:
+    assert [p.check for p in _problems(BASE, tmp_path)] == ["bootstrap-unpinned"]
+
+
+def test_every_check_is_exercised_here_or_in_its_domain_test() -> None:
+    here = {c[0] for c in CASES}
+    named = Path(__file__).read_text() + Path(__file__).with_name("test_parallelcluster.py").read_text()
+    untested = [name for name in checks.CHECKS if name not in here and f'"{name}"' not in named]
+    assert not untested, f"checks no test triggers: {untested}"
+
+
+def test_errors_stop_validation_warnings_do_not(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as refused:
+        checks.validate(config.parse(CASES[0][2]))
+    assert [p.check for p in refused.value.problems] == ["compute-subnet-fits-vpc"]
+    _, warnings = checks.validate(config.parse(BASE + EXISTING))
+    assert {w.check for w in warnings} == {"existing-subnet-size-unknown", "bootstrap-unpinned"}
+
+
+def test_a_warning_is_silenced_by_name_an_error_is_not(tmp_path: Path) -> None:
+    text = BASE + EXISTING + "suppress_warnings: [existing-subnet-size-unknown, capacity-block-size]\n"
+    found = {(p.check, p.path) for p in _problems(text, tmp_path)}
+    assert ("existing-subnet-size-unknown", "network.existing") not in found
+    assert ("suppressed-warning-exists", "suppress_warnings[1]") in found  # an error check named there
+
+
+def test_parallelcluster_refuses_an_instance_type_it_does_not_run(monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    monkeypatch.setattr(pcluster_facts, "SUPPORTED_INSTANCE_PREFIXES", ("p5en",))
+    found = _problems(BASE + "orchestrator: {type: parallelcluster}\n", tmp_path)
+    assert ("parallelcluster-instance-type", "compute_groups[0].instance_type") in {(p.check, p.path) for p in found}
+
+
+def test_subnet_too_small_says_which_size_fits(tmp_path: Path) -> None:
+    text = BASE.replace("count: 2", "count: 300") + "network:\n  compute_subnet_prefix: 24\n"
+    p = _only_error(text, tmp_path, "network.compute_subnet_prefix")
+    assert p.check == "compute-subnet-size" and p.line == 8
+    assert "/23 would fit" in p.hint and "compute_subnet_prefix: 23" in p.hint
+    assert "407" in p.message  # 300 + 75 headroom + 32 reserved
+
+
+def test_training_plan_needs_hyperpod(tmp_path: Path) -> None:
+    text = BASE + "    capacity: {type: training-plan, arn: 'arn:aws:sagemaker:us-east-1:111122223333:training-plan/tp1'}\n"
+    p = _only_error(text, tmp_path, "compute_groups[0].capacity")
+    assert p.check == "training-plan-needs-hyperpod"
+    ok = text + "orchestrator: {type: hyperpod}\n"
+    checks.validate(config.parse(ok))
