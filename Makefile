@@ -9,7 +9,7 @@ PCLUSTER_VERSION := $(shell sed -n 's/^PCLUSTER_VERSION = "\(.*\)"/\1/p' fmclust
 export PATH := $(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-.PHONY: setup synth test bench plan clean pcluster-venv
+.PHONY: setup synth test bench plan clean pcluster-venv wheel-check
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -41,6 +41,9 @@ pcluster-venv: .venv-pcluster/.installed
 	.venv-pcluster/bin/pip install --quiet --upgrade pip
 	.venv-pcluster/bin/pip install --quiet aws-parallelcluster==$(PCLUSTER_VERSION)
 	touch $@
+
+wheel-check: setup  ## build the wheel, install it in a fresh venv, plan/render/synthesize from it
+	tools/check_wheel.sh
 
 bench: setup  ## synth-time benchmarks (medians; see bench/README.md)
 	$(PY) bench/synth_bench.py
