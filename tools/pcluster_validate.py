@@ -139,7 +139,11 @@ def placeholder_official_images() -> list[dict[str, Any]]:
     import hashlib
 
     from pcluster import utils
-    from pcluster.constants import OS_TO_IMAGE_NAME_PART_MAP, SUPPORTED_ARCHITECTURES, SUPPORTED_OSES
+    from pcluster.constants import (
+        OS_TO_IMAGE_NAME_PART_MAP,
+        SUPPORTED_ARCHITECTURES,
+        SUPPORTED_OSES,
+    )
 
     images = []
     for os_name in SUPPORTED_OSES:
