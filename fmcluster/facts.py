@@ -98,3 +98,14 @@ def fsx_nearest_capacities(gib: int) -> tuple[int | None, int]:
         return (below[-1] if below else None), above[0]
     low = gib // FSX_SSD_STEP_GIB * FSX_SSD_STEP_GIB
     return low, low + FSX_SSD_STEP_GIB
+
+
+FSX_EFA_STEP_GIB: dict[int, int] = {1000: 4800, 500: 9600, 250: 19200, 125: 38400}
+"""An EFA-enabled PERSISTENT_2 file system comes in multiples of these sizes, by MB/s per TiB
+(FSx for Lustre user guide, "Getting started", step 7; FACTS.md section 3)."""
+
+
+def fsx_efa_capacities(max_gib: int, per_tib: int) -> Iterator[int]:
+    """Valid sizes of an EFA-enabled file system at ``per_tib`` MB/s per TiB, ascending, up to ``max_gib``."""
+    step = FSX_EFA_STEP_GIB[per_tib]
+    yield from range(step, max_gib + 1, step)

@@ -8,7 +8,7 @@ from typing import Literal, get_args
 from pydantic import Field, field_validator, model_validator
 
 from fmcluster.config.base import Model
-from fmcluster.facts import KMS_KEY_ARN, fsx_nearest_capacities, fsx_valid_capacity
+from fmcluster.facts import FSX_EFA_STEP_GIB, KMS_KEY_ARN, fsx_nearest_capacities, fsx_valid_capacity
 
 S3_EVENT = Literal["NEW", "CHANGED", "DELETED"]
 BUCKET_NAME = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
@@ -158,6 +158,12 @@ class FileSystem(Model):
         if self.efa_enabled and (self.deployment_type != "PERSISTENT_2" or self.metadata is None):
             raise ValueError("efa_enabled needs deployment_type PERSISTENT_2 and a `metadata` configuration "
                              "(add `metadata: {mode: AUTOMATIC}`)")
+        if self.efa_enabled and self.storage_capacity_gib is not None:
+            tiers = [self.throughput_per_tib] if self.throughput_per_tib else sorted(FSX_EFA_STEP_GIB, reverse=True)
+            if not any(self.storage_capacity_gib % FSX_EFA_STEP_GIB[t] == 0 for t in tiers):
+                steps = ", ".join(f"{FSX_EFA_STEP_GIB[t]:,} GiB at {t}" for t in tiers)
+                raise ValueError(f"storage_capacity_gib {self.storage_capacity_gib:,} is not a size FSx accepts for an "
+                                 f"EFA-enabled file system: multiples of {steps} MB/s per TiB")
         return self
 
 

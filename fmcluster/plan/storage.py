@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from fmcluster.config.storage import PERSISTENT_2_THROUGHPUT, FileSystem, Storage
 from fmcluster.contracts import MountContract, StorageContract
-from fmcluster.facts import fsx_capacities
+from fmcluster.facts import FSX_EFA_STEP_GIB, fsx_capacities, fsx_efa_capacities
 
 MB = 10**6
 GB = 10**9
@@ -84,6 +84,25 @@ def _tiers(fsx: FileSystem) -> tuple[int, ...]:
     return (fsx.throughput_per_tib,) if fsx.throughput_per_tib else PERSISTENT_2_THROUGHPUT
 
 
+def _candidates(fsx: FileSystem, checkpoint: bool) -> list[tuple[int, tuple[int, ...]]]:
+    """(capacity, tiers valid at that capacity), smallest capacity first.
+
+    SSD sizes go 1200, 2400, then 2400 GiB steps at any tier; an EFA-enabled file system
+    comes in multiples of its tier's own step (4800 GiB at 1000 MB/s/TiB ... 38400 at 125).
+    Without a checkpoint to size for, a plain file system takes the default tier.
+    """
+    tiers = _tiers(fsx)
+    if fsx.efa_enabled:
+        by_size: dict[int, list[int]] = {}
+        for tier in tiers:
+            for size in fsx_efa_capacities(fsx.max_capacity_gib, tier):
+                by_size.setdefault(size, []).append(tier)
+        return [(size, tuple(sorted(found))) for size, found in sorted(by_size.items())]
+    if not checkpoint and fsx.deployment_type == "PERSISTENT_2" and fsx.throughput_per_tib is None:
+        tiers = (DEFAULT_THROUGHPUT,)
+    return [(size, tiers) for size in fsx_capacities(fsx.max_capacity_gib)]
+
+
 def plan_storage(project: str, storage: Storage, gpus: int) -> StoragePlan:
     fsx = storage.fsx
     if not fsx.enabled or fsx.existing is not None:
@@ -105,19 +124,18 @@ def plan_storage(project: str, storage: Storage, gpus: int) -> StoragePlan:
     if fsx.storage_capacity_gib is not None:
         capacity = fsx.storage_capacity_gib
         tiers = _tiers(fsx)
+        if fsx.efa_enabled:  # only the tiers whose EFA size step divides this capacity (the config checked one does)
+            tiers = tuple(t for t in tiers if capacity % FSX_EFA_STEP_GIB[t] == 0)
         # The lowest tier that meets the target at this size, else the highest there is.
         tier = next((t for t in tiers if aggregate_mb_s(capacity, t) >= needed_mb_s), tiers[-1])
-        if fsx.deployment_type == "PERSISTENT_2" and fsx.throughput_per_tib is None and not ckpt:
+        if fsx.deployment_type == "PERSISTENT_2" and fsx.throughput_per_tib is None and not ckpt and not fsx.efa_enabled:
             tier = DEFAULT_THROUGHPUT
         sized = False
     else:
         capacity, tier = None, None
-        for candidate in fsx_capacities(fsx.max_capacity_gib):
+        for candidate, tiers in _candidates(fsx, bool(ckpt)):
             if candidate * GiB < min_bytes:
                 continue
-            tiers = _tiers(fsx)
-            if not ckpt and fsx.deployment_type == "PERSISTENT_2" and fsx.throughput_per_tib is None:
-                tiers = (DEFAULT_THROUGHPUT,)
             fit = next((t for t in tiers if aggregate_mb_s(candidate, t) >= needed_mb_s), None)
             if fit is not None:
                 capacity, tier = candidate, fit
@@ -130,7 +148,7 @@ def plan_storage(project: str, storage: Storage, gpus: int) -> StoragePlan:
                 f"file system ({fsx.max_capacity_gib:,} GiB at {best} MB/s per TiB) gives "
                 f"{aggregate_mb_s(fsx.max_capacity_gib, best) / 1000:,.1f} GB/s"
             )
-            capacity = max(fsx_capacities(fsx.max_capacity_gib))
+            capacity = max(c for c, tiers in _candidates(fsx, True) if best in tiers)
             tier = best
 
     aggregate = aggregate_mb_s(capacity, tier)

@@ -22,7 +22,7 @@ VALID = {
     "tags": {"team": "x"},
     "storage": {
         "bucket": {"existing_name": "my-bucket"},
-        "fsx": {"deployment_type": "PERSISTENT_2", "storage_capacity_gib": 2400, "throughput_per_tib": 250,
+        "fsx": {"deployment_type": "PERSISTENT_2", "storage_capacity_gib": 19200, "throughput_per_tib": 250,
                 "metadata": {"mode": "USER_PROVISIONED", "iops": 3000}, "efa_enabled": True,
                 "existing": {"file_system_id": "fs-0123456789abcdef0", "dns_name": "fs.example", "mount_name": "abcd"},
                 "associations": [{"file_system_path": "/data", "data_repository_path": "s3://my-bucket/p/"}]},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fmcluster.config.storage import Storage
+from fmcluster.facts import FSX_EFA_STEP_GIB
 from fmcluster.facts import fsx_capacities as capacities
 from fmcluster.facts import fsx_nearest_capacities as nearest_capacities
 from fmcluster.facts import fsx_valid_capacity as valid_capacity
@@ -79,3 +80,31 @@ def test_valid_sizes() -> None:
     assert nearest_capacities(3600) == (2400, 4800)
     assert nearest_capacities(1000) == (None, 1200)
     assert aggregate_mb_s(1024, 500) == 500
+
+
+EFA = {"fsx": {"efa_enabled": True, "metadata": {"mode": "AUTOMATIC"}}}
+
+
+@pytest.mark.parametrize("tier, step", [(1000, 4800), (500, 9600), (250, 19200), (125, 38400)])
+def test_efa_file_systems_come_in_their_tiers_steps(tier: int, step: int) -> None:
+    storage = {"fsx": {**EFA["fsx"], "throughput_per_tib": tier}, "checkpoint": {"bytes": 10**12, "target_write_seconds": 600}}
+    p = _plan(storage)
+    assert p.throughput_per_tib == tier and p.capacity_gib % step == 0
+
+
+def test_efa_planner_never_proposes_a_size_fsx_refuses() -> None:
+    """70B-style state written in 60 s: plain SSD steps would give 36,000 GiB at 1000 MB/s/TiB, which FSx refuses."""
+    p = _plan({**EFA, "checkpoint": {"parameters": 1.5e11, "target_write_seconds": 60}})
+    assert p.capacity_gib % FSX_EFA_STEP_GIB[p.throughput_per_tib] == 0 and p.meets_target
+    assert p.capacity_gib != 36000
+
+
+def test_efa_without_a_checkpoint_gets_the_smallest_efa_size() -> None:
+    p = _plan(EFA)
+    assert (p.capacity_gib, p.throughput_per_tib) == (4800, 1000)
+
+
+def test_an_efa_size_off_the_steps_is_refused_naming_the_steps() -> None:
+    with pytest.raises(ValueError, match="not a size FSx accepts for an EFA-enabled file system"):
+        Storage.model_validate({"fsx": {**EFA["fsx"], "storage_capacity_gib": 36000, "throughput_per_tib": 1000}})
+    Storage.model_validate({"fsx": {**EFA["fsx"], "storage_capacity_gib": 38400, "throughput_per_tib": 1000}})
