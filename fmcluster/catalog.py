@@ -60,6 +60,8 @@ class InstanceType:
     """NVSwitch systems need NVIDIA Fabric Manager matching the driver."""
     needs_imex: bool = False
     """GB200 NVL domains need the ``nvidia-imex`` service."""
+    instance_local_nvme_gb: float | None = None
+    """Instance-store NVMe of the whole instance, in GB, where FACTS.md gives only the total (not the drives)."""
 
     @property
     def gpu_memory_total_gb(self) -> float | None:
@@ -69,6 +71,13 @@ class InstanceType:
         if self.gpu_memory_gb is None:
             return None
         return self.gpus * self.gpu_memory_gb
+
+    @property
+    def local_nvme_total_gb(self) -> float | None:
+        """Instance-store NVMe of one instance, in GB; None when unconfirmed."""
+        if self.local_nvme_drives is not None and self.local_nvme_drive_gb is not None:
+            return self.local_nvme_drives * self.local_nvme_drive_gb
+        return self.instance_local_nvme_gb
 
     @property
     def efa_gbps_per_interface(self) -> float:
@@ -247,18 +256,20 @@ CATALOG: dict[str, InstanceType] = {
             name="p6e-gb200.36xlarge",
             gpu_model="GB200",
             gpus=4,
-            gpu_memory_gb=None,
+            # FACTS.md gives both: 186 GB per GPU, 740 GB per instance (the instance figure is used for totals).
+            gpu_memory_gb=186,
             instance_gpu_memory_gb=740,
-            bf16_dense_pflops_per_gpu=None,
-            fp8_dense_pflops_per_gpu=None,
-            fp4_dense_pflops_per_gpu=None,
-            hbm_bandwidth_tbps_per_gpu=None,
+            # NVIDIA's GB200 NVL72 datasheet: 360 / 720 PF BF16 / FP8 with sparsity for 72 GPUs, halved for dense.
+            bf16_dense_pflops_per_gpu=2.5,
+            fp8_dense_pflops_per_gpu=5,
+            fp4_dense_pflops_per_gpu=10,
+            hbm_bandwidth_tbps_per_gpu=8,  # 576 TB/s per NVL72 / 72
             nvlink_generation=None,
             nvlink_aggregate_tbps=None,
-            nvlink_note="NVL72 domain across the UltraServer",
-            vcpus=None,
-            memory_gib=None,
-            local_nvme_drives=None,
+            nvlink_note="NVL72 domain across the UltraServer (1.8 TB/s per GPU)",
+            vcpus=None,  # unconfirmed (FACTS.md): read DescribeInstanceTypes at preflight
+            memory_gib=None,  # unconfirmed
+            local_nvme_drives=None,  # FACTS.md gives the total only; the bootstrap finds the drives at boot
             local_nvme_drive_gb=None,
             network_cards=17,
             max_efa_interfaces=16,
@@ -273,6 +284,7 @@ CATALOG: dict[str, InstanceType] = {
                 UltraServer("u-p6e-gb200x72", 18),
             ),
             needs_imex=True,
+            instance_local_nvme_gb=22_500,  # 405 TB per u-p6e-gb200x72 / 18 instances
         ),
     )
 }

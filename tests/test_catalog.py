@@ -51,10 +51,30 @@ def test_moto_lacks_only_gb200() -> None:
 
 def test_unconfirmed_figures_are_none() -> None:
     gb200 = catalog.get("p6e-gb200.36xlarge")
-    for field in ("bf16_dense_pflops_per_gpu", "hbm_bandwidth_tbps_per_gpu", "vcpus", "memory_gib", "local_nvme_drives"):
+    for field in ("vcpus", "memory_gib", "local_nvme_drives", "local_nvme_drive_gb", "nvlink_generation"):
         assert getattr(gb200, field) is None, field
-    assert gb200.bf16_dense_pflops is None
     assert gb200.gpu_memory_total_gb == 740
+
+
+def test_gb200_figures_agree_with_their_sources() -> None:
+    """FACTS.md: NVIDIA's NVL72 datasheet gives 360 PF BF16 / 720 PF FP8 with sparsity for 72 GPUs (dense is half);
+    AWS gives 360 PF FP8 dense, 13.4 TB HBM and 405 TB NVMe per u-p6e-gb200x72 (18 instances)."""
+    gb200 = catalog.get("p6e-gb200.36xlarge")
+    x72 = next(u for u in gb200.ultraservers if u.name == "u-p6e-gb200x72")
+    gpus = x72.instances * gb200.gpus
+    assert gpus == 72
+    assert gpus * gb200.bf16_dense_pflops_per_gpu * 2 == 360
+    assert gpus * gb200.fp8_dense_pflops_per_gpu == 360 and gpus * gb200.fp8_dense_pflops_per_gpu * 2 == 720
+    assert x72.instances * gb200.local_nvme_total_gb == 405_000
+    assert gpus * gb200.hbm_bandwidth_tbps_per_gpu == 576
+    assert x72.instances * gb200.gpu_memory_total_gb / 1000 == pytest.approx(13.4, abs=0.1)
+    assert gb200.bf16_dense_pflops == gb200.gpus * gb200.bf16_dense_pflops_per_gpu
+
+
+@pytest.mark.parametrize("name", [n for n in ALL if n != "p6e-gb200.36xlarge"])
+def test_nvme_total_is_drives_times_size(name: str) -> None:
+    t = catalog.get(name)
+    assert t.local_nvme_total_gb == t.local_nvme_drives * t.local_nvme_drive_gb
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -65,7 +85,7 @@ def test_layout_fits_each_cards_interface_limit(name: str) -> None:
         assert limit is None or nic.device < limit, f"card {nic.card} device {nic.device} exceeds {limit}"
 
 
-FIGURES = ("0.9895", "1.979", "1.555", "0.312", "3.35", "13.5", "14.4", "2.25", "4.8", "740")
+FIGURES = ("0.9895", "1.979", "1.555", "0.312", "3.35", "13.5", "14.4", "2.25", "4.8", "740", "186", "22500", "22_500")
 
 
 def test_figures_have_one_source() -> None:
