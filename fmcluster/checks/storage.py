@@ -8,6 +8,7 @@ from fmcluster.checks.registry import Finding, check
 from fmcluster.config.loader import LoadedProject
 from fmcluster.config.storage import S3_URI
 from fmcluster.plan import Plan
+from fmcluster.plan.storage import TB
 
 
 @check("association-paths", "error")
@@ -59,3 +60,40 @@ def _checkpoint_missed(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
             "raise storage_capacity_gib or throughput_per_tib, or leave them out and let the planner size FSx",
         )
 
+
+@check("fsx-throughput-low", "warning")
+def _throughput_low(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """Without a checkpoint section: the bound from GPU memory writes too slowly, or each GPU gets too little."""
+    bound = plan.checkpoint_bound
+    if bound is None or not (bound.too_slow or bound.per_gpu_low):
+        return
+    st = plan.storage
+    found = []
+    if bound.too_slow:
+        found.append(f"a checkpoint of all {plan.gpus:,} GPUs' memory ({bound.bytes / TB:,.2f} TB, an upper bound) "
+                     f"would take up to {_duration(bound.write_seconds)} to write, over {_duration(bound.limit_seconds)}")
+    if bound.per_gpu_low:
+        found.append(f"each GPU gets {bound.per_gpu_mb_s:,.1f} MB/s when all read at once, under "
+                     f"{bound.per_gpu_floor_mb_s:g} MB/s")
+    tier = "" if st.throughput_per_tib is None else f" at {st.throughput_per_tib} MB/s per TiB"
+    if bound.suggestion_unreachable:
+        fix = (f"; no file system up to fsx.max_capacity_gib meets both ({bound.suggestion_unreachable}): "
+               "shard checkpoints to local NVMe first")
+    else:
+        size = f"storage_capacity_gib: {bound.suggested_capacity_gib}"
+        if bound.suggested_throughput_per_tib is not None:
+            size += f" and throughput_per_tib: {bound.suggested_throughput_per_tib}"
+        fix = f", or set fsx {size} (the smallest that meets both)"
+    yield Finding(("storage", "fsx"),
+        f"FSx for Lustre ({st.capacity_gib:,} GiB{tier}, {st.aggregate_mb_s / 1000:,.2f} GB/s) is slow for this "
+        f"cluster: " + "; ".join(found),
+        f"describe the model in storage.checkpoint to size FSx for it{fix}",
+    )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:,.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:,.0f} min"
+    return f"{seconds / 3600:,.1f} h"

@@ -12,14 +12,15 @@ from dataclasses import asdict, dataclass
 
 from fmcluster.config.project import Project
 from fmcluster.plan import groups as _groups
+from fmcluster.plan.checkpoint_bound import CheckpointBound, plan_checkpoint_bound
 from fmcluster.plan.cluster import ClusterPlan
 from fmcluster.plan.groups import GroupPlan, NetworkInterface, efa_layout, plan_group
 from fmcluster.plan.network import NetworkPlan, plan_network
 from fmcluster.plan.observability import ObservabilityPlan
 from fmcluster.plan.storage import StoragePlan, plan_storage
 
-__all__ = ["ClusterPlan", "GroupPlan", "NetworkInterface", "NetworkPlan", "ObservabilityPlan", "Plan", "StoragePlan",
-           "efa_layout", "make_plan"]
+__all__ = ["CheckpointBound", "ClusterPlan", "GroupPlan", "NetworkInterface", "NetworkPlan", "ObservabilityPlan", "Plan",
+           "StoragePlan", "efa_layout", "make_plan"]
 
 _JSON_OMITS = {"network": ("project", "availability_zone_id", "spec"), "storage": ("project", "spec")}
 """Plan fields for the stacks that `fmcluster plan -o json` does not show (it shows numbers)."""
@@ -34,6 +35,8 @@ class Plan:
     storage: StoragePlan
     cluster: ClusterPlan
     observability: ObservabilityPlan
+    checkpoint_bound: CheckpointBound | None = None
+    """Without a ``checkpoint:`` section: the largest checkpoint the GPUs' memory allows, and its write time."""
 
     @property
     def nodes(self) -> int:
@@ -67,6 +70,9 @@ class Plan:
         for group, plan in zip(data["groups"], self.groups):
             group["efa_fraction"] = plan.efa_fraction
             group["ips"] = plan.ips
+        bound = self.checkpoint_bound
+        data["storage"]["checkpoint_bound"] = None if bound is None else {
+            **asdict(bound), "too_slow": bound.too_slow, "per_gpu_low": bound.per_gpu_low}
         data["storage"]["units"] = {"MB": "10^6 bytes", "GB": "10^9 bytes", "TB": "10^12 bytes",
                                     "GiB": "2^30 bytes", "TiB": "2^40 bytes"}
         data["totals"] = {"nodes": self.nodes, "gpus": self.gpus, "bf16_pflops": self.bf16_pflops, "hbm_gb": self.hbm_gb}
@@ -87,6 +93,8 @@ def make_plan(project: Project) -> Plan:
     groups = tuple(plan_group(g) for g in project.compute_groups)
     storage = plan_storage(project.name, project.storage, sum(g.gpus for g in groups))
     scratch = project.storage.scratch
+    hbm = [g.hbm_gb for g in groups]
+    hbm_gb = None if any(h is None for h in hbm) else sum(h for h in hbm if h is not None)
     return Plan(
         project=project.name,
         availability_zone_id=project.availability_zone_id,
@@ -111,4 +119,5 @@ def make_plan(project: Project) -> Plan:
             fsx=storage.fsx,
             slurm=project.orchestrator.type != "none",
         ),
+        checkpoint_bound=plan_checkpoint_bound(storage, hbm_gb, sum(g.gpus for g in groups)),
     )

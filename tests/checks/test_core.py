@@ -45,6 +45,7 @@ CASES = [
      BASE + "storage:\n  checkpoint: {parameters: 70.0e+9}\n  fsx: {storage_capacity_gib: 1200}\n", "storage.fsx"),
     ("suppressed-warning-exists", "warning", BASE + "suppress_warnings: [no-such-check]\n", "suppress_warnings[0]"),
     ("bootstrap-unpinned", "warning", BASE, "compute_groups"),
+    ("fsx-throughput-low", "warning", BASE, "storage.fsx"),
 ]
 
 
@@ -74,8 +75,16 @@ def test_each_check_names_itself_its_level_field_and_line(tmp_path: Path, name: 
     assert problem.message and problem.hint
 
 
-def test_the_plain_project_triggers_nothing_but_the_unpinned_warning(tmp_path: Path) -> None:
-    assert [p.check for p in _problems(BASE, tmp_path)] == ["bootstrap-unpinned"]
+def _besides_unpinned(problems: list) -> list[str]:
+    """Check names, less ``bootstrap-unpinned`` (it fires while bootstrap/versions.yaml has placeholders)."""
+    return [p.check for p in problems if p.check != "bootstrap-unpinned"]
+
+
+def test_the_plain_project_triggers_nothing_but_the_unpinned_and_throughput_warnings(tmp_path: Path) -> None:
+    assert _besides_unpinned(_problems(BASE, tmp_path)) == ["fsx-throughput-low"]
+    # a described checkpoint is sized by the planner: no bound, no throughput warning
+    described = BASE + "storage:\n  checkpoint: {parameters: 7.0e+9}\n"
+    assert _besides_unpinned(_problems(described, tmp_path)) == []
 
 
 def test_every_check_is_exercised_here_or_in_its_domain_test() -> None:
@@ -90,7 +99,7 @@ def test_errors_stop_validation_warnings_do_not(tmp_path: Path) -> None:
         checks.validate(config.parse(CASES[0][2]))
     assert [p.check for p in refused.value.problems] == ["compute-subnet-fits-vpc"]
     _, warnings = checks.validate(config.parse(BASE + EXISTING))
-    assert {w.check for w in warnings} == {"existing-subnet-size-unknown", "bootstrap-unpinned"}
+    assert set(_besides_unpinned(warnings)) == {"existing-subnet-size-unknown", "fsx-throughput-low"}
 
 
 def test_a_warning_is_silenced_by_name_an_error_is_not(tmp_path: Path) -> None:
@@ -121,3 +130,20 @@ def test_training_plan_needs_hyperpod(tmp_path: Path) -> None:
     assert p.check == "training-plan-needs-hyperpod"
     ok = text + "orchestrator: {type: hyperpod}\n"
     checks.validate(config.parse(ok))
+
+
+def test_throughput_warning_names_the_bound_and_the_smallest_fsx_that_meets_it(tmp_path: Path) -> None:
+    gb200 = (BASE.replace("p5.48xlarge", "p6e-gb200.36xlarge").replace("count: 2", "count: 36")
+             + "suppress_warnings: [ultraserver-multiple]\n")
+    [p] = [p for p in _problems(gb200, tmp_path) if p.check == "fsx-throughput-low"]
+    assert "144 GPUs' memory (26.64 TB, an upper bound)" in p.message and "25.3 h" in p.message
+    assert "2.0 MB/s" in p.message and "under 10 MB/s" in p.message
+    assert "storage_capacity_gib: 26400 and throughput_per_tib: 500" in p.hint and "storage.checkpoint" in p.hint
+    # following the hint silences it
+    fixed = gb200 + "storage:\n  fsx: {storage_capacity_gib: 26400, throughput_per_tib: 500}\n"
+    assert "fsx-throughput-low" not in _besides_unpinned(_problems(fixed, tmp_path))
+
+
+def test_throughput_warning_is_silenced_by_name(tmp_path: Path) -> None:
+    text = BASE + "suppress_warnings: [fsx-throughput-low]\n"
+    assert _besides_unpinned(_problems(text, tmp_path)) == []
