@@ -6,6 +6,7 @@ Instance figures live in :mod:`fmcluster.catalog`; what ParallelCluster accepts 
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal, get_args
@@ -109,3 +110,93 @@ def fsx_efa_capacities(max_gib: int, per_tib: int) -> Iterator[int]:
     """Valid sizes of an EFA-enabled file system at ``per_tib`` MB/s per TiB, ascending, up to ``max_gib``."""
     step = FSX_EFA_STEP_GIB[per_tib]
     yield from range(step, max_gib + 1, step)
+
+# --- Regions and AZ IDs --------------------------------------------------------------------------
+
+REGIONS: tuple[str, ...] = (
+    # partition aws
+    "af-south-1", "ap-east-1", "ap-east-2", "ap-northeast-1", "ap-northeast-2", "ap-northeast-3", "ap-south-1",
+    "ap-south-2", "ap-southeast-1", "ap-southeast-2", "ap-southeast-3", "ap-southeast-4", "ap-southeast-5",
+    "ap-southeast-6", "ap-southeast-7", "ca-central-1", "ca-west-1", "eu-central-1", "eu-central-2", "eu-north-1",
+    "eu-south-1", "eu-south-2", "eu-west-1", "eu-west-2", "eu-west-3", "il-central-1", "me-central-1", "me-south-1",
+    "mx-central-1", "sa-east-1", "us-east-1", "us-east-2", "us-west-1", "us-west-2",
+    # partitions aws-cn and aws-us-gov
+    "cn-north-1", "cn-northwest-1", "us-gov-east-1", "us-gov-west-1",
+)
+"""The Regions of the aws, aws-cn and aws-us-gov partitions, as botocore's ``data/endpoints.json`` lists them
+(botocore 1.44; ``tests/test_facts.py`` compares this list with the installed botocore)."""
+
+_DIRECTIONS = {"east": "e", "west": "w", "north": "n", "south": "s", "central": "c",
+               "northeast": "ne", "northwest": "nw", "southeast": "se", "southwest": "sw"}
+
+
+def az_id_prefix(region: str) -> str:
+    """The AZ-ID prefix of a Region: ``us-east-1`` -> ``use1``, ``ap-northeast-1`` -> ``apne1``.
+
+    The AWS "AZ IDs" page (docs.aws.amazon.com/global-infrastructure/latest/regions/az-ids.html, and the
+    Availability Zones table beside it) forms an AZ ID from the Region code's area, the initials of its
+    direction, its number, ``-az`` and a number: use1-az6, usw2-az4, euw1-az1, apne1-az4, apse2-az1,
+    cac1-az1, usgw1-az1 (us-gov-west-1), cnnw1-az1 (cn-northwest-1).
+    """
+    *area, direction, number = region.split("-")
+    geo = "usg" if area == ["us", "gov"] else "".join(area)
+    return f"{geo}{_DIRECTIONS.get(direction, direction[:1])}{number}"
+
+
+AZ_ID_REGIONS: dict[str, str] = {az_id_prefix(r): r for r in REGIONS}
+"""AZ-ID prefix -> Region (``use1`` -> ``us-east-1``)."""
+assert len(AZ_ID_REGIONS) == len(REGIONS), "two Regions with one AZ-ID prefix"
+
+# --- tags (EC2, CloudFormation) ------------------------------------------------------------------
+
+TAGS_PER_RESOURCE = 50
+"""User tags per resource (EC2 User Guide, "Tag restrictions"; the same in the CloudFormation Tag type)."""
+OWN_TAGS = (PROJECT_TAG, "Name", "fmcluster:group")
+"""Tags fmcluster puts on resources itself (every stack; launch-template instances, volumes and interfaces)."""
+MAX_USER_TAGS = TAGS_PER_RESOURCE - len(OWN_TAGS)
+TAG_KEY_MAX, TAG_VALUE_MAX = 128, 256
+TAG_PUNCTUATION = " _.:/=+-@"
+"""Tag keys and values: letters, digits and spaces (any script: ``\\p{L}\\p{Z}\\p{N}``) and ``_ . : / = + - @``
+(CloudFormation ``Tag`` pattern ``^([\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*)$``; EC2 "Tag restrictions")."""
+
+
+def _tag_chars_ok(text: str) -> bool:
+    return all(c in TAG_PUNCTUATION or unicodedata.category(c)[0] in "LNZ" for c in text)
+
+
+def tag_problem(key: str, value: str) -> str | None:
+    """What EC2/CloudFormation would refuse in one tag, or None."""
+    shown = repr(key[:40] + ("..." if len(key) > 40 else ""))
+    if not 1 <= len(key) <= TAG_KEY_MAX:
+        return f"tag key {shown} must be 1 to {TAG_KEY_MAX} characters"
+    if len(value) > TAG_VALUE_MAX:
+        return f"tag {shown}: the value is longer than {TAG_VALUE_MAX} characters"
+    if key.lower().startswith("aws:"):
+        return f"tag key {shown} starts with 'aws:', which is reserved for AWS"
+    if key in OWN_TAGS:
+        return f"tag key {shown} is set by fmcluster itself"
+    for what, text in (("key", key), ("value", value)):
+        if not _tag_chars_ok(text):
+            bad = next(c for c in text if not _tag_chars_ok(c))
+            return (f"tag {shown}: the {what} contains {bad!r} (U+{ord(bad):04X}); tags allow letters, digits, "
+                    f"spaces and {' '.join(TAG_PUNCTUATION.strip())}")
+    return None
+
+
+# --- Linux directories ---------------------------------------------------------------------------
+
+SYSTEM_DIRECTORIES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/root",
+                      "/run", "/sbin", "/snap", "/sys", "/tmp", "/usr", "/var")
+"""Directories the OS owns (Filesystem Hierarchy Standard 3.0, plus /snap on Ubuntu and /sys, /run of Linux):
+nothing may be mounted at or below them."""
+SHARED_PARENTS = ("/home", "/mnt", "/opt", "/media", "/srv")
+"""Directories that hold other things (home directories, ParallelCluster's /opt/slurm, cloud-init's /mnt):
+a mount below them is fine, a mount on them hides what is there."""
+
+# --- CloudFormation ------------------------------------------------------------------------------
+
+MAX_RESOURCES_PER_STACK = 500
+MAX_OUTPUTS_PER_STACK = 200
+"""CloudFormation quotas ("Understand CloudFormation quotas"); cfn-lint's schemas state the same
+(``other/resources/configuration.json`` maxProperties 500, ``other/outputs/configuration.json`` 200), and
+``tests/test_facts.py`` reads them from there."""

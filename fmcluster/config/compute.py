@@ -8,7 +8,7 @@ from typing import Annotated, Literal, Union
 from pydantic import Field, field_validator
 
 from fmcluster import catalog
-from fmcluster.config.base import Model
+from fmcluster.config.base import Int, Model
 
 RESERVATION_ID = r"^cr-[0-9a-f]{8,17}$"
 TRAINING_PLAN_ARN = r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:[0-9]{12}:training-plan/[A-Za-z0-9-]+$"
@@ -47,15 +47,17 @@ Capacity = Annotated[Union[OnDemand, Reservation, CapacityBlock, TrainingPlan], 
 class ComputeGroup(Model):
     """A set of identical GPU nodes: one placement group and one launch template."""
 
-    name: str = Field(pattern=GROUP_NAME, description="Short name: lowercase letters and digits, used in resource names.")
+    name: str = Field(pattern=GROUP_NAME,
+                      description="Short name, 1 to 25 lowercase letters and digits starting with a letter; used in "
+                                  "resource names.")
     instance_type: str = Field(description="An instance type from the catalog, e.g. `p5.48xlarge`.")
-    count: int = Field(ge=1, le=2048, description="Number of nodes.")
+    count: Int = Field(ge=1, le=2048, description="Number of nodes.")
     capacity: Capacity = Field(default_factory=lambda: OnDemand(type="on-demand"), description="Where the nodes come from.")
     placement_group: bool | Literal["auto"] = Field(
         default="auto",
         description="Cluster placement group: `auto` = on, except for capacity blocks (which are already placed).",
     )
-    root_volume_gib: int = Field(default=200, ge=50, le=16384, description="Size of the encrypted gp3 root volume.")
+    root_volume_gib: Int = Field(default=200, ge=50, le=16384, description="Size of the encrypted gp3 root volume.")
     ami_id: str | None = Field(
         default=None,
         pattern=r"^ami-[0-9a-f]{8,17}$",
@@ -68,7 +70,7 @@ class ComputeGroup(Model):
         if value not in catalog.CATALOG:
             near = difflib.get_close_matches(value, catalog.CATALOG, n=1)
             hint = f"did you mean {near[0]!r}? " if near else ""
-            raise ValueError(f"{value!r} is not in the catalog; {hint}known types: {', '.join(catalog.CATALOG)}")
+            raise ValueError(f"{value[:60]!r} is not in the catalog; {hint}known types: {', '.join(catalog.CATALOG)}")
         return value
 
 CAPACITY_TYPES = {"on-demand": OnDemand, "reservation": Reservation, "capacity-block": CapacityBlock,

@@ -6,6 +6,7 @@ does the capacity fit the orchestrator -- lives in :mod:`fmcluster.checks`.
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import os
 from pathlib import Path
@@ -14,13 +15,88 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from fmcluster.config.compute import CAPACITY_TYPES
-from fmcluster.config.project import Project
+from fmcluster.config.compute import (
+    CAPACITY_TYPES,
+    GROUP_NAME,
+    RESERVATION_ID,
+    TRAINING_PLAN_ARN,
+)
+from fmcluster.config.project import AZ_ID, DNS_NAME, Project
 from fmcluster.errors import ConfigError, Problem
+
+MAX_BYTES = 256 * 1024
+"""Largest project file read. The largest example is about 2 KB; a file this size is a mistake or an attack."""
+MAX_DEPTH = 32
+"""Deepest nesting of mappings and lists, aliases expanded (the schema itself goes about 6 deep)."""
+MAX_VALUES = 100_000
+"""Most values (scalars, lists, mappings) the document may expand to through aliases: bounds a "billion laughs"."""
+
+
+class _Refused(yaml.composer.ComposerError):
+    """Valid YAML that a project file may not be: too deep, an alias loop or bomb, a value Python cannot hold."""
+
+    def __init__(self, message: str, hint: str, mark: yaml.Mark) -> None:
+        super().__init__(None, None, message, mark)
+        self.hint = hint
+
+
+_ALIAS_HINT = "write the values out, or use fewer aliases (`*name`) of large anchored values (`&name`)"
 
 
 class _LineLoader(yaml.SafeLoader):
-    """A safe loader that rejects duplicate keys."""
+    """A safe loader that rejects duplicate keys and bounds nesting and alias expansion while it composes."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._open_anchors: set[str] = set()
+        self._weight: dict[int, tuple[int, int]] = {}  # id(node) -> (values, depth) with aliases expanded
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) and event.anchor in self._open_anchors:
+            raise _Refused(f"alias *{event.anchor} refers to the value it is inside (a loop)",
+                           "an alias may only repeat a value that is complete before it", event.start_mark)
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise _Refused(f"nested more than {MAX_DEPTH} levels deep",
+                           "a project file nests about 6 levels; check the brackets and indentation", event.start_mark)
+        anchor = getattr(event, "anchor", None) if not isinstance(event, yaml.AliasEvent) else None
+        if anchor is not None:
+            self._open_anchors.add(anchor)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+            self._open_anchors.discard(anchor)
+        if id(node) not in self._weight:
+            self._weigh(node, event.start_mark)
+        return node
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        """Build one value; a scalar Python cannot hold (a 5,000-digit integer, month 13) is a located error."""
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, OverflowError) as exc:
+            value = node.value if isinstance(node, yaml.ScalarNode) else node.tag
+            what = "a date" if node.tag.endswith(":timestamp") else "a number" if node.tag.endswith(("int", "float")) else "a value"
+            raise _Refused(f"{_show(value)} cannot be read as {what} ({str(exc).split(';')[0][:80]})",
+                           "quote it to make it text, or write a smaller value", node.start_mark) from None
+
+    def _weigh(self, node: yaml.Node, mark: yaml.Mark) -> None:
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        weights = [self._weight[id(c)] for c in children]
+        values = 1 + sum(w[0] for w in weights)
+        depth = 1 + max((w[1] for w in weights), default=0)
+        if values > MAX_VALUES:
+            raise _Refused(f"aliases expand this value to more than {MAX_VALUES:,} values", _ALIAS_HINT, mark)
+        if depth > MAX_DEPTH:
+            raise _Refused(f"aliases nest this value more than {MAX_DEPTH} levels deep", _ALIAS_HINT, mark)
+        self._weight[id(node)] = (values, depth)
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -119,11 +195,19 @@ def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 _HINTS: dict[str, str] = {
-    "availability_zone_id": "use the AZ ID, not the AZ name: `aws ec2 describe-availability-zones` lists both (e.g. use1-az6)",
-    "reservation_id": "the ID looks like cr-0123456789abcdef0; `aws ec2 describe-capacity-reservations` lists yours",
-    "name": "lowercase letters, digits and '-', starting with a letter",
-    "arn": "arn:aws:sagemaker:REGION:ACCOUNT:training-plan/NAME",
+    AZ_ID: "use the AZ ID, not the AZ name: `aws ec2 describe-availability-zones` lists both (e.g. use1-az6)",
+    RESERVATION_ID: "the ID looks like cr-0123456789abcdef0; `aws ec2 describe-capacity-reservations` lists yours",
+    DNS_NAME: "2 to 32 characters: lowercase letters, digits and '-', starting with a letter, not ending with '-'",
+    GROUP_NAME: "1 to 25 characters: lowercase letters and digits, starting with a letter (no '-' or '_')",
+    TRAINING_PLAN_ARN: "arn:aws:sagemaker:REGION:ACCOUNT:training-plan/NAME",
 }
+"""Hints by the pattern a value failed (the same key name can carry different rules)."""
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    """A value as the user wrote it, cut short: a 400-digit number or a pasted file stays readable."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def _problem_from_error(err: dict[str, Any], index: dict, file: Path | None) -> Problem:
@@ -143,17 +227,22 @@ def _problem_from_error(err: dict[str, Any], index: dict, file: Path | None) -> 
         field = model.model_fields.get(str(loc[-1])) if model else None
         if field is not None and field.description:
             hint = field.description
+    elif kind == "located":
+        message = err["msg"]
+        loc = loc + tuple(err.get("ctx", {}).get("at", ()))
+        path = format_path(loc)
     elif kind == "union_tag_invalid":
-        message = f"unknown value {err.get('input')!r}"
+        message = f"unknown value {_show(err.get('input'))}"
         hint = "one of: " + ", ".join(_UNION_TAGS)
     elif kind == "union_tag_not_found":
         message = "needs a 'type'"
         hint = "one of: " + ", ".join(_UNION_TAGS)
     elif kind == "string_pattern_mismatch":
-        message = f"{err.get('input')!r} is not a valid value"
-        hint = _HINTS.get(str(loc[-1]) if loc else "", f"must match {err.get('ctx', {}).get('pattern')}")
+        message = f"{_show(err.get('input'))} is not a valid value"
+        pattern = err.get("ctx", {}).get("pattern")
+        hint = _HINTS.get(pattern, f"must match {pattern}")
     elif kind == "literal_error":
-        message = f"{err.get('input')!r} is not allowed"
+        message = f"{_show(err.get('input'))} is not allowed"
         hint = f"expected {err.get('ctx', {}).get('expected')}"
     else:
         message = err["msg"].removeprefix("Value error, ")
@@ -165,7 +254,7 @@ def _problem_from_error(err: dict[str, Any], index: dict, file: Path | None) -> 
             loc = loc + (first,)
             path = format_path(loc)
         if kind.endswith("_type") or kind.endswith("_parsing"):
-            message += f" (got {type(err.get('input')).__name__} {err.get('input')!r})"
+            message += f" (got {type(err.get('input')).__name__} {_show(err.get('input'))})"
             if kind == "dict_type":
                 hint = "write it as a mapping (key: value lines)"
     line = line_for(index, loc + ("__value__",)) if kind not in ("extra_forbidden", "missing") else line_for(index, loc)
@@ -184,18 +273,73 @@ class LoadedProject:
         return line_for(self.index, loc)
 
 
-def parse(text: str, file: Path | None = None) -> LoadedProject:
-    """Parse and validate a project file's text. Raises :class:`ConfigError` listing every problem."""
+def decode(data: bytes, file: Path | None = None) -> str:
+    """A project file's bytes as text: UTF-8, with or without a byte-order mark; anything else is refused."""
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    elif data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        kind = "UTF-32" if data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)) else "UTF-16"
+        raise ConfigError([Problem("error", "", f"the file is {kind}; project files are UTF-8",
+                                   "save it as UTF-8 (e.g. `iconv -f UTF-16 -t UTF-8`)", file, 1)])
     try:
-        node = yaml.compose(text, Loader=_LineLoader)
-        data = yaml.load(text, Loader=_LineLoader)
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigError([Problem("error", "", f"not UTF-8: byte 0x{data[exc.start]:02x} at column {column}",
+                                   "save the file as UTF-8", file, line)]) from None
+
+
+def _too_big(size: int, line: int, file: Path | None) -> ConfigError:
+    return ConfigError([Problem("error", "", f"the file is larger than {MAX_BYTES // 1024} KiB ({size:,} bytes or more)",
+                                "a project file is a few KB; split it into projects or remove generated content",
+                                file, line)])
+
+
+def _compose(text: str, file: Path | None) -> tuple[yaml.Node | None, Any]:
+    """Parse once: the node tree (for lines) and the data built from that same tree."""
+    loader = None
+    try:
+        loader = _LineLoader(text)
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        what = "a NUL byte" if exc.character in (0, "\0") else f"character {_codepoint(exc.character)}"
+        raise ConfigError([Problem("error", "", f"not valid YAML: {what} is not allowed in a YAML file",
+                                   "remove it (a binary file, or text pasted with control characters?)", file,
+                                   line)]) from None
+    except _Refused as exc:
+        raise ConfigError([Problem("error", "", str(exc.problem), exc.hint, file,
+                                   exc.problem_mark.line + 1 if exc.problem_mark else 1)]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(
             [Problem("error", "", f"not valid YAML: {problem}", "check indentation and quoting near this line", file,
-                     mark.line + 1 if mark else None)]
+                     mark.line + 1 if mark else 1)]
         ) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+    return node, data
+
+
+def _codepoint(character: Any) -> str:
+    code = character if isinstance(character, int) else ord(character)
+    return f"U+{code:04X}"
+
+
+def parse(text: str | bytes, file: Path | None = None) -> LoadedProject:
+    """Parse and validate a project file's text. Raises :class:`ConfigError` listing every problem."""
+    if isinstance(text, bytes):
+        if len(text) > MAX_BYTES:
+            raise _too_big(len(text), text.count(b"\n", 0, MAX_BYTES) + 1, file)
+        text = decode(text, file)
+    if len(text) > MAX_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise _too_big(len(text), text.count("\n", 0, MAX_BYTES) + 1, file)
+    text = text.removeprefix("\ufeff")
+    node, data = _compose(text, file)
     index = _line_index(node)
     if not isinstance(data, dict):
         raise ConfigError(
@@ -223,13 +367,21 @@ def resolve(ref: str) -> Path:
 
 
 def load(ref: str | Path) -> LoadedProject:
-    """Read, parse and validate a project by name or path."""
+    """Read (at most :data:`MAX_BYTES`), parse and validate a project by name or path."""
     path = resolve(str(ref))
-    if not path.is_file():
-        known = sorted(p.stem for p in projects_dir().glob("*.yaml"))
-        hint = f"known projects: {', '.join(known)}" if known else "create one with `fmcluster new NAME`"
-        raise ConfigError([Problem("error", "", f"no project file at {path}", hint, path, None)])
-    loaded = parse(path.read_text(encoding="utf-8"), path)
+    shown = Path(str(path)[:120] + "...") if len(str(path)) > 120 else path
+    try:
+        if not path.is_file():
+            known = sorted(p.stem for p in projects_dir().glob("*.yaml"))
+            hint = f"known projects: {', '.join(known)}" if known else "create one with `fmcluster new NAME`"
+            raise ConfigError([Problem("error", "", f"no project file at {shown}", hint, shown, None)])
+        with path.open("rb") as stream:
+            data = stream.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError([Problem("error", "", f"cannot read {shown}: {exc.strerror or exc}",
+                                   "give the name of a project under projects/ or the path of its YAML file",
+                                   shown, None)]) from None
+    loaded = parse(data, path)
     # A file given by path (an example) may be named freely; a project under projects/ must agree.
     if path.stem != loaded.project.name and path.parent.resolve() == projects_dir().resolve():
         raise ConfigError(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ipaddress
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
-from fmcluster.config.base import Model
+from fmcluster.config.base import Int, Model, located
 from fmcluster.facts import LogRetentionDays
 
 InterfaceEndpoint = Literal[
@@ -31,26 +31,35 @@ class ExistingNetwork(Model):
     @field_validator("compute_subnet_cidr")
     @classmethod
     def _cidr(cls, value: str | None) -> str | None:
-        return None if value is None else _ipv4_network(value)
+        if value is None:
+            return None
+        net = ipaddress.IPv4Network(_ipv4_network(value))
+        if not SUBNET_PREFIXES[0] <= net.prefixlen <= SUBNET_PREFIXES[1]:
+            raise ValueError(f"a subnet is /{SUBNET_PREFIXES[0]} to /{SUBNET_PREFIXES[1]} in a VPC, not /{net.prefixlen}; "
+                             "copy the CIDR from `aws ec2 describe-subnets`")
+        unusable = _unusable(net)
+        if unusable:
+            raise ValueError(f"{value} is {unusable}; no VPC subnet has it")
+        return value
 
 
 class Network(Model):
     """Where the cluster lives: a new VPC (the default) or an existing one."""
 
-    vpc_cidr: str = Field(default="10.0.0.0/16", description="CIDR of the new VPC (ignored with `existing`).")
-    compute_subnet_prefix: int | None = Field(
+    vpc_cidr: str = Field(default="10.0.0.0/16", description="CIDR of the new VPC (not with `existing`).")
+    compute_subnet_prefix: Int | None = Field(
         default=None,
         ge=16,
         le=28,
         description="Prefix length of the private compute subnet. Default: sized from the plan (at least /22).",
     )
-    ip_headroom_percent: int = Field(
+    ip_headroom_percent: Int = Field(
         default=25,
         ge=0,
         le=400,
         description="Extra addresses on top of the nodes' own, for replacements launched before old nodes go.",
     )
-    reserved_ips: int = Field(
+    reserved_ips: Int = Field(
         default=32,
         ge=0,
         le=4096,
@@ -67,12 +76,24 @@ class Network(Model):
     @field_validator("vpc_cidr")
     @classmethod
     def _vpc_cidr(cls, value: str) -> str:
-        net = ipaddress.ip_network(_ipv4_network(value))
+        net = ipaddress.IPv4Network(_ipv4_network(value))
         if not 16 <= net.prefixlen <= 24:
             raise ValueError(f"a VPC CIDR must be between /16 and /24, not /{net.prefixlen}")
-        if not net.is_private:
-            raise ValueError(f"{value} is not a private (RFC 1918) range")
+        if not any(net.subnet_of(block) for block in RFC1918):
+            unusable = _unusable(net)
+            why = f" ({value} is {unusable})" if unusable else ""
+            raise ValueError(f"a new VPC's CIDR must lie in a private range: 10.0.0.0/8, 172.16.0.0/12 or "
+                             f"192.168.0.0/16 (RFC 1918){why}")
         return value
+
+    @model_validator(mode="after")
+    def _one_network(self) -> Network:
+        if self.existing is not None:
+            ignored = sorted(self.model_fields_set & {"vpc_cidr", "compute_subnet_prefix"})
+            if ignored:
+                raise located(f"{ignored[0]} describes a new VPC; with `existing` the VPC and subnet are imported "
+                              f"as they are (remove {ignored[0]}, or remove `existing` to create a VPC)", ignored[0])
+        return self
 
     @field_validator("interface_endpoints")
     @classmethod
@@ -83,11 +104,28 @@ class Network(Model):
         return value
 
 
+SUBNET_PREFIXES = (16, 28)
+"""A VPC or subnet IPv4 CIDR is /16 to /28 (Amazon VPC User Guide, "VPC CIDR blocks")."""
+RFC1918 = tuple(ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
+_SPECIAL = {"loopback": "is_loopback", "link-local": "is_link_local", "multicast": "is_multicast",
+            "reserved": "is_reserved", "unspecified": "is_unspecified"}
+
+
+def _unusable(net: ipaddress.IPv4Network) -> str | None:
+    """What kind of range ``net`` is if no VPC can use it (loopback, link-local, multicast, reserved), else None."""
+    for name, attribute in _SPECIAL.items():
+        if getattr(net, attribute):
+            return f"a {name} range"
+    if net.subnet_of(ipaddress.IPv4Network("0.0.0.0/8")):
+        return "in 0.0.0.0/8 ('this network')"
+    return None
+
+
 def _ipv4_network(value: str) -> str:
     try:
         net = ipaddress.IPv4Network(value, strict=True)
     except ValueError as exc:
-        raise ValueError(f"{value!r} is not a valid IPv4 CIDR ({exc})") from None
+        raise ValueError(f"{value[:60]!r} is not a valid IPv4 CIDR ({str(exc)[:80]})") from None
     if str(net) != value:
         raise ValueError(f"{value!r} is not in canonical form; write {net}")
     return value

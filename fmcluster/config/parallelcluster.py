@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from fmcluster import pcluster_facts as support
-from fmcluster.config.base import Model
+from fmcluster.config.base import Int, Model
 from fmcluster.facts import OPERATING_SYSTEMS
 
 IAM_POLICY_ARN = r"^arn:aws[a-z-]*:iam::(aws|[0-9]{12}):policy/[\w+=,.@/-]+$"
@@ -27,7 +27,7 @@ PcOs = Literal[tuple(os.parallelcluster for os in OPERATING_SYSTEMS.values())]  
 class LoginNodes(Model):
     """A pool of login nodes (users' shells), behind a network load balancer ParallelCluster creates."""
 
-    count: int = Field(default=1, ge=1, le=100, description="Number of login nodes.")
+    count: Int = Field(default=1, ge=1, le=100, description="Number of login nodes.")
     instance_type: str | None = Field(
         default=None, pattern=INSTANCE_TYPE,
         description="EC2 type of the login nodes. Default: m7i.2xlarge (m7g.2xlarge for arm64 clusters).",
@@ -41,7 +41,7 @@ class SlurmSettings(Model):
         default="DRAIN",
         description="How running nodes are treated when a queue changes in an update: DRAIN lets jobs finish.",
     )
-    scaledown_idletime_minutes: int = Field(
+    scaledown_idletime_minutes: Int = Field(
         default=10, ge=-1, le=43200, description="Minutes an idle dynamic node waits before it is terminated.",
     )
     custom_settings: dict[str, str | int | bool] = Field(
@@ -70,7 +70,7 @@ class ParallelClusterSettings(Model):
         default=None, pattern=INSTANCE_TYPE,
         description="EC2 type of the head node (slurmctld). Default: m7i.4xlarge (m7g.4xlarge for arm64 clusters).",
     )
-    head_node_root_volume_gib: int = Field(
+    head_node_root_volume_gib: Int = Field(
         default=200, ge=40, le=16384, description="Size of the head node's encrypted gp3 root volume (/home lives on it).",
     )
     login_nodes: LoginNodes | None = Field(default=None, description="Optional pool of login nodes.")
@@ -78,7 +78,7 @@ class ParallelClusterSettings(Model):
         default=None,
         description="Slurm queue name -> compute group names. Default: one queue per compute group, named after it.",
     )
-    static_nodes: dict[str, int] = Field(
+    static_nodes: dict[str, Int] = Field(
         default_factory=dict,
         description="Compute group name -> nodes kept running (Slurm static nodes, ParallelCluster `MinCount`). "
                     "Default: every node of a reservation or capacity block (a block needs all), 0 for on-demand.",
@@ -113,8 +113,8 @@ class ParallelClusterSettings(Model):
     @classmethod
     def _static_nodes(cls, value: dict[str, int]) -> dict[str, int]:
         for group, count in value.items():
-            if count < 0:
-                raise ValueError(f"static_nodes.{group}: {count} is negative")
+            if not 0 <= count <= 2048:
+                raise ValueError(f"static_nodes.{group}: {count} is not 0 to 2048 (a group has at most 2048 nodes)")
         return value
 
     @field_validator("queues")

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
-from fmcluster.config.base import Model
+from fmcluster.config.base import Model, located
 from fmcluster.config.compute import ComputeGroup
 from fmcluster.config.network import Network
 from fmcluster.config.observability import ObservabilityConfig as Observability
 from fmcluster.config.parallelcluster import ParallelClusterSettings
 from fmcluster.config.storage import Storage
-from fmcluster.facts import OperatingSystem
+from fmcluster.facts import (
+    MAX_USER_TAGS,
+    TAGS_PER_RESOURCE,
+    OperatingSystem,
+    tag_problem,
+)
 
 DNS_NAME = r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$"
 AZ_ID = r"^[a-z]{2,4}[0-9]-az[0-9]{1,2}$"
@@ -38,7 +43,8 @@ class Orchestrator(Model):
 class Project(Model):
     """One training effort: one file under ``projects/``, one set of stacks."""
 
-    name: str = Field(pattern=DNS_NAME, description="DNS-safe project name; prefixes every stack and resource.")
+    name: str = Field(pattern=DNS_NAME, description="DNS-safe project name, 2 to 32 characters; prefixes every stack "
+                                                    "and resource.")
     account: str | None = Field(default=None, pattern=r"^[0-9]{12}$", description="AWS account ID (optional).")
     region: str | None = Field(
         default=None, pattern=r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$", description="AWS Region (optional)."
@@ -60,17 +66,21 @@ class Project(Model):
     @field_validator("tags")
     @classmethod
     def _tags(cls, value: dict[str, str]) -> dict[str, str]:
+        if len(value) > MAX_USER_TAGS:
+            raise ValueError(f"{len(value)} tags; a resource holds at most {TAGS_PER_RESOURCE}, and fmcluster adds up "
+                             f"to {TAGS_PER_RESOURCE - MAX_USER_TAGS} of its own, so at most {MAX_USER_TAGS} here")
         for key, val in value.items():
-            if not 1 <= len(key) <= 128 or key.lower().startswith("aws:"):
-                raise ValueError(f"tag key {key!r} must be 1-128 characters and not start with 'aws:'")
-            if len(val) > 256:
-                raise ValueError(f"tag {key!r}: value longer than 256 characters")
+            problem = tag_problem(key, val)
+            if problem:
+                raise located(problem, key)
         return value
 
-    @model_validator(mode="after")
-    def _unique_group_names(self) -> Project:
-        names = [g.name for g in self.compute_groups]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"compute group names must be unique; repeated: {', '.join(dupes)}")
-        return self
+    @field_validator("compute_groups")
+    @classmethod
+    def _unique_group_names(cls, value: list[ComputeGroup]) -> list[ComputeGroup]:
+        seen: set[str] = set()
+        for i, group in enumerate(value):
+            if group.name in seen:
+                raise located(f"compute group name {group.name!r} is used twice; names must be unique", i, "name")
+            seen.add(group.name)
+        return value

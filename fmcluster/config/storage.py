@@ -7,17 +7,26 @@ from typing import Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
-from fmcluster.config.base import Model
-from fmcluster.facts import FSX_EFA_STEP_GIB, KMS_KEY_ARN, fsx_nearest_capacities, fsx_valid_capacity
+from fmcluster.config.base import Int, Model, absolute_directory
+from fmcluster.facts import (
+    FSX_EFA_STEP_GIB,
+    KMS_KEY_ARN,
+    fsx_nearest_capacities,
+    fsx_valid_capacity,
+)
 
 S3_EVENT = Literal["NEW", "CHANGED", "DELETED"]
 BUCKET_NAME = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
 S3_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<prefix>([^/]+/)*)$")
-FSX_PATH = re.compile(r"^/([A-Za-z0-9._-]+/?)*$")
 
 Persistent2Throughput = Literal[125, 250, 500, 1000]
 """PERSISTENT_2 MB/s per TiB of storage (FACTS.md section 3)."""
 PERSISTENT_2_THROUGHPUT: tuple[int, ...] = get_args(Persistent2Throughput)
+DNS_HOST = r"^[a-z0-9][a-z0-9.-]{2,252}$"
+"""A DNS name in lowercase, as ``aws fsx describe-file-systems`` prints it (and the node bootstrap accepts)."""
+MAX_PLANNED_GIB = 10_000_000
+"""fmcluster's own bound on sizes it plans with (about 10 PB, far above FSx's default 100,800 GiB quota):
+it keeps the planner's search finite."""
 
 
 class Bucket(Model):
@@ -35,7 +44,7 @@ class ExistingFileSystem(Model):
     """An FSx for Lustre file system that already exists (mounted, never created or changed)."""
 
     file_system_id: str = Field(pattern=r"^fs-[0-9a-f]{8,17}$", description="ID of the file system, `fs-...`.")
-    dns_name: str = Field(min_length=4, description="Its DNS name, e.g. fs-0123.fsx.us-east-1.amazonaws.com.")
+    dns_name: str = Field(pattern=DNS_HOST, description="Its DNS name, e.g. fs-0123.fsx.us-east-1.amazonaws.com.")
     mount_name: str = Field(pattern=r"^[a-z0-9]{4,16}$", description="Its Lustre mount name (`aws fsx describe-file-systems`).")
     efa_enabled: bool = Field(default=False, description="Whether it was created with EFA.")
 
@@ -44,7 +53,7 @@ class Metadata(Model):
     """Lustre metadata performance (PERSISTENT_2)."""
 
     mode: Literal["AUTOMATIC", "USER_PROVISIONED"] = Field(default="AUTOMATIC", description="Who sizes metadata IOPS.")
-    iops: int | None = Field(default=None, description="With USER_PROVISIONED: 1500, 3000, 6000, 12000, then multiples of 12000 up to 192000.")
+    iops: Int | None = Field(default=None, description="With USER_PROVISIONED: 1500, 3000, 6000, 12000, then multiples of 12000 up to 192000.")
 
     @model_validator(mode="after")
     def _iops(self) -> Metadata:
@@ -77,14 +86,12 @@ class Association(Model):
         default_factory=lambda: ["NEW", "CHANGED", "DELETED"], description="File-system changes exported to S3 automatically."
     )
     batch_import_on_create: bool = Field(default=True, description="Import the prefix's metadata when the association is made.")
-    imported_file_chunk_size_mib: int = Field(default=1024, ge=1, le=512000, description="Stripe size of imported files, MiB.")
+    imported_file_chunk_size_mib: Int = Field(default=1024, ge=1, le=512000, description="Stripe size of imported files, MiB.")
 
     @field_validator("file_system_path")
     @classmethod
     def _fs_path(cls, value: str) -> str:
-        if not FSX_PATH.match(value) or value in ("/",) or "//" in value:
-            raise ValueError(f"{value!r} is not a directory path like /datasets (leading slash, no '//', not '/')")
-        return value.rstrip("/")
+        return absolute_directory(value, "/datasets")
 
     @field_validator("data_repository_path")
     @classmethod
@@ -109,8 +116,8 @@ class FileSystem(Model):
     deployment_type: Literal["PERSISTENT_2", "SCRATCH_2"] = Field(
         default="PERSISTENT_2", description="PERSISTENT_2 (durable, data repository associations) or SCRATCH_2."
     )
-    storage_capacity_gib: int | None = Field(
-        default=None, description="1200, 2400, then multiples of 2400 GiB. Default: sized by the checkpoint planner."
+    storage_capacity_gib: Int | None = Field(
+        default=None, le=MAX_PLANNED_GIB, description="1200, 2400, then multiples of 2400 GiB. Default: sized by the checkpoint planner."
     )
     throughput_per_tib: Persistent2Throughput | None = Field(
         default=None, description="PERSISTENT_2 MB/s per TiB. Default: chosen by the checkpoint planner."
@@ -119,8 +126,8 @@ class FileSystem(Model):
     metadata: Metadata | None = Field(default=None, description="Metadata configuration (PERSISTENT_2).")
     efa_enabled: bool = Field(default=False, description="EFA (and GPUDirect Storage) to the file servers; needs PERSISTENT_2 and `metadata`.")
     mount_path: str = Field(default="/fsx", description="Where nodes mount it.")
-    max_capacity_gib: int = Field(
-        default=100800, ge=1200,
+    max_capacity_gib: Int = Field(
+        default=100800, ge=1200, le=MAX_PLANNED_GIB,
         description="Largest file system the planner may propose. 100,800 GiB is the largest that SageMaker "
                     "HyperPod accepts (FSxLustreConfig.SizeInGiB); raise it if your FSx quota allows more.",
     )
@@ -141,9 +148,7 @@ class FileSystem(Model):
     @field_validator("mount_path")
     @classmethod
     def _mount_path(cls, value: str) -> str:
-        if not FSX_PATH.match(value) or value == "/":
-            raise ValueError(f"{value!r} is not an absolute directory like /fsx")
-        return value.rstrip("/")
+        return absolute_directory(value, "/fsx")
 
     @model_validator(mode="after")
     def _rules(self) -> FileSystem:
@@ -173,20 +178,25 @@ class Scratch(Model):
     """Local NVMe instance store: RAID 0 across the instance's drives (ephemeral)."""
 
     enabled: bool = Field(default=True, description="Assemble the instance-store drives into one RAID 0 volume.")
-    mount_path: str = Field(default="/scratch", description="Where it is mounted; container storage goes there too.")
+    mount_path: str = Field(default="/scratch", description="Where it is mounted (absolute); container storage goes there too.")
+
+    @field_validator("mount_path")
+    @classmethod
+    def _mount_path(cls, value: str) -> str:
+        return absolute_directory(value, "/scratch")
 
 
 class Checkpoint(Model):
     """What one checkpoint weighs and how fast it must be written: the planner's inputs."""
 
-    bytes: int | None = Field(default=None, ge=1, description="Size of one checkpoint in bytes.")
-    parameters: float | None = Field(default=None, gt=0, description="Model parameters (e.g. 70e9).")
+    bytes: Int | None = Field(default=None, ge=1, le=10**18, description="Size of one checkpoint in bytes (up to 1 EB).")
+    parameters: float | None = Field(default=None, gt=0, le=1e15, description="Model parameters (e.g. 70e9; up to 1e15).")
     bytes_per_parameter: float = Field(
-        default=16, gt=0,
+        default=16, gt=0, le=1024,
         description="Bytes of training state per parameter: weights, gradients and optimizer (16 for BF16 + fp32 Adam).",
     )
-    target_write_seconds: float = Field(default=60, gt=0, description="How long a checkpoint write may take.")
-    keep: int = Field(default=2, ge=1, le=100, description="Checkpoints kept on the file system at once.")
+    target_write_seconds: float = Field(default=60, gt=0, le=86400, description="How long a checkpoint write may take (up to a day).")
+    keep: Int = Field(default=2, ge=1, le=100, description="Checkpoints kept on the file system at once.")
 
     @model_validator(mode="after")
     def _size(self) -> Checkpoint:
