@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from fmcluster.checks import (
     bootstrap,
     capacity,
+    limits,
+    mounts,
     network,
     observability,
     parallelcluster,
@@ -22,7 +24,7 @@ from fmcluster.config.loader import LoadedProject
 from fmcluster.errors import ConfigError, Problem
 from fmcluster.plan import Plan, make_plan
 
-CHECKS: dict[str, Check] = collect((network, capacity, observability, storage, parallelcluster))
+CHECKS: dict[str, Check] = collect((network, capacity, observability, storage, mounts, limits, parallelcluster))
 
 
 @check("suppressed-warning-exists", "warning")

@@ -1,11 +1,13 @@
-"""Network checks: the subnets fit the VPC and hold the nodes' addresses."""
+"""Network checks: the zone is in the Region, the subnets fit the VPC and hold the nodes' addresses."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator
 
 from fmcluster.checks.registry import Finding, check
 from fmcluster.config.loader import LoadedProject
+from fmcluster.facts import AZ_ID_REGIONS, az_id_prefix
 from fmcluster.plan import Plan
 
 
@@ -45,3 +47,29 @@ def _existing_size_unknown(loaded: LoadedProject, plan: Plan) -> Iterator[Findin
             "add compute_subnet_cidr to the existing network so the plan can check it",
         )
 
+
+
+@check("availability-zone-id-known", "error")
+def _zone_id_known(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """The AZ ID's prefix names a Region (``use1`` in use1-az6); a typo would find no capacity anywhere."""
+    zone = loaded.project.availability_zone_id
+    prefix = zone.split("-az")[0]
+    if prefix not in AZ_ID_REGIONS:
+        near = difflib.get_close_matches(prefix, AZ_ID_REGIONS, n=3, cutoff=0.5)
+        suggestion = f"did you mean {', '.join(f'{n}-az… ({AZ_ID_REGIONS[n]})' for n in near)}? " if near else ""
+        yield Finding(("availability_zone_id",),
+                      f"{zone!r}: {prefix!r} is the AZ-ID prefix of no AWS Region",
+                      f"{suggestion}`aws ec2 describe-availability-zones --region REGION` lists the ZoneId of each zone")
+
+
+@check("availability-zone-in-region", "error")
+def _zone_in_region(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """With both set, the zone must be one of the Region's: stacks deploy to the Region, the nodes to the zone."""
+    project = loaded.project
+    zone_region = AZ_ID_REGIONS.get(project.availability_zone_id.split("-az")[0])
+    if project.region and zone_region and zone_region != project.region:
+        yield Finding(("region",),
+                      f"Region {project.region} does not contain availability_zone_id {project.availability_zone_id}, "
+                      f"which is in {zone_region}",
+                      f"set region: {zone_region}, or an AZ ID of {project.region} "
+                      f"({az_id_prefix(project.region)}-az1, ...)")

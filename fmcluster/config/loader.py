@@ -290,8 +290,8 @@ def decode(data: bytes, file: Path | None = None) -> str:
                                    "save the file as UTF-8", file, line)]) from None
 
 
-def _too_big(size: int, line: int, file: Path | None) -> ConfigError:
-    return ConfigError([Problem("error", "", f"the file is larger than {MAX_BYTES // 1024} KiB ({size:,} bytes or more)",
+def _too_big(size: int, line: int, file: Path | None, limit: int = MAX_BYTES) -> ConfigError:
+    return ConfigError([Problem("error", "", f"the file is larger than {limit // 1024} KiB ({size:,} bytes or more)",
                                 "a project file is a few KB; split it into projects or remove generated content",
                                 file, line)])
 
@@ -330,15 +330,25 @@ def _codepoint(character: Any) -> str:
     return f"U+{code:04X}"
 
 
+def _text(text: str | bytes, file: Path | None, limit: int) -> str:
+    """The file's text, refused when larger than ``limit`` bytes or not UTF-8."""
+    if isinstance(text, bytes):
+        if len(text) > limit:
+            raise _too_big(len(text), text.count(b"\n", 0, limit) + 1, file, limit)
+        text = decode(text, file)
+    if len(text) > limit or len(text.encode("utf-8", "surrogatepass")) > limit:
+        raise _too_big(len(text), text.count("\n", 0, limit) + 1, file, limit)
+    return text.removeprefix("\ufeff")
+
+
+def read_yaml(text: str | bytes, file: Path | None = None, limit: int = MAX_BYTES) -> Any:
+    """Any YAML document the project names (rule files), read under the same bounds as a project file."""
+    return _compose(_text(text, file, limit), file)[1]
+
+
 def parse(text: str | bytes, file: Path | None = None) -> LoadedProject:
     """Parse and validate a project file's text. Raises :class:`ConfigError` listing every problem."""
-    if isinstance(text, bytes):
-        if len(text) > MAX_BYTES:
-            raise _too_big(len(text), text.count(b"\n", 0, MAX_BYTES) + 1, file)
-        text = decode(text, file)
-    if len(text) > MAX_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
-        raise _too_big(len(text), text.count("\n", 0, MAX_BYTES) + 1, file)
-    text = text.removeprefix("\ufeff")
+    text = _text(text, file, MAX_BYTES)
     node, data = _compose(text, file)
     index = _line_index(node)
     if not isinstance(data, dict):

@@ -43,6 +43,15 @@ CASES = [
      "storage.checkpoint.target_write_seconds"),
     ("checkpoint-target-missed", "warning",
      BASE + "storage:\n  checkpoint: {parameters: 70.0e+9}\n  fsx: {storage_capacity_gib: 1200}\n", "storage.fsx"),
+    ("availability-zone-id-known", "error", BASE.replace("use1-az6", "xyz9-az9"), "availability_zone_id"),
+    ("availability-zone-in-region", "error", BASE + "region: eu-west-1\n", "region"),
+    ("mount-paths", "error", BASE + "storage:\n  scratch: {mount_path: /etc/scratch}\n", "storage.scratch.mount_path"),
+    ("fsx-associations-need-created-file-system", "error",
+     BASE + "storage:\n  fsx:\n    existing: {file_system_id: fs-0123456789abcdef0, dns_name: fs.example.com, "
+            "mount_name: abcdefgh}\n    associations: [{file_system_path: /data}]\n", "storage.fsx.associations"),
+    ("stack-limits", "error", BASE.replace("  - name: train", "".join(
+        f"  - {{name: g{i}, instance_type: p5.48xlarge, count: 1}}\n" for i in range(101)) + "  - name: train"),
+     "compute_groups"),
     ("suppressed-warning-exists", "warning", BASE + "suppress_warnings: [no-such-check]\n", "suppress_warnings[0]"),
     ("bootstrap-unpinned", "warning", BASE, "compute_groups"),
     ("fsx-throughput-low", "warning", BASE, "storage.fsx"),
