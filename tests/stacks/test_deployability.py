@@ -1,0 +1,213 @@
+"""Would AWS accept what we synthesize? Every template of every project and example, read the way the
+AWS APIs read it (:mod:`support.api_rules`), and synthesis that gives the same bytes in two processes.
+
+The API checker maps each literal property to the API parameter it becomes and checks it against
+botocore's service model and the rules the API documentation adds. CloudFormation intrinsics and
+dynamic references are skipped (they have values only at deploy time); policy documents and the
+ParallelCluster configuration are left to cfn-lint, cdk-nag and ParallelCluster's own schema.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import ALL_FILES, ROOT, Synthesized
+from support import api_rules as rules
+from support.api_rules import Report, check_resource, check_template
+
+KNOWN_DEFECTS: dict[tuple[str, str, str], str] = {
+    # (stack, logical id, property path as in a Finding) -> the defect; each becomes a strict xfail below,
+    # so the fix that removes the defect turns it into a failure that asks for the entry's removal.
+}
+
+
+@pytest.fixture(scope="session")
+def api_report(synthesized: Synthesized) -> Report:
+    report = Report()
+    for stack, template in sorted(synthesized.templates.items()):
+        report.extend(check_template(stack, template))
+    return report
+
+
+def test_every_template_meets_the_api_rules(api_report: Report) -> None:
+    assert api_report.checked > 1000  # every project and example, not an empty walk
+    unexpected = [f for f in api_report.findings if f.key not in KNOWN_DEFECTS]
+    assert not unexpected, "\n".join(map(str, unexpected))
+
+
+if KNOWN_DEFECTS:  # an empty parametrization would be reported as a skip
+    @pytest.mark.parametrize("key", [
+        pytest.param(key, id="/".join(key), marks=pytest.mark.xfail(strict=True, reason=f"{why} (issue 10)"))
+        for key, why in KNOWN_DEFECTS.items()])
+    def test_known_defect(api_report: Report, key: tuple[str, str, str]) -> None:
+        assert not [str(f) for f in api_report.findings if f.key == key]
+
+
+def test_every_literal_property_maps_to_an_api_parameter(api_report: Report) -> None:
+    """A property nobody mapped would pass unchecked: map it in TABLE, or say in NOT_API why not."""
+    assert not api_report.unmapped, "\n".join(map(str, api_report.unmapped))
+
+
+def test_intrinsics_are_skipped_and_listed(api_report: Report) -> None:
+    assert api_report.skipped
+    assert {f.message for f in api_report.skipped} == {"intrinsic: known only at deploy time"}
+
+
+# --- the tables themselves ------------------------------------------------------------------------
+
+def _rows() -> list[tuple[str, str]]:
+    out = []
+    for rtype, (base, rows) in rules.TABLE.items():
+        out.append((rtype, base))
+        for path, target in rows.items():
+            params = (rules.Param(target),) if isinstance(target, str) else target
+            out += [(f"{rtype} {path} ({p.when or 'always'})", p.api) for p in params]
+    return out
+
+
+@pytest.mark.parametrize(("row", "api"), _rows(), ids=[r[0] for r in _rows()])
+def test_table_rows_name_real_api_parameters(row: str, api: str) -> None:
+    shape, owner = rules.resolve(api)  # KeyError: the model has no such member
+    assert owner.split(":")[0] in rules.EXTERNAL_APIS or shape is not None, row
+
+
+@pytest.mark.parametrize("owner", sorted(rules.DOCUMENTED))
+def test_documented_rules_name_a_parameter_and_quote_its_source(owner: str) -> None:
+    service = owner.split(":")[0]
+    for rule in rules.DOCUMENTED[owner]:
+        assert rule.source and rule.says
+        if service in rules.EXTERNAL_APIS:
+            assert rule.quote is None
+            continue
+        text = rules.documentation(owner)  # KeyError: no such structure member in the model
+        if rule.quote is not None:
+            assert rule.quote in text, f"{owner}: botocore's documentation no longer says {rule.quote!r}:\n{text}"
+        else:
+            assert "docs.aws.amazon.com" in rule.source, f"{owner}: a rule not from botocore names its document"
+
+
+# --- each check can fail: plant a bad value in a copy of a real resource ----------------------------
+
+PLANTED: list[tuple[str, str, dict[str, Any], str, str]] = [
+    # (case, resource type, {property path: bad value}, property the finding names, what it says)
+    ("sg-rule-object-repr", "AWS::EC2::SecurityGroupIngress",
+     {"Description": "Lustre <aws_cdk.aws_ec2.Port object at 0x7f3a>"}, "Description", "not allowed: '<>'"),
+    ("sg-description-charset", "AWS::EC2::SecurityGroup", {"GroupDescription": "nodes \u2192 FSx"},
+     "GroupDescription", "not allowed"),
+    ("sg-group-pair-no-ampersand", "AWS::EC2::SecurityGroupIngress",
+     {"Description": "EFA & Lustre", "SourceSecurityGroupId": {"Ref": "Sg"}}, "Description", "not allowed: '&'"),
+    ("launch-template-name", "AWS::EC2::LaunchTemplate", {"LaunchTemplateName": "train group"},
+     "LaunchTemplateName", "does not match"),
+    ("instance-type-enum", "AWS::EC2::LaunchTemplate", {"LaunchTemplateData.InstanceType": "p5.96xlarge"},
+     "LaunchTemplateData.InstanceType", "is not one of"),
+    ("efa-only-with-ip", "AWS::EC2::LaunchTemplate",
+     {"LaunchTemplateData.NetworkInterfaces": [{"DeviceIndex": 0, "InterfaceType": "efa-only",
+                                                 "PrivateIpAddress": "10.0.0.5"}]},
+     "LaunchTemplateData.NetworkInterfaces[].InterfaceType", "efa-only with ['PrivateIpAddress']"),
+    ("lustre-capacity-step", "AWS::FSx::FileSystem", {"StorageCapacity": 3000}, "StorageCapacity", "multiple of 2400"),
+    ("efa-capacity-step", "AWS::FSx::FileSystem",
+     {"StorageCapacity": 36000, "LustreConfiguration.EfaEnabled": True,
+      "LustreConfiguration.PerUnitStorageThroughput": 1000, "LustreConfiguration.DeploymentType": "PERSISTENT_2"},
+     "StorageCapacity", "multiples of 4800 GiB"),
+    ("lustre-throughput-max", "AWS::FSx::FileSystem",
+     {"LustreConfiguration.PerUnitStorageThroughput": 2000, "LustreConfiguration.DeploymentType": "PERSISTENT_2"},
+     "LustreConfiguration.PerUnitStorageThroughput", "above the maximum 1000"),
+    ("lustre-deployment-enum", "AWS::FSx::FileSystem", {"LustreConfiguration.DeploymentType": "PERSISTENT_3"},
+     "LustreConfiguration.DeploymentType", "is not one of"),
+    ("metadata-iops-step", "AWS::FSx::FileSystem",
+     {"LustreConfiguration.MetadataConfiguration": {"Mode": "USER_PROVISIONED", "Iops": 20000}},
+     "LustreConfiguration.MetadataConfiguration.Iops", "multiple of 12000"),
+    ("grafana-permission-type", "AWS::Grafana::Workspace", {"PermissionType": "SERVICE_MANAGED"},
+     "PermissionType", "only the console"),
+    ("grafana-data-sources", "AWS::Grafana::Workspace", {"DataSources": ["PROMETHEUS"]}, "DataSources[]",
+     "internal use"),
+    ("grafana-name-pattern", "AWS::Grafana::Workspace", {"Name": "my workspace!"}, "Name", "does not match"),
+    ("log-retention", "AWS::Logs::LogGroup", {"RetentionInDays": 42}, "RetentionInDays", "retention periods"),
+    ("ec2-tag-prefix", "AWS::EC2::VPC", {"Tags": [{"Key": "aws:owner", "Value": "x"}]}, "Tags[].Key", "aws:"),
+    ("fsx-tag-pattern", "AWS::FSx::FileSystem", {"Tags": [{"Key": "cost#centre", "Value": "x"}]}, "Tags[].Key",
+     "does not match"),
+    ("iam-role-description", "AWS::IAM::Role", {"Description": "nodes \u2192 S3"}, "Description", "does not match"),
+    ("aps-alias-length", "AWS::APS::Workspace", {"Alias": ""}, "Alias", "outside 1..100"),
+    ("bucket-lifecycle-days", "AWS::S3::Bucket",
+     {"LifecycleConfiguration": {"Rules": [{"Status": "Enabled", "ExpirationInDays": 0}]}},
+     "LifecycleConfiguration.Rules[].ExpirationInDays", "not a positive integer"),
+    ("pcluster-name", "Custom::PclusterCluster", {"ClusterName": "1-cluster"}, "ClusterName", "'1-cluster'"),
+]
+
+
+def _first(synthesized: Synthesized, rtype: str) -> tuple[str, str, dict]:
+    for stack, template in sorted(synthesized.templates.items()):
+        for logical_id, resource in template["Resources"].items():
+            if resource["Type"] == rtype:
+                return stack, logical_id, copy.deepcopy(resource)
+    raise AssertionError(f"no {rtype} in any synthesized template")
+
+
+def _plant(resource: dict, path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    node = resource.setdefault("Properties", {})
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[last] = value
+
+
+@pytest.mark.parametrize(("rtype", "edits", "prop", "says"), [p[1:] for p in PLANTED], ids=[p[0] for p in PLANTED])
+def test_checker_catches_a_planted_value(synthesized: Synthesized, rtype: str, edits: dict, prop: str,
+                                         says: str) -> None:
+    stack, logical_id, resource = _first(synthesized, rtype)
+    before = [f for f in check_resource(stack, logical_id, resource).findings if f.prop == prop]
+    for path, value in edits.items():
+        _plant(resource, path, value)
+    report = check_resource(stack, logical_id, resource)
+    after = [str(f) for f in report.findings if f.prop == prop]
+    assert not before, before
+    assert any(says in f for f in after), f"expected {says!r} at {prop}; got {after or report.findings}"
+
+
+def test_an_intrinsic_is_skipped_not_judged(synthesized: Synthesized) -> None:
+    stack, logical_id, resource = _first(synthesized, "AWS::EC2::SecurityGroup")
+    _plant(resource, "GroupDescription", {"Fn::Sub": "<not checked: ${AWS::StackName}>"})
+    report = check_resource(stack, logical_id, resource)
+    assert not [f for f in report.findings if f.prop == "GroupDescription"]
+    assert [f for f in report.skipped if f.prop == "GroupDescription"]
+
+
+def test_an_unmapped_property_or_type_is_reported(synthesized: Synthesized) -> None:
+    stack, logical_id, resource = _first(synthesized, "AWS::EC2::VPC")
+    _plant(resource, "Ipv4NetmaskLengthish", 16)
+    assert [f.prop for f in check_resource(stack, logical_id, resource).unmapped] == ["Ipv4NetmaskLengthish"]
+    unknown = check_resource(stack, "Thing", {"Type": "AWS::Made::Up", "Properties": {"Name": "x"}})
+    assert [f.message for f in unknown.unmapped] == ["no row in TABLE for AWS::Made::Up"]
+
+
+# --- synthesis is deterministic across processes ---------------------------------------------------
+
+def _synth_in_a_process(outdir: Path, hash_seed: str) -> dict[str, bytes]:
+    context = json.loads((ROOT / "cdk.json").read_text())["context"]
+    context["project"] = ",".join(str(p) for p in ALL_FILES)
+    env = {**os.environ, "CDK_CONTEXT_JSON": json.dumps(context), "CDK_OUTDIR": str(outdir),
+           "PYTHONHASHSEED": hash_seed}  # different set/dict-of-str orders in the two processes
+    result = subprocess.run([sys.executable, str(ROOT / "app.py")], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return {str(p.relative_to(outdir)): p.read_bytes() for p in sorted(outdir.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.synth
+def test_synthesis_is_byte_identical_across_processes(tmp_path: Path) -> None:
+    """Every project and example, synthesized by app.py in two processes: same files, same bytes
+    (templates, asset manifests and the bootstrap bundle assets)."""
+    first = _synth_in_a_process(tmp_path / "one", "1")
+    second = _synth_in_a_process(tmp_path / "two", "2")
+    assert sum(name.endswith(".template.json") for name in first) >= 4 * len(ALL_FILES) - 2
+    assert any(name.startswith("asset.") for name in first)
+    assert sorted(first) == sorted(second)
+    differing = [name for name in first if first[name] != second[name]]
+    assert not differing, differing
