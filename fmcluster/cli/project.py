@@ -1,7 +1,10 @@
-"""``fmcluster validate``, ``plan`` and ``new``: check, show and create project files. Touches no AWS."""
+"""``fmcluster validate``, ``plan`` and ``new``: check, show and create project files.
+
+Touches no AWS, except ``plan --prices``, which reads the AWS Price List API."""
 
 from __future__ import annotations
 
+import io
 import ipaddress
 import json
 import re
@@ -11,9 +14,13 @@ from pathlib import Path
 import typer
 import yaml
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
+from ruamel.yaml.util import load_yaml_guess_indent
 
 from fmcluster import checks, config, guard
+from fmcluster.cli.planview import print_plan
 from fmcluster.errors import ConfigError, Problem
 from fmcluster.plan import Plan
 
@@ -40,15 +47,15 @@ def _load(ref: str, output: Output) -> tuple[config.LoadedProject, Plan, list[Pr
             print(json.dumps({"ok": False, "problems": [p.as_dict() for p in exc.problems + exc.warnings]}, indent=2))
         else:
             for problem in exc.warnings:
-                err.print(f"[yellow]warning[/]: {problem.format()}", highlight=False, markup=True, soft_wrap=True)
+                err.print(f"[yellow]warning[/]: {escape(problem.format())}", highlight=False, soft_wrap=True)
             for problem in exc.problems:
-                err.print(f"[red]error[/]: {problem.format()}", highlight=False, soft_wrap=True)
+                err.print(f"[red]error[/]: {escape(problem.format())}", highlight=False, soft_wrap=True)
             n = len(exc.problems)
             err.print(f"{n} error{'s' if n != 1 else ''}; fix the file and run again.", highlight=False)
         raise typer.Exit(ConfigError.exit_code) from None
     if output is Output.text:
         for problem in warnings:
-            err.print(f"[yellow]warning[/]: {problem.format()}", highlight=False, soft_wrap=True)
+            err.print(f"[yellow]warning[/]: {escape(problem.format())}", highlight=False, soft_wrap=True)
     return loaded, plan, warnings
 
 
@@ -58,11 +65,8 @@ def validate(project: str = PROJECT_ARG, output: Output = OUTPUT_OPT) -> None:
     if output is Output.json:
         print(json.dumps({"ok": True, "project": loaded.project.name, "problems": [w.as_dict() for w in warnings]}, indent=2))
     else:
-        out.print(f"{loaded.file}: ok ({len(warnings)} warning{'s' if len(warnings) != 1 else ''})", highlight=False)
-
-
-def _num(value: float | None, fmt: str = "{:,.1f}") -> str:
-    return "unknown" if value is None else fmt.format(value)
+        out.print(f"{loaded.file}: ok ({len(warnings)} warning{'s' if len(warnings) != 1 else ''})", highlight=False,
+                  markup=False)
 
 
 REPLACEMENT_EXIT = 3
@@ -74,13 +78,19 @@ def plan(
     against: str | None = typer.Option(
         None, "--against", help="The project file as deployed now: refuse changes that would replace stored data."),
     allow_replace: bool = typer.Option(False, "--allow-replace", help="Report replacements but do not refuse them."),
+    wide: bool = typer.Option(False, "--wide", help="One wide table per subject, every column at once (for wide "
+                              "terminals); by default the plan fits 80 columns."),
+    prices: bool = typer.Option(False, "--prices", help="Read on-demand prices from the AWS Price List API (needs "
+                                "credentials; cached a week under ~/.cache/fmcluster) and show cost per hour and day."),
 ) -> None:
     """Show what a project builds: nodes, GPUs, PFLOPS, HBM, EFA, addresses, storage and checkpoint times.
 
     With --against OLD, also compare what both files synthesize and exit 3 if deploying this
     one would replace a file system, data repository association, bucket or metrics workspace.
+    With --prices, also what it costs on demand (the only plan path that calls AWS).
     """
     loaded, the_plan, warnings = _load(project, output)
+    quote = _quote(loaded, the_plan) if prices else None
     replacements = None
     if against is not None:
         _load(against, output)  # report a broken OLD file as such
@@ -93,12 +103,14 @@ def plan(
         data["warnings"] = [w.as_dict() for w in warnings]
         if replacements is not None:
             data["replacements"] = [r.__dict__ for r in replacements]
+        if quote is not None:
+            data["prices"] = _quote_dict(quote)
         print(json.dumps(data, indent=2))
     else:
-        print_plan(the_plan)
+        print_plan(the_plan, out, wide=wide, quote=quote)
     if replacements:
         for r in replacements:
-            err.print(f"[red]replaces[/]: {r.format()}", highlight=False, soft_wrap=True)
+            err.print(f"[red]replaces[/]: {escape(r.format())}", highlight=False, soft_wrap=True)
         if not allow_replace:
             err.print("refused: deploying this would replace stored data (hint: keep those settings, or pass "
                       "--allow-replace once you have copied the data off)", highlight=False, soft_wrap=True)
@@ -108,63 +120,31 @@ def plan(
                   highlight=False)
 
 
-def print_plan(the_plan: Plan, console: Console | None = None) -> None:
-    console = console or out
-    compute = Table(title=f"{the_plan.project} in {the_plan.availability_zone_id}: compute", title_justify="left")
-    for column in ("group", "type", "nodes", "capacity", "GPUs", "BF16 PF", "HBM TB"):
-        compute.add_column(column, justify="left" if column in ("group", "type", "capacity") else "right")
-    network = Table(title="EFA and addresses (per node)", title_justify="left")
-    for column in ("group", "interfaces", "EFA Gbps", "of spec", "IPs/node", "IPs"):
-        network.add_column(column, justify="left" if column == "group" else "right")
-    for g in the_plan.groups:
-        compute.add_row(
-            g.name, g.instance_type, str(g.count), g.capacity + ("" if g.placement_group else " (no PG)"),
-            f"{g.gpus:,} {g.gpu_model}", _num(g.bf16_pflops), _num(None if g.hbm_gb is None else g.hbm_gb / 1000, "{:,.2f}"),
-        )
-        network.add_row(
-            g.name, f"1 ENA + {g.efa_interfaces} EFA", f"{g.efa_gbps_exposed:,.0f}/{g.efa_gbps_spec:,}",
-            f"{g.efa_fraction:.0%}", str(g.ips_per_node), f"{g.ips:,}",
-        )
-    compute.add_section()
-    compute.add_row("total", "", str(the_plan.nodes), "", f"{the_plan.gpus:,}", _num(the_plan.bf16_pflops),
-                    _num(None if the_plan.hbm_gb is None else the_plan.hbm_gb / 1000, "{:,.2f}"))
-    console.print(compute)
-    console.print(network)
-    net = the_plan.network
-    subnet = net.compute_subnet_cidr or "imported subnet"
-    size = "unknown size" if net.ips_usable is None else f"{net.ips_usable:,} usable"
-    console.print(
-        f"compute subnet {subnet} ({size}); needs {net.ips_needed:,} addresses "
-        f"(smallest that fits: /{net.smallest_prefix_that_fits})", highlight=False,
-    )
-    if net.public_subnet_cidr:
-        console.print(f"VPC {net.vpc_cidr}, public subnet {net.public_subnet_cidr} (NAT gateway)", highlight=False)
-    _print_storage(the_plan, console)
-    if the_plan.bf16_pflops is None:
-        console.print("unknown: a figure the catalog marks unconfirmed (FACTS.md); check DescribeInstanceTypes", highlight=False)
+def _quote(loaded: config.LoadedProject, the_plan: Plan):  # -> fmcluster.aws.pricing.Quote
+    """The Price List's on-demand prices for the project's instance types and file system, or exit 1."""
+    # boto3 loads only here: --prices is the one plan path that calls AWS.
+    from fmcluster.aws import pricing
 
-
-def _print_storage(the_plan: Plan, console: Console) -> None:
+    region = loaded.project.region or pricing.default_region()
+    if region is None:
+        err.print("error: --prices needs a Region (hint: set `region:` in the project, or AWS_REGION)",
+                  highlight=False, markup=False)
+        raise typer.Exit(1)
     st = the_plan.storage
-    if not st.fsx:
-        console.print("storage: no FSx for Lustre", highlight=False)
-        return
-    if not st.created:
-        console.print("storage: an existing FSx for Lustre file system (its size is not planned here)", highlight=False)
-        return
-    table = Table(title="FSx for Lustre (MB = 10^6 B, GiB = 2^30 B, TiB = 2^40 B)", title_justify="left")
-    for column in ("type", "capacity GiB", "MB/s per TiB", "aggregate GB/s", "per GPU MB/s", "checkpoint",
-                   "write s", "restore s", "target s"):
-        table.add_column(column, justify="left" if column == "type" else "right")
-    table.add_row(
-        st.deployment_type or "", f"{st.capacity_gib:,}" + (" (planned)" if st.sized_by_planner else ""),
-        str(st.throughput_per_tib or 200), f"{st.aggregate_mb_s / 1000:,.2f}",
-        _num(st.per_gpu_mb_s, "{:,.0f}"),
-        "-" if st.checkpoint_bytes is None else f"{st.checkpoint_bytes / 10**12:,.2f} TB",
-        _num(st.write_seconds, "{:,.0f}"), _num(st.restore_seconds, "{:,.0f}"),
-        "-" if st.target_write_seconds is None else f"{st.target_write_seconds:g}",
-    )
-    console.print(table)
+    fsx = (st.deployment_type or "", st.throughput_per_tib) if st.created else None
+    try:
+        return pricing.quote(region, [g.instance_type for g in the_plan.groups], fsx)
+    except pricing.PriceError as exc:
+        err.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+
+
+def _quote_dict(quote) -> dict:
+    """The prices as `plan -o json` shows them (only with --prices)."""
+    def price(p):
+        return None if p is None else {"usd": p.usd, "unit": p.unit, "fetched": p.fetched, "sku": p.sku}
+    return {"region": quote.region, "instances": {t: price(p) for t, p in quote.instances.items()},
+            "fsx": price(quote.fsx), "fsx_note": quote.fsx_note}
 
 
 def _used_cidrs(exclude: Path | None = None) -> list[ipaddress.IPv4Network]:
@@ -206,20 +186,61 @@ def new(
                   highlight=False)
         raise typer.Exit(1)
     source, _, _ = _load(from_, output)
-    data = yaml.safe_load(source.file.read_text(encoding="utf-8"))  # type: ignore[union-attr]
-    data["name"] = name
-    data.setdefault("tags", {})
-    data["tags"] = {**(data["tags"] or {}), "project": name}
-    network = data.setdefault("network", {}) or {}
-    data["network"] = network
-    if "existing" not in network:
-        prefix = ipaddress.IPv4Network(network.get("vpc_cidr") or config.Network().vpc_cidr).prefixlen
-        network["vpc_cidr"] = free_cidr(_used_cidrs(), prefix)
-    text = f"# fmcluster project {name}, created from {source.file}\n" + yaml.safe_dump(data, sort_keys=False)
+    text, cidr = copy_project(source.file.read_text(encoding="utf-8"), name,  # type: ignore[union-attr]
+                              f"# fmcluster project {name}, created from {source.file}\n")
     config.parse(text, target)  # refuse to write a file we could not read back
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
     if output is Output.json:
-        print(json.dumps({"ok": True, "file": str(target), "vpc_cidr": data["network"].get("vpc_cidr")}))
+        print(json.dumps({"ok": True, "file": str(target), "vpc_cidr": cidr}))
     else:
-        out.print(f"wrote {target} (VPC {data['network'].get('vpc_cidr', 'existing')})", highlight=False)
+        out.print(f"wrote {target} (VPC {cidr or 'existing'})", highlight=False, markup=False)
+
+
+def _mapping_indent(text: str) -> int:
+    """How far a file indents a mapping under its key (the most common step; 2 when it never does)."""
+    steps: dict[int, int] = {}
+    previous: tuple[int, str] | None = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        depth = len(line) - len(line.lstrip(" "))
+        if previous and previous[1].endswith(":") and not previous[1].startswith("- ") and not stripped.startswith("-") \
+                and depth > previous[0]:
+            steps[depth - previous[0]] = steps.get(depth - previous[0], 0) + 1
+        previous = (depth, stripped.split(" #")[0].rstrip())
+    return max(steps, key=lambda k: steps[k]) if steps else 2
+
+
+def copy_project(text: str, name: str, header: str) -> tuple[str, str | None]:
+    """The project file ``text`` with its own name, ``tags.project`` and a free VPC CIDR, its comments kept.
+
+    A round trip through ruamel.yaml keeps comments, key order, quoting and indentation; only the
+    three values change (a missing ``tags`` or ``network`` section is added). Returns the text and
+    the new VPC CIDR (None for an existing VPC).
+    """
+    _, sequence, offset = load_yaml_guess_indent(text)
+    rt = YAML()
+    rt.preserve_quotes = True
+    rt.width = 4096  # never re-wrap a long line
+    rt.indent(mapping=_mapping_indent(text), sequence=sequence or 2, offset=offset or 0)
+    data = rt.load(text)
+    data["name"] = name
+    if not isinstance(data.get("tags"), dict):
+        data["tags"] = CommentedMap()
+    data["tags"]["project"] = name
+    network = data.get("network")
+    if not isinstance(network, dict):
+        network = CommentedMap()
+        if "network" in data:
+            data["network"] = network
+        else:
+            data.insert(list(data).index("compute_groups") if "compute_groups" in data else len(data), "network", network)
+    cidr = None
+    if "existing" not in network:
+        prefix = ipaddress.IPv4Network(network.get("vpc_cidr") or config.Network().vpc_cidr).prefixlen
+        cidr = network["vpc_cidr"] = free_cidr(_used_cidrs(), prefix)
+    stream = io.StringIO()
+    rt.dump(data, stream)
+    return header + stream.getvalue(), cidr

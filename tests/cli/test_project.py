@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from pathlib import Path
 
 import pytest
 import yaml
-from support import BASE, ROOT
+from support import ALL_FILES, BASE, ROOT
 from typer.testing import CliRunner
 
 from fmcluster.cli import app
+from fmcluster.cli.project import copy_project
 
 runner = CliRunner()
 
@@ -68,7 +70,7 @@ def test_plan_json_has_layout_and_totals(projects: Path) -> None:
 def test_plan_text_shows_the_figures(projects: Path) -> None:
     result = runner.invoke(app, ["plan", str(ROOT / "examples" / "p6e-gb200-ultraserver.yaml")])
     assert result.exit_code == 0
-    assert "1 ENA + 16 EFA" in result.stdout and "100%" in result.stdout and "unknown" in result.stdout
+    assert "1 ENA + 16 EFA" in result.stdout and "100%" in result.stdout and "unconfirmed" in result.stdout
 
 
 # --- bad files and warnings at the command line ------------------------------------------------
@@ -80,8 +82,10 @@ def test_placement_group_with_capacity_block_is_a_warning(tmp_path: Path) -> Non
     result = runner.invoke(app, ["validate", str(path)])
     assert result.exit_code == 0, result.output
     assert "warning" in result.stderr and "placement_group" in result.stderr and f"{path}:7" in result.stderr
+    assert "[placement-group-with-capacity-block]" in result.stderr  # the name suppress_warnings takes
     # and it can be silenced by name
-    path.write_text(text + "suppress_warnings: [placement-group-with-capacity-block, bootstrap-unpinned]\n")
+    path.write_text(text + "suppress_warnings: [placement-group-with-capacity-block, bootstrap-unpinned, "
+                    "fsx-throughput-low]\n")
     result = runner.invoke(app, ["validate", str(path)])
     assert result.exit_code == 0 and "warning" not in result.stderr
 
@@ -128,3 +132,66 @@ def test_named_project_must_match_its_file(tmp_path: Path, monkeypatch: pytest.M
     assert result.exit_code == 2 and "rename the file" in result.stderr
     result = runner.invoke(app, ["validate", "missing"])
     assert result.exit_code == 2 and "known projects: other" in result.stderr
+
+
+COMMENTED = """\
+# Team A's pretraining project: read this before you change the capacity.
+name: team-a   # becomes the new name
+availability_zone_id: use1-az6
+network:
+  vpc_cidr: 10.0.0.0/16   # the new project gets its own
+  # compute_subnet_prefix: 22
+compute_groups:
+  - name: train
+    instance_type: p5.48xlarge
+    count: 2       # two nodes while we test
+    capacity:
+      type: on-demand
+storage:
+  checkpoint:
+    parameters: 7.0e+9   # 7B model
+tags:
+  team: pretraining    # who pays
+"""
+
+
+def test_new_keeps_the_comments_of_the_project_it_copies(projects: Path, tmp_path: Path) -> None:
+    source = tmp_path / "team-a.yaml"
+    source.write_text(COMMENTED)
+    result = runner.invoke(app, ["new", "team-b", "--from", str(source)])
+    assert result.exit_code == 0, result.output
+    text = (projects / "team-b.yaml").read_text()
+    for comment in ("# Team A's pretraining project: read this before you change the capacity.",
+                    "# becomes the new name", "# the new project gets its own", "# compute_subnet_prefix: 22",
+                    "count: 2       # two nodes while we test", "parameters: 7.0e+9   # 7B model", "# who pays"):
+        assert comment in text, comment
+    data = yaml.safe_load(text)
+    assert data["name"] == "team-b" and data["tags"] == {"team": "pretraining", "project": "team-b"}
+    assert data["network"]["vpc_cidr"] != "10.0.0.0/16"  # default.yaml holds 10.0.0.0/16
+    assert "name: team-b   # becomes the new name" in text
+    assert text.startswith("# fmcluster project team-b, created from ")
+    # only the three values changed: the rest of the file is the source's, line for line
+    changed = [(a, b) for a, b in zip(COMMENTED.splitlines(), text.splitlines()[1:]) if a != b]
+    assert [a.split(":")[0].strip() for a, _ in changed] == ["name", "vpc_cidr"], changed
+
+
+def test_new_adds_missing_network_and_tags_sections(projects: Path, tmp_path: Path) -> None:
+    source = tmp_path / "bare.yaml"
+    source.write_text("# bare\n" + BASE.replace("name: demo", "name: bare"))
+    assert runner.invoke(app, ["new", "bare-copy", "--from", str(source)]).exit_code == 0
+    text = (projects / "bare-copy.yaml").read_text()
+    data = yaml.safe_load(text)
+    assert "# bare" in text and data["tags"] == {"project": "bare-copy"}
+    assert list(data).index("network") < list(data).index("compute_groups")
+    assert ipaddress.ip_network(data["network"]["vpc_cidr"]).prefixlen == 16
+
+
+@pytest.mark.parametrize("path", ALL_FILES, ids=[p.stem for p in ALL_FILES])
+def test_new_changes_only_name_cidr_and_tags_of_every_project(path: Path, projects: Path) -> None:
+    source = path.read_text()
+    copied, cidr = copy_project(source, "copy", "")
+    removed = [line for line in source.splitlines() if line not in copied.splitlines()]
+    added = [line for line in copied.splitlines() if line not in source.splitlines()]
+    assert all(re.match(r"(name|  vpc_cidr): ", line) for line in removed), removed
+    assert all(re.match(r"(name: copy|  vpc_cidr: |tags:$|  project: copy$)", line) for line in added), added
+    assert (cidr is None) == ("existing:" in source)

@@ -1,0 +1,300 @@
+"""``fmcluster plan`` for people: a plan that fits an 80-column terminal, or today's wide tables with ``--wide``.
+
+Every table is built to fit 80 columns without cutting a number or a unit: short headers with
+their units, one table per subject, and settings as ``key  value`` lines that wrap at words.
+Figures come from the plan and the catalog; a figure FACTS.md marks unconfirmed is shown as
+``unconfirmed``, never guessed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from fmcluster import catalog
+from fmcluster.plan import Plan
+from fmcluster.plan.storage import SCRATCH_2_THROUGHPUT
+
+if TYPE_CHECKING:  # the Price List side path loads only with --prices
+    from fmcluster.aws.pricing import Quote
+
+UNITS = "MB = 10^6 B, GB = 10^9 B, TB = 10^12 B, GiB = 2^30 B, TiB = 2^40 B"
+UNCONFIRMED = "unconfirmed"
+BLOCK_PRICED = ("capacity-block", "training-plan")
+"""Capacity bought as an offering: its price is the offering's, not an hourly rate."""
+
+
+def _num(value: float | None, fmt: str = "{:,.1f}") -> str:
+    return UNCONFIRMED if value is None else fmt.format(value)
+
+
+def _table(title: str, *columns: str, left: tuple[str, ...] = ()) -> Table:
+    table = Table(title=Text(title, style="bold"), title_justify="left", box=None, pad_edge=False, padding=(0, 1),
+                  header_style="underline")
+    for column in columns:
+        table.add_column(column, justify="left" if column in left else "right", overflow="fold")
+    return table
+
+
+def _settings(title: str) -> Table:
+    """Two columns, ``key  value``; a long value wraps at words under itself."""
+    table = Table.grid(padding=(0, 2))
+    table.title = Text(title, style="bold")
+    table.title_justify = "left"
+    table.add_column(no_wrap=True, style="dim")
+    table.add_column(overflow="fold")
+    return table
+
+
+def _row(table: Table, *cells: str) -> None:
+    table.add_row(*(Text(c) for c in cells))  # cells are text, never console markup
+
+
+def _hbm_tb(gb: float | None) -> str:
+    return _num(None if gb is None else gb / 1000, "{:,.2f}")
+
+
+def print_plan(the_plan: Plan, console: Console, *, wide: bool = False, quote: Quote | None = None,
+               capacity_offers: object = None) -> None:
+    """The plan for a person; ``quote`` holds the prices that ``--prices`` read (None: offline)."""
+    if wide:
+        print_wide(the_plan, console)
+    else:
+        _headline(the_plan, console)
+        _compute(the_plan, console)
+        _nodes(the_plan, console)
+        _network(the_plan, console)
+        _storage(the_plan, console)
+    _cost(the_plan, console, quote, capacity_offers)
+
+
+def _headline(p: Plan, console: Console) -> None:
+    console.print(Text(f"{p.project} in {p.availability_zone_id}", style="bold"))
+    console.print(Text(f"{p.nodes:,} nodes, {p.gpus:,} GPUs, {_num(p.bf16_pflops)} PF BF16 dense, "
+                       f"{_hbm_tb(p.hbm_gb)} TB HBM"))
+    console.print()
+
+
+def _compute(p: Plan, console: Console) -> None:
+    table = _table("compute groups", "group", "type", "nodes", "capacity", "GPUs", "BF16 PF", "HBM TB",
+                   left=("group", "type", "capacity"))
+    for g in p.groups:
+        _row(table, g.name, g.instance_type, f"{g.count:,}", g.capacity, f"{g.gpus:,} {g.gpu_model}",
+             _num(g.bf16_pflops), _hbm_tb(g.hbm_gb))
+    if len(p.groups) > 1:
+        table.add_section()
+        _row(table, "total", "", f"{p.nodes:,}", "", f"{p.gpus:,}", _num(p.bf16_pflops), _hbm_tb(p.hbm_gb))
+    console.print(table)
+    console.print()
+
+
+def _nodes(p: Plan, console: Console) -> None:
+    table = _table("one node of each type", "type", "GPUs", "HBM GB", "TB/s/GPU", "vCPU / GiB", "NVMe TB",
+                   left=("type",))
+    unconfirmed = False
+    for name in dict.fromkeys(g.instance_type for g in p.groups):
+        t = catalog.get(name)
+        host = (UNCONFIRMED if t.vcpus is None or t.memory_gib is None else f"{t.vcpus} / {t.memory_gib:,}")
+        cells = (f"{t.gpus} {t.gpu_model}", _num(t.gpu_memory_total_gb, "{:,.0f}"),
+                 _num(t.hbm_bandwidth_tbps_per_gpu, "{:,.2f}"), host,
+                 _num(None if t.local_nvme_total_gb is None else t.local_nvme_total_gb / 1000, "{:,.2f}"))
+        unconfirmed |= UNCONFIRMED in cells
+        _row(table, name, *cells)
+    console.print(table)
+    if unconfirmed:
+        console.print(Text("unconfirmed: FACTS.md has no source for it; see DescribeInstanceTypes", style="dim"))
+    console.print()
+
+
+def _network(p: Plan, console: Console) -> None:
+    table = _table("EFA and addresses", "group", "interfaces/node", "EFA Gbps", "of spec", "IPs/node", "IPs",
+                   "PG", left=("group", "PG"))
+    for g in p.groups:
+        _row(table, g.name, f"1 ENA + {g.efa_interfaces} EFA", f"{g.efa_gbps_exposed:,.0f}/{g.efa_gbps_spec:,}",
+             f"{g.efa_fraction:.0%}", str(g.ips_per_node), f"{g.ips:,}", "yes" if g.placement_group else "no")
+    console.print(table)
+    console.print(Text("PG: in a cluster placement group (capacity blocks come placed)", style="dim"))
+    console.print()
+    net = p.network
+    lines = _settings("network")
+    if net.vpc_cidr:
+        public = f", public subnet {net.public_subnet_cidr} (NAT gateway)" if net.public_subnet_cidr else ""
+        _row(lines, "VPC", f"{net.vpc_cidr}{public}")
+    size = "size unknown" if net.ips_usable is None else f"{net.ips_usable:,} usable"
+    _row(lines, "compute subnet", f"{net.compute_subnet_cidr or 'imported'}: {size}, {net.ips_needed:,} needed "
+                                  f"(/{net.smallest_prefix_that_fits} would fit)")
+    console.print(lines)
+    console.print()
+
+
+def _storage(p: Plan, console: Console) -> None:
+    st = p.storage
+    if not st.fsx:
+        console.print(Text("storage: no FSx for Lustre"))
+        console.print()
+        return
+    if not st.created:
+        console.print(Text("storage: an existing FSx for Lustre file system (its size is not planned here)"))
+        console.print()
+        return
+    lines = _settings("FSx for Lustre")
+    tier = f"{st.throughput_per_tib or SCRATCH_2_THROUGHPUT} MB/s per TiB"
+    _row(lines, "file system", f"{st.deployment_type}, {st.capacity_gib:,} GiB"
+                               + (" (sized by the planner)" if st.sized_by_planner else ""))
+    _row(lines, "throughput", f"{tier} = {st.aggregate_mb_s / 1000:,.2f} GB/s; "
+                              f"{_num(st.per_gpu_mb_s, '{:,.1f}')} MB/s per GPU when all read at once")
+    bound = p.checkpoint_bound
+    if st.checkpoint_bytes is not None and st.write_seconds is not None:
+        _row(lines, "checkpoint", f"{st.checkpoint_bytes / 10**12:,.2f} TB (storage.checkpoint)")
+        met = "met" if st.meets_target else "missed"
+        _row(lines, "write, restore", f"{_duration(st.write_seconds)} each; target "
+                                      f"{_duration(st.target_write_seconds or 0)} ({met})")
+    elif bound is not None:
+        _row(lines, "checkpoint", f"at most {bound.bytes / 10**12:,.2f} TB: all GPU memory, an upper bound "
+                                  "(describe the model in storage.checkpoint for an estimate)")
+        over = "over" if bound.too_slow else "within"
+        _row(lines, "write, restore", f"up to {_duration(bound.write_seconds)} each ({over} the "
+                                      f"{_duration(bound.limit_seconds)} limit)")
+        if bound.too_slow or bound.per_gpu_low:
+            if bound.suggested_capacity_gib is not None:
+                tier = (f" at {bound.suggested_throughput_per_tib} MB/s per TiB"
+                        if bound.suggested_throughput_per_tib else "")
+                _row(lines, "would meet it", f"{bound.suggested_capacity_gib:,} GiB{tier} (the smallest; "
+                                             "see warning fsx-throughput-low)")
+            else:
+                _row(lines, "would meet it", f"no size allowed: {bound.suggestion_unreachable}")
+    console.print(lines)
+    console.print(Text(UNITS, style="dim"))
+    console.print()
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:,.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:,.0f} min"
+    return f"{seconds / 3600:,.1f} h"
+
+
+# --- cost -----------------------------------------------------------------------------------------
+
+def _cost(p: Plan, console: Console, quote: Quote | None, capacity_offers: object) -> None:
+    if quote is None:
+        console.print(Text("cost: prices need --prices (reads on-demand prices from the AWS Price List API)"))
+        return
+    hours_per_month = quote.hours_per_month
+    table = _table(f"cost in {quote.region} (on-demand, USD)", "item", "billed as", "USD/hour", "USD/day",
+                   left=("item", "billed as"))
+    total: float | None = 0.0
+    fetched: set[str] = set()
+    notes: list[str] = []
+    for g in p.groups:
+        price = quote.instances.get(g.instance_type)
+        if g.capacity in BLOCK_PRICED:
+            _row(table, g.name, f"{g.capacity} offering", "offering", "offering")
+            notes.append(f"{g.name}: a {g.capacity} is priced by its offering, found by `fmcluster capacity "
+                         "search` (not available yet), so its term price is not shown; the total leaves it out")
+            continue
+        if price is None:
+            _row(table, g.name, f"{g.count} x {g.instance_type}", "not found", "not found")
+            notes.append(f"{g.instance_type}: the Price List has no Linux on-demand price in {quote.region}")
+            total = None
+            continue
+        fetched.add(price.fetched)
+        hourly = price.usd * g.count
+        basis = f"{g.count} x {price.usd:,.2f}/h" + (" (ODCR)" if g.capacity == "reservation" else "")
+        _row(table, g.name, basis, f"{hourly:,.2f}", f"{hourly * 24:,.2f}")
+        total = None if total is None else total + hourly
+    st = p.storage
+    if st.created and st.capacity_gib:
+        if quote.fsx is not None:
+            fetched.add(quote.fsx.fetched)
+            hourly = st.capacity_gib * quote.fsx.usd / hours_per_month
+            _row(table, "FSx", f"{st.capacity_gib:,} GiB x {quote.fsx.usd:g}/GB-month", f"{hourly:,.2f}",
+                 f"{hourly * 24:,.2f}")
+            total = None if total is None else total + hourly
+        else:
+            _row(table, "FSx", "not found", "not found", "not found")
+            notes.append(f"FSx: {quote.fsx_note}")
+            total = None
+    table.add_section()
+    _row(table, "total", "", "-" if total is None else f"{total:,.2f}", "-" if total is None else f"{total * 24:,.2f}")
+    console.print(table)
+    if any(g.capacity == "reservation" for g in p.groups):
+        notes.append("ODCR: a capacity reservation is billed at the on-demand rate while it is active, used or not")
+    notes.append(f"FSx per hour = GB-month price / {hours_per_month} h; metadata IOPS, backups, S3, data "
+                 "transfer, NAT and observability are not included")
+    if capacity_offers is None and any(g.capacity == "capacity-block" for g in p.groups):
+        notes.append("capacity-block term: needs a capacity search result, which this version cannot make yet")
+    when = ", ".join(sorted(fetched)) or "-"
+    notes.append(f"prices read from the AWS Price List API on {when}; cached in {quote.cache}")
+    for note in notes:
+        console.print(Text(note, style="dim"))
+
+
+# --- --wide: the tables as they were -------------------------------------------------------------
+
+def print_wide(the_plan: Plan, console: Console) -> None:
+    """Today's layout, one row per group and every column at once (for terminals wider than 80)."""
+    compute = Table(title=f"{the_plan.project} in {the_plan.availability_zone_id}: compute", title_justify="left")
+    for column in ("group", "type", "nodes", "capacity", "GPUs", "BF16 PF", "HBM TB"):
+        compute.add_column(column, justify="left" if column in ("group", "type", "capacity") else "right")
+    network = Table(title="EFA and addresses (per node)", title_justify="left")
+    for column in ("group", "interfaces", "EFA Gbps", "of spec", "IPs/node", "IPs"):
+        network.add_column(column, justify="left" if column == "group" else "right")
+    for g in the_plan.groups:
+        compute.add_row(*_texts(
+            g.name, g.instance_type, str(g.count), g.capacity + ("" if g.placement_group else " (no PG)"),
+            f"{g.gpus:,} {g.gpu_model}", _num(g.bf16_pflops), _hbm_tb(g.hbm_gb)))
+        network.add_row(*_texts(
+            g.name, f"1 ENA + {g.efa_interfaces} EFA", f"{g.efa_gbps_exposed:,.0f}/{g.efa_gbps_spec:,}",
+            f"{g.efa_fraction:.0%}", str(g.ips_per_node), f"{g.ips:,}"))
+    compute.add_section()
+    compute.add_row(*_texts("total", "", str(the_plan.nodes), "", f"{the_plan.gpus:,}", _num(the_plan.bf16_pflops),
+                            _hbm_tb(the_plan.hbm_gb)))
+    console.print(compute)
+    console.print(network)
+    net = the_plan.network
+    subnet = net.compute_subnet_cidr or "imported subnet"
+    size = "unknown size" if net.ips_usable is None else f"{net.ips_usable:,} usable"
+    console.print(Text(f"compute subnet {subnet} ({size}); needs {net.ips_needed:,} addresses "
+                       f"(smallest that fits: /{net.smallest_prefix_that_fits})"))
+    if net.public_subnet_cidr:
+        console.print(Text(f"VPC {net.vpc_cidr}, public subnet {net.public_subnet_cidr} (NAT gateway)"))
+    _wide_storage(the_plan, console)
+
+
+def _texts(*cells: str) -> list[Text]:
+    return [Text(c) for c in cells]
+
+
+def _wide_storage(the_plan: Plan, console: Console) -> None:
+    st = the_plan.storage
+    if not st.fsx:
+        console.print(Text("storage: no FSx for Lustre"))
+        return
+    if not st.created:
+        console.print(Text("storage: an existing FSx for Lustre file system (its size is not planned here)"))
+        return
+    table = Table(title="FSx for Lustre (MB = 10^6 B, GiB = 2^30 B, TiB = 2^40 B)", title_justify="left")
+    for column in ("type", "capacity GiB", "MB/s per TiB", "aggregate GB/s", "per GPU MB/s", "checkpoint",
+                   "write s", "restore s", "target s"):
+        table.add_column(column, justify="left" if column == "type" else "right")
+    bound = the_plan.checkpoint_bound
+    if st.checkpoint_bytes is not None:
+        checkpoint, write = f"{st.checkpoint_bytes / 10**12:,.2f} TB", st.write_seconds
+    elif bound is not None:  # no checkpoint section: the GPU-memory bound, marked as one
+        checkpoint, write = f"<= {bound.bytes / 10**12:,.2f} TB", bound.write_seconds
+    else:
+        checkpoint, write = "-", None
+    table.add_row(*_texts(
+        st.deployment_type or "", f"{st.capacity_gib:,}" + (" (planned)" if st.sized_by_planner else ""),
+        str(st.throughput_per_tib or SCRATCH_2_THROUGHPUT), f"{st.aggregate_mb_s / 1000:,.2f}", _num(st.per_gpu_mb_s, "{:,.0f}"),
+        checkpoint, "-" if write is None else f"{write:,.0f}", "-" if write is None else f"{write:,.0f}",
+        "-" if st.target_write_seconds is None else f"{st.target_write_seconds:g}"))
+    console.print(table)
+    if bound is not None and st.checkpoint_bytes is None:
+        console.print(Text("<=: no checkpoint section; all GPU memory is the upper bound of one checkpoint"))

@@ -1,0 +1,126 @@
+"""`fmcluster plan` as a person reads it: every project and example fits 80 columns without an ellipsis,
+`--wide` keeps the one-row-per-group tables, warnings and errors carry the name `suppress_warnings` takes,
+GB200 figures and the checkpoint bound are shown, and offline the plan says prices need --prices."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from support import ALL_FILES, BASE, ROOT
+from typer.testing import CliRunner
+
+from fmcluster import checks, config
+from fmcluster.cli import app
+from fmcluster.cli import project as cli
+from fmcluster.cli.planview import print_plan
+from fmcluster.errors import ConfigError
+
+runner = CliRunner()
+GB200 = ROOT / "examples" / "p6e-gb200-ultraserver.yaml"
+
+
+def render(path: Path, width: int = 80, wide: bool = False) -> str:
+    plan, _ = checks.validate(config.load(path))
+    buffer = io.StringIO()
+    print_plan(plan, Console(file=buffer, width=width, color_system=None, force_terminal=False), wide=wide)
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def narrow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command's own consoles at 80 columns, as on a CI log or an SSH session."""
+    monkeypatch.setattr(cli, "out", Console(width=80, color_system=None))
+    monkeypatch.setattr(cli, "err", Console(width=80, color_system=None, stderr=True))
+
+
+@pytest.mark.parametrize("path", ALL_FILES, ids=[p.stem for p in ALL_FILES])
+def test_every_plan_fits_80_columns_without_cutting_anything(path: Path) -> None:
+    text = render(path)
+    assert "…" not in text
+    too_long = [line for line in text.splitlines() if len(line.rstrip()) > 80]
+    assert not too_long, too_long
+    # nothing was broken inside a word either: every instance type and group name appears whole
+    loaded = config.load(path)
+    for group in loaded.project.compute_groups:
+        assert re.search(rf"(?m)^{re.escape(group.name)}\s+{re.escape(group.instance_type)}\s", text), group.name
+
+
+def test_the_80_column_check_can_fail() -> None:
+    """The same plan on a 50-column console does not fit: the test above would see it."""
+    text = render(GB200, width=50)
+    assert "…" in text or any(len(line.rstrip()) > 50 for line in text.splitlines()) or \
+        not re.search(r"(?m)^nvl72a\s+p6e-gb200\.36xlarge\s", text)
+
+
+def test_the_command_at_80_columns(narrow: None) -> None:
+    result = runner.invoke(app, ["plan", str(GB200)])
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.stdout and max(len(line.rstrip()) for line in result.stdout.splitlines()) <= 80
+
+
+def test_wide_keeps_one_table_row_per_group_with_every_column() -> None:
+    text = render(GB200, width=200, wide=True)
+    assert "…" not in text
+    for header in ("capacity GiB", "MB/s per TiB", "aggregate GB/s", "per GPU MB/s", "restore s", "target s"):
+        assert header in text
+    assert re.search(r"nvl72a\s+│\s+p6e-gb200\.36xlarge\s+│\s+18\s+│\s+capacity-block \(no PG\)", text)
+    assert "<= 26.64 TB" in text  # the bound, marked as one
+
+
+def test_gb200_figures_are_shown() -> None:
+    text = render(GB200)
+    # 36 x 4 GPUs x 2.5 PF = 360 PF BF16 dense; 8 TB/s per GPU; 22.5 TB NVMe and 740 GB HBM per instance
+    assert "360.0 PF BF16 dense" in text and "26.64 TB HBM" in text
+    assert re.search(r"p6e-gb200\.36xlarge\s+4 GB200\s+740\s+8\.00\s+unconfirmed\s+22\.50", text)
+    assert "unknown" not in text
+
+
+def test_default_project_shows_a_checkpoint_bound_and_per_gpu_throughput() -> None:
+    text = render(ROOT / "projects" / "default.yaml")
+    assert "at most 1.28 TB: all GPU memory, an upper bound" in text
+    assert "up to 73 min each (over the 60 min limit)" in text  # 1.28 TB at 292.97 MB/s = 4,369 s
+    assert "18.3 MB/s per GPU" in text  # 292.97 MB/s / 16 GPUs
+    assert "1,200 GiB at 500 MB/s per TiB (the smallest" in text
+
+
+def test_a_described_checkpoint_is_shown_as_such() -> None:
+    text = render(ROOT / "examples" / "p5en-capacity-block.yaml")
+    assert "1.12 TB (storage.checkpoint)" in text and "48 s each; target 60 s (met)" in text
+    assert "upper bound" not in text
+
+
+def test_offline_the_plan_says_prices_need_the_flag() -> None:
+    assert "cost: prices need --prices" in render(ROOT / "projects" / "default.yaml")
+
+
+def test_warnings_print_the_name_suppress_warnings_takes(narrow: None) -> None:
+    _, warnings = checks.validate(config.load(ROOT / "projects" / "default.yaml"))
+    assert warnings
+    result = runner.invoke(app, ["plan", "default"], env={"FMCLUSTER_PROJECTS_DIR": str(ROOT / "projects")})
+    assert result.exit_code == 0, result.output
+    for warning in warnings:
+        assert f"[{warning.check}]" in result.stderr, warning.check
+
+
+def test_errors_print_their_name_too(tmp_path: Path) -> None:
+    path = tmp_path / "demo.yaml"
+    path.write_text(BASE.replace("count: 2", "count: 300") + "network:\n  compute_subnet_prefix: 24\n")
+    with pytest.raises(ConfigError) as refused:
+        checks.validate(config.load(path))
+    names = {p.check for p in refused.value.problems}
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2
+    for name in names:
+        assert f"[{name}]" in result.stderr
+
+
+def test_markup_in_a_file_is_printed_as_written(tmp_path: Path) -> None:
+    """A name in brackets, or any other text from the file, is never taken for console markup."""
+    path = tmp_path / "demo.yaml"
+    path.write_text(BASE + "suppress_warnings: ['[bold]x[/bold]']\n")
+    result = runner.invoke(app, ["validate", str(path)])
+    assert "'[bold]x[/bold]'" in result.stderr and "[suppressed-warning-exists]" in result.stderr
