@@ -194,8 +194,8 @@ def _synth_in_a_process(outdir: Path, hash_seed: str) -> dict[str, bytes]:
     context["project"] = ",".join(str(p) for p in ALL_FILES)
     env = {**os.environ, "CDK_CONTEXT_JSON": json.dumps(context), "CDK_OUTDIR": str(outdir),
            "PYTHONHASHSEED": hash_seed}  # different set/dict-of-str orders in the two processes
-    result = subprocess.run([sys.executable, str(ROOT / "app.py")], cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=600)
+    result = subprocess.run([sys.executable, str(ROOT / "app.py")], cwd=ROOT, env=env, capture_output=True,
+                            text=True, check=False, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return {str(p.relative_to(outdir)): p.read_bytes() for p in sorted(outdir.rglob("*")) if p.is_file()}
 
