@@ -7,7 +7,14 @@ create a new resource and leave (with our Retain policy) or delete the old one -
 file system either way. A few replacing properties are missing from those schemas; they are
 listed in :data:`SCHEMA_GAPS` with the page that documents them, and a test fails as soon as
 the schemas cover them. A stateful resource that references a replaced resource through a
-create-only property (an FSx file system in a subnet whose CIDR changes) is replaced too.
+create-only property (an FSx file system in a subnet whose CIDR changes) is replaced too; references
+are followed in every form CDK writes: ``Ref``, ``Fn::GetAtt``, ``Fn::ImportValue`` and the weak
+``Fn::GetStackOutput`` that cdk.json's ``defaultCrossStackReferences: weak`` makes.
+
+It also reports what is not a replacement but loses or strands data: a stateful resource NEW no
+longer has (retained and orphaned under our Retain policy, deleted otherwise), an update the
+service refuses (:data:`UPDATE_REFUSED`), and a NEW that deploys to other stacks (a rename, another
+Region or account): every stateful resource then gets a second, empty copy beside the old one.
 """
 
 from __future__ import annotations
@@ -17,6 +24,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
+
+from fmcluster import config
+from fmcluster.config.project import Project
 
 Synthesize = Callable[[str | Path, Path], dict[str, dict]]
 """Project file, output folder -> templates by stack name."""
@@ -35,6 +45,18 @@ SCHEMA_GAPS: dict[str, dict[str, str]] = {
             "AWS CloudFormation User Guide, AWS::FSx::FileSystem: StorageType, 'Update requires: Replacement'",
     },
 }
+
+UPDATE_REFUSED: dict[tuple[str, str], tuple[str, str]] = {
+    # (type, property changed) -> (property that must be true in OLD, why the update fails)
+    ("AWS::FSx::FileSystem", "/properties/LustreConfiguration/PerUnitStorageThroughput"): (
+        "/properties/LustreConfiguration/EfaEnabled",
+        "FSx does not change the throughput of an EFA-enabled file system (EfaEnabled \"prevents changes to "
+        "PerUnitStorageThroughput\": FSx CreateFileSystem, LustreConfiguration EfaEnabled); the update would fail "
+        "and the stack roll back"),
+}
+"""Changes CloudFormation would try as an update that the service refuses."""
+
+RETAINED = ("Retain", "RetainExceptOnCreate")
 
 SHRINK_REPLACES = {("AWS::FSx::FileSystem", "/properties/StorageCapacity"):
                    "FSx for Lustre capacity can only grow (UpdateFileSystem); a smaller size means a new file system"}
@@ -73,10 +95,15 @@ def _show(value: Any) -> str:
     return "(unset)" if value is None else json.dumps(value, sort_keys=True)
 
 
-def _references(value: Any) -> set[tuple[str, str | None]]:
-    """Logical IDs (``("local", id)``) and import names (``("import", name)``) a value points to."""
-    found: set[tuple[str, str | None]] = set()
+def _references(value: Any) -> set[tuple[str, Any]]:
+    """What a value points to: ``("local", logical ID)``, ``("import", export name)`` (``Fn::ImportValue``,
+    CDK's strong cross-stack references) and ``("output", (stack, output ID))`` (``Fn::GetStackOutput``, the
+    weak references ``@aws-cdk/core:defaultCrossStackReferences: weak`` in cdk.json makes)."""
+    found: set[tuple[str, Any]] = set()
     if isinstance(value, dict):
+        weak = value.get("Fn::GetStackOutput")
+        if isinstance(weak, dict) and isinstance(weak.get("StackName"), str) and isinstance(weak.get("OutputName"), str):
+            found.add(("output", (weak["StackName"], weak["OutputName"])))
         if "Ref" in value:
             found.add(("local", value["Ref"]))
         if "Fn::GetAtt" in value:
@@ -92,15 +119,19 @@ def _references(value: Any) -> set[tuple[str, str | None]]:
     return found
 
 
-def _exports(templates: dict[str, dict]) -> dict[str, tuple[str, str]]:
-    """Export name -> (stack, logical ID of the resource the exported value comes from)."""
-    out = {}
+def _exports(templates: dict[str, dict]) -> dict[tuple[str, Any], tuple[str, str]]:
+    """``("import", export name)`` and ``("output", (stack, output ID))`` -> (stack, logical ID of the resource
+    the value comes from)."""
+    out: dict[tuple[str, Any], tuple[str, str]] = {}
     for stack, template in templates.items():
-        for output in template.get("Outputs", {}).values():
+        for output_id, output in template.get("Outputs", {}).items():
+            refs = sorted(r for kind, r in _references(output.get("Value")) if kind == "local")
+            if not refs:
+                continue
+            out[("output", (stack, output_id))] = (stack, refs[0])
             name = output.get("Export", {}).get("Name")
-            refs = [r for kind, r in _references(output.get("Value")) if kind == "local"]
-            if name and refs:
-                out[name] = (stack, refs[0])
+            if isinstance(name, str):
+                out[("import", name)] = (stack, refs[0])
     return out
 
 
@@ -108,10 +139,33 @@ def _role(stack_name: str) -> str:
     return stack_name.rsplit("-", 1)[-1]
 
 
-def compare(old: dict[str, dict], new: dict[str, dict]) -> list[Replacement]:
-    """Stateful resources of ``old`` (templates by stack name) that deploying ``new`` would replace."""
+def _removed(resource: dict) -> str:
+    """What CloudFormation does with a stateful resource the new template no longer has."""
+    if resource.get("DeletionPolicy") in RETAINED:
+        return (f"no longer in the new configuration: CloudFormation takes it out of the stack but keeps it "
+                f"(DeletionPolicy {resource['DeletionPolicy']}): retained and orphaned, with its data, and no "
+                "longer managed; adding it back later creates a second one beside it")
+    return "no longer in the new configuration: CloudFormation deletes it, and its data with it"
+
+
+def _copies(old: dict[str, dict], moved: str) -> list[Replacement]:
+    """Every stateful resource of ``old`` when NEW deploys to other stacks (a rename, another Region or account)."""
+    return [Replacement(stack, logical_id, resource["Type"],
+                        f"{moved}: `cdk deploy` creates new stacks beside the old ones, so this one stays as it is "
+                        f"(with its data, still in {stack}) and a second, empty one is created")
+            for stack, template in sorted(old.items())
+            for logical_id, resource in sorted(template.get("Resources", {}).items())
+            if resource["Type"] in STATEFUL_TYPES]
+
+
+def compare(old: dict[str, dict], new: dict[str, dict], moved: str | None = None) -> list[Replacement]:
+    """Stateful resources of ``old`` (templates by stack name) that deploying ``new`` would replace, delete,
+    orphan or fail to update. ``moved`` says why NEW goes to other stacks (then each one gets a second copy)."""
+    if moved is not None:
+        return _copies(old, moved)
     new_by_role = {_role(name): (name, t) for name, t in new.items()}
     replaced: dict[tuple[str, str], str] = {}  # (old stack, logical id) -> why
+    refused: dict[tuple[str, str], str] = {}  # updates the service refuses: nothing is replaced, nothing spreads
 
     for stack, template in old.items():
         counterpart = new_by_role.get(_role(stack))
@@ -121,7 +175,7 @@ def compare(old: dict[str, dict], new: dict[str, dict]) -> list[Replacement]:
             after = new_resources.get(logical_id)
             if after is None or after["Type"] != kind:
                 if kind in STATEFUL_TYPES:
-                    replaced[(stack, logical_id)] = "no longer in the new configuration (a new, empty one would take its place)"
+                    replaced[(stack, logical_id)] = _removed(resource)
                 continue
             before_p, after_p = resource.get("Properties", {}), after.get("Properties", {})
             for path in create_only_paths(kind):
@@ -131,6 +185,11 @@ def compare(old: dict[str, dict], new: dict[str, dict]) -> list[Replacement]:
                     replaced[(stack, logical_id)] = f"{prop} changes from {_show(a)} to {_show(b)}"
                     break
             else:
+                for (rtype, path), (condition, why) in UPDATE_REFUSED.items():
+                    a, b = _get(before_p, path), _get(after_p, path)
+                    if kind == rtype and a != b and _get(before_p, condition) is True:
+                        refused[(stack, logical_id)] = (
+                            f"{path.removeprefix('/properties/')} changes from {_show(a)} to {_show(b)}: {why}")
                 for (rtype, path), why in SHRINK_REPLACES.items():
                     a, b = _get(before_p, path), _get(after_p, path)
                     if kind == rtype and isinstance(a, int) and isinstance(b, int) and b < a:
@@ -147,7 +206,7 @@ def compare(old: dict[str, dict], new: dict[str, dict]) -> list[Replacement]:
                     continue
                 for path in create_only_paths(resource["Type"]):
                     for kind, ref in _references(_get(resource.get("Properties", {}), path)):
-                        target = (stack, ref) if kind == "local" else exports.get(ref or "")
+                        target = (stack, ref) if kind == "local" else exports.get((kind, ref))
                         if target in replaced:
                             prop = path.removeprefix("/properties/")
                             replaced[(stack, logical_id)] = (
@@ -158,11 +217,22 @@ def compare(old: dict[str, dict], new: dict[str, dict]) -> list[Replacement]:
                         break
 
     results = []
-    for (stack, logical_id), why in sorted(replaced.items()):
+    for (stack, logical_id), why in sorted((refused | replaced).items()):
         kind = old[stack]["Resources"][logical_id]["Type"]
         if kind in STATEFUL_TYPES:
             results.append(Replacement(stack, logical_id, kind, why))
     return results
+
+
+def moved(old: Project, new: Project) -> str | None:
+    """Why NEW's stacks are not OLD's: another project name (stack names), Region or account; None if they are."""
+    if old.name != new.name:
+        return f"the project is renamed from {old.name!r} to {new.name!r}"
+    for field in ("region", "account"):
+        a, b = getattr(old, field), getattr(new, field)
+        if a != b:
+            return f"the {field} changes from {a or '(the CLI default)'} to {b or '(the CLI default)'}"
+    return None
 
 
 def check(new_ref: str | Path, old_ref: str | Path, synthesize: Synthesize) -> list[Replacement]:
@@ -170,4 +240,4 @@ def check(new_ref: str | Path, old_ref: str | Path, synthesize: Synthesize) -> l
     with tempfile.TemporaryDirectory() as tmp:
         old = synthesize(old_ref, Path(tmp) / "old")
         new = synthesize(new_ref, Path(tmp) / "new")
-    return compare(old, new)
+    return compare(old, new, moved(config.load(old_ref).project, config.load(new_ref).project))

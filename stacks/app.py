@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -121,12 +122,28 @@ def _flag(app: App, key: str, default: bool) -> bool:
     return default if value is None else str(value).lower() not in ("false", "0", "no", "off")
 
 
+def cdk_json_context() -> dict:
+    """The ``context`` of the project's ``cdk.json`` (feature flags, reference style), as `cdk synth` passes it.
+
+    The CDK CLI hands cdk.json's context to the app; an App built outside the CLI (the replacement
+    guard, the tests) reads it here so both build the same templates. The working directory's
+    cdk.json wins, then the one beside this checkout's ``app.py``.
+    """
+    for base in (Path.cwd(), Path(__file__).resolve().parents[1]):
+        path = base / "cdk.json"
+        if path.is_file():
+            return dict(json.loads(path.read_text(encoding="utf-8")).get("context", {}))
+    return {}
+
+
 def new_app(**kwargs) -> App:
-    """An App with CDK's built-in CloudFormation validation off unless ``-c cfn-validate=true``.
+    """An App with cdk.json's context (the CLI's own context, ``-c`` included, overrides it) and CDK's built-in
+    CloudFormation validation off unless ``-c cfn-validate=true``.
 
     That engine costs about a second per synth; cfn-lint checks every template of every
     project in the test suite instead, and cdk-nag still runs on every synth.
     """
+    kwargs["context"] = {**cdk_json_context(), **kwargs.get("context", {})}
     probe = App(auto_synth=False, **kwargs)  # reads cdk.json and -c context, never synthesized
     return App(builtin_cloud_formation_validation=_flag(probe, "cfn-validate", False), **kwargs)
 
@@ -134,6 +151,8 @@ def new_app(**kwargs) -> App:
 def synthesize(ref: str | Path, outdir: Path) -> dict[str, dict]:
     """Templates of one project by stack name, cdk-nag off (the replacement guard's synthesis).
 
+    The same app as `cdk synth -c project=REF` builds (:func:`new_app`: cdk.json's context and
+    feature flags, weak cross-stack references), so the guard judges the templates a deploy sends.
     Raises :class:`ConfigError` for a bad file.
     """
     _use_project_node()

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 from fmcluster.stacks.app import synthesize
-from support import BASE
+from support import BASE, ROOT
 from typer.testing import CliRunner
 
 from fmcluster import guard
@@ -63,10 +66,64 @@ def test_enabling_efa_is_refused(old_templates, tmp_path: Path) -> None:
     assert any(r.logical_id == "FileSystem" for r in found)
 
 
-def test_removing_an_association_is_refused(old_templates, tmp_path: Path) -> None:
+def test_removing_an_association_is_refused_as_retained_and_orphaned(old_templates, tmp_path: Path) -> None:
     new = OLD.replace("    associations:\n      - file_system_path: /datasets\n", "")
     [found] = _replacements(old_templates, tmp_path, new)
     assert found.type == "AWS::FSx::DataRepositoryAssociation" and "no longer" in found.reason
+    assert "retained and orphaned" in found.reason and "new, empty" not in found.reason
+
+
+def test_removing_the_file_system_and_the_workspace_says_they_are_kept(old_templates, tmp_path: Path) -> None:
+    new = BASE + "storage:\n  fsx: {enabled: false}\nobservability: {prometheus: false, grafana: {enabled: false}}\n"
+    found = {r.type: r.reason for r in _replacements(old_templates, tmp_path, new)}
+    for kind in ("AWS::FSx::FileSystem", "AWS::APS::Workspace", "AWS::FSx::DataRepositoryAssociation"):
+        assert "retained and orphaned" in found[kind], found
+
+
+def test_a_removed_resource_without_retain_is_deleted() -> None:
+    old = {"demo-storage": {"Resources": {"Bucket": {"Type": "AWS::S3::Bucket", "DeletionPolicy": "Delete"}}}}
+    [found] = guard.compare(old, {"demo-storage": {"Resources": {}}})
+    assert "deletes it, and its data" in found.reason
+
+
+def test_the_guard_judges_what_cdk_synth_builds(old_templates) -> None:
+    """cdk.json's context reaches the guard's app: weak references (Fn::GetStackOutput), not exports."""
+    text = json.dumps(old_templates)
+    assert "Fn::GetStackOutput" in text and "Fn::ImportValue" not in text
+    context = json.loads((ROOT / "cdk.json").read_text())["context"]
+    assert context["@aws-cdk/core:defaultCrossStackReferences"] == "weak"
+
+
+def test_references_through_stack_outputs_spread_replacement(old_templates, tmp_path: Path) -> None:
+    """The file system reaches the subnet only through Fn::GetStackOutput: the guard must follow it."""
+    fs = old_templates["demo-storage"]["Resources"]["FileSystem"]["Properties"]
+    assert "Fn::GetStackOutput" in json.dumps(fs["SubnetIds"])
+    found = _replacements(old_templates, tmp_path, OLD + "network:\n  compute_subnet_prefix: 21\n")
+    assert any(r.logical_id == "FileSystem" and "refers to demo-network/ComputeSubnet" in r.reason for r in found)
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda t: t.replace("name: demo", "name: demo2"), "renamed from 'demo' to 'demo2'"),
+    (lambda t: t + "region: us-east-1\n", "region changes from (the CLI default) to us-east-1"),
+])
+def test_a_rename_or_another_region_makes_a_second_copy(tmp_path: Path, change, words) -> None:
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(OLD)
+    new.write_text(change(OLD))
+    found = guard.check(new, old, synthesize)
+    kinds = {r.type for r in found}
+    assert {"AWS::FSx::FileSystem", "AWS::S3::Bucket", "AWS::APS::Workspace"} <= kinds
+    assert all(words in r.reason and "second, empty one is created" in r.reason for r in found)
+
+
+def test_changing_the_throughput_of_an_efa_file_system_is_refused(tmp_path: Path) -> None:
+    efa = OLD.replace("    throughput_per_tib: 250\n",
+                      "    throughput_per_tib: 250\n    storage_capacity_gib: 19200\n    efa_enabled: true\n"
+                      "    metadata: {mode: AUTOMATIC}\n")
+    (tmp_path / "old.yaml").write_text(efa)
+    (tmp_path / "new.yaml").write_text(efa.replace("throughput_per_tib: 250", "throughput_per_tib: 1000"))
+    [found] = guard.check(tmp_path / "new.yaml", tmp_path / "old.yaml", synthesize)
+    assert found.logical_id == "FileSystem" and "EFA-enabled" in found.reason and "250 to 1000" in found.reason
 
 
 def test_cli_exits_3_and_allow_replace_overrides(tmp_path: Path) -> None:
@@ -97,3 +154,26 @@ def test_shrinking_capacity_is_refused() -> None:
     assert guard.compare(template(2400), template(4800)) == []
     [found] = guard.compare(template(4800), template(2400))
     assert "shrinks" in found.reason
+
+
+def _essence(templates: dict[str, dict]) -> dict:
+    """What a deploy acts on: each resource's type, properties and policies, and the outputs (no CDK metadata)."""
+    keep = ("Type", "Properties", "DeletionPolicy", "UpdateReplacePolicy", "DependsOn")
+    return {stack: ({rid: {k: r.get(k) for k in keep} for rid, r in t.get("Resources", {}).items()
+                     if r["Type"] != "AWS::CDK::Metadata"}, t.get("Outputs", {}))
+            for stack, t in templates.items()}
+
+
+def test_guard_synthesis_equals_the_cdk_cli(old_templates, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`cdk synth` (the CLI, cdk.json, app.py) and the guard's synthesize build the same templates."""
+    folder = tmp_path_factory.mktemp("cli")
+    (folder / "demo.yaml").write_text(OLD)
+    out = folder / "cdk.out"
+    cdk = ROOT / "node_modules" / ".bin" / "cdk"
+    if not cdk.exists():
+        pytest.fail("node_modules/.bin/cdk is missing: run `make setup`")
+    subprocess.run([str(cdk), "synth", "-c", f"project={folder / 'demo.yaml'}", "-c", "nag=false", "-o", str(out),
+                    "--quiet", "--no-notices", "--no-version-reporting"], cwd=ROOT, check=True, capture_output=True,
+                   timeout=300, env={**os.environ, "CDK_DISABLE_CLI_TELEMETRY": "true"})
+    cli = {p.name.removesuffix(".template.json"): json.loads(p.read_text()) for p in out.glob("*.template.json")}
+    assert _essence(cli) == _essence(old_templates)
