@@ -195,8 +195,7 @@ def _cost(p: Plan, console: Console, quote: Quote | None, capacity_offers: objec
         price = quote.instances.get(g.instance_type)
         if g.capacity in BLOCK_PRICED:
             _row(table, g.name, f"{g.capacity} offering", "offering", "offering")
-            notes.append(f"{g.name}: a {g.capacity} is priced by its offering, found by `fmcluster capacity "
-                         "search` (not available yet), so its term price is not shown; the total leaves it out")
+            notes.append(f"{g.name}: priced by its {g.capacity} offering, left out of the total")
             continue
         if price is None:
             _row(table, g.name, f"{g.count} x {g.instance_type}", "not found", "not found")
@@ -224,13 +223,14 @@ def _cost(p: Plan, console: Console, quote: Quote | None, capacity_offers: objec
     _row(table, "total", "", "-" if total is None else f"{total:,.2f}", "-" if total is None else f"{total * 24:,.2f}")
     console.print(table)
     if any(g.capacity == "reservation" for g in p.groups):
-        notes.append("ODCR: a capacity reservation is billed at the on-demand rate while it is active, used or not")
-    notes.append(f"FSx per hour = GB-month price / {hours_per_month} h; metadata IOPS, backups, S3, data "
-                 "transfer, NAT and observability are not included")
+        notes.append("ODCR: billed at the on-demand rate while active, used or not")
+    notes.append(f"FSx per hour = GB-month price / {hours_per_month} h")
+    notes.append("not included: metadata IOPS, backups, S3, data transfer, NAT, observability")
     if capacity_offers is None and any(g.capacity == "capacity-block" for g in p.groups):
-        notes.append("capacity-block term: needs a capacity search result, which this version cannot make yet")
+        notes.append("capacity-block term: from a `capacity search` offering (not built yet)")
     when = ", ".join(sorted(fetched)) or "-"
-    notes.append(f"prices read from the AWS Price List API on {when}; cached in {quote.cache}")
+    notes.append(f"prices: AWS Price List API, read {when}")
+    notes.append(f"cached in {quote.cache}")
     for note in notes:
         console.print(Text(note, style="dim"))
 

@@ -1,0 +1,219 @@
+"""On-demand prices from the Price List API under botocore's Stubber, on GetProducts answers stored as files
+(tests/aws/pricing/): the filters sent, the one OnDemand price taken, pages followed, ambiguity refused,
+and the cache with its date. Then `fmcluster plan --prices` end to end on the same answers."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+
+import boto3
+import pytest
+from botocore.exceptions import NoCredentialsError
+from botocore.stub import Stubber
+from support import ROOT
+from typer.testing import CliRunner
+
+from fmcluster.aws import pricing
+from fmcluster.cli import app
+
+ANSWERS = Path(__file__).with_name("pricing")
+TODAY = date(2026, 11, 3)
+runner = CliRunner()
+
+
+def answer(name: str) -> dict:
+    return json.loads((ANSWERS / name).read_text())
+
+
+def request(service: str, filters: list[dict], token: str | None = None) -> dict:
+    params = {"ServiceCode": service, "Filters": filters, "FormatVersion": "aws_v1", "MaxResults": 100}
+    if token:
+        params["NextToken"] = token
+    return params
+
+
+EC2_P5 = [
+    {"Type": "TERM_MATCH", "Field": "instanceType", "Value": "p5.48xlarge"},
+    {"Type": "TERM_MATCH", "Field": "regionCode", "Value": "us-east-1"},
+    {"Type": "TERM_MATCH", "Field": "operatingSystem", "Value": "Linux"},
+    {"Type": "TERM_MATCH", "Field": "tenancy", "Value": "Shared"},
+    {"Type": "TERM_MATCH", "Field": "preInstalledSw", "Value": "NA"},
+    {"Type": "TERM_MATCH", "Field": "capacitystatus", "Value": "Used"},
+    {"Type": "TERM_MATCH", "Field": "operation", "Value": "RunInstances"},
+]
+FSX_250 = [
+    {"Type": "TERM_MATCH", "Field": "regionCode", "Value": "us-east-1"},
+    {"Type": "TERM_MATCH", "Field": "fileSystemType", "Value": "Lustre"},
+    {"Type": "TERM_MATCH", "Field": "storageType", "Value": "SSD"},
+    {"Type": "TERM_MATCH", "Field": "deploymentOption", "Value": "Persistent"},
+    {"Type": "TERM_MATCH", "Field": "throughputCapacity", "Value": "250"},
+]
+
+
+@pytest.fixture
+def client():
+    """A real boto3 pricing client whose calls the Stubber answers, checking every request's parameters."""
+    real = boto3.client("pricing", region_name=pricing.PRICING_REGION)
+    with Stubber(real) as stub:
+        yield real, stub
+        stub.assert_no_pending_responses()
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> pricing.PriceCache:
+    return pricing.PriceCache(tmp_path / "prices.json")
+
+
+def test_the_filters_sent_and_the_one_on_demand_price_taken(client, cache) -> None:
+    real, stub = client
+    stub.add_response("get_products", answer("ec2-p5.48xlarge-us-east-1.json"), request("AmazonEC2", EC2_P5))
+    stub.add_response("get_products", answer("fsx-lustre-persistent-250-us-east-1.json"), request("AmazonFSx", FSX_250))
+    quote = pricing.quote("us-east-1", ["p5.48xlarge"], ("PERSISTENT_2", 250), client=real, cache=cache, today=TODAY)
+    p5 = quote.instances["p5.48xlarge"]
+    assert (p5.usd, p5.unit, p5.sku, p5.fetched) == (12.5, "Hrs", "TESTSKUP5AAAAAAA", "2026-11-03")  # not Reserved's 1.0
+    assert (quote.fsx.usd, quote.fsx.unit) == (0.123, "GB-Mo") and quote.fsx_note is None
+
+
+def test_cached_prices_are_read_again_after_a_week(client, cache, tmp_path: Path) -> None:
+    real, stub = client
+    stub.add_response("get_products", answer("ec2-p5.48xlarge-us-east-1.json"), request("AmazonEC2", EC2_P5))
+    pricing.quote("us-east-1", ["p5.48xlarge"], None, client=real, cache=cache, today=TODAY)
+    stored = json.loads((tmp_path / "prices.json").read_text())
+    [entry] = stored.values()
+    assert entry["fetched"] == "2026-11-03" and entry["usd"] == 12.5
+    # the same week: from the cache, no call (the Stubber has no answer queued and would fail)
+    again = pricing.quote("us-east-1", ["p5.48xlarge"], None, client=real,
+                          cache=pricing.PriceCache(tmp_path / "prices.json"), today=date(2026, 11, 10))
+    assert again.instances["p5.48xlarge"].fetched == "2026-11-03"
+    # eight days on: read again, with the new date
+    stub.add_response("get_products", answer("ec2-p5.48xlarge-us-east-1.json"), request("AmazonEC2", EC2_P5))
+    later = pricing.quote("us-east-1", ["p5.48xlarge"], None, client=real,
+                          cache=pricing.PriceCache(tmp_path / "prices.json"), today=date(2026, 11, 11))
+    assert later.instances["p5.48xlarge"].fetched == "2026-11-11"
+
+
+def test_pages_are_followed(client, cache) -> None:
+    real, stub = client
+    filters = pricing.ec2_filters("p6-b200.48xlarge", "us-west-2")
+    stub.add_response("get_products", answer("ec2-p6-b200.48xlarge-us-west-2-page1.json"), request("AmazonEC2", filters))
+    stub.add_response("get_products", answer("ec2-p6-b200.48xlarge-us-west-2-page2.json"),
+                      request("AmazonEC2", filters, "page-2-token"))
+    quote = pricing.quote("us-west-2", ["p6-b200.48xlarge"], None, client=real, cache=cache, today=TODAY)
+    assert quote.instances["p6-b200.48xlarge"].usd == 20.75
+
+
+def test_two_prices_are_not_chosen_between(client, cache) -> None:
+    real, stub = client
+    stub.add_response("get_products", answer("ec2-p5.48xlarge-two-prices.json"), request("AmazonEC2", EC2_P5))
+    with pytest.raises(pricing.PriceError, match="2 different AmazonEC2 prices.*not choosing one"):
+        pricing.quote("us-east-1", ["p5.48xlarge"], None, client=real, cache=cache, today=TODAY)
+
+
+def test_nothing_found_is_said_not_invented(client, cache) -> None:
+    real, stub = client
+    stub.add_response("get_products", answer("empty.json"), request("AmazonEC2", EC2_P5))
+    stub.add_response("get_products", answer("empty.json"), request("AmazonFSx", FSX_250))
+    quote = pricing.quote("us-east-1", ["p5.48xlarge"], ("PERSISTENT_2", 250), client=real, cache=cache, today=TODAY)
+    assert quote.instances == {"p5.48xlarge": None} and quote.fsx is None
+    assert "no PERSISTENT_2 price at 250 MB/s per TiB in us-east-1" in quote.fsx_note
+    assert cache.entries == {}  # an absence is not cached
+
+
+def test_scratch_file_systems_are_not_looked_up(client, cache) -> None:
+    real, _ = client
+    quote = pricing.quote("us-east-1", [], ("SCRATCH_2", None), client=real, cache=cache, today=TODAY)
+    assert quote.fsx is None and "no Price List filters known for SCRATCH_2" in quote.fsx_note
+
+
+def test_api_errors_become_one_sentence(client, cache) -> None:
+    real, stub = client
+    stub.add_client_error("get_products", "AccessDeniedException", "not authorized to perform pricing:GetProducts")
+    with pytest.raises(pricing.PriceError, match="cannot read the AWS Price List.*pricing:GetProducts"):
+        pricing.quote("us-east-1", ["p5.48xlarge"], None, client=real, cache=cache, today=TODAY)
+
+
+def test_no_credentials_says_what_to_do(cache) -> None:
+    class NoCredentials:
+        def get_products(self, **_: object) -> dict:
+            raise NoCredentialsError()
+
+    with pytest.raises(pricing.PriceError, match="needs AWS credentials.*without --prices"):
+        pricing.quote("us-east-1", ["p5.48xlarge"], None, client=NoCredentials(), cache=cache, today=TODAY)
+
+
+def test_cache_dir_is_the_users(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("FMCLUSTER_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert pricing.cache_dir() == tmp_path / "xdg" / "fmcluster"
+    monkeypatch.setenv("FMCLUSTER_CACHE_DIR", str(tmp_path / "own"))
+    assert pricing.cache_dir() == tmp_path / "own"
+
+
+# --- fmcluster plan --prices ---------------------------------------------------------------------
+
+@pytest.fixture
+def stubbed_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, client):
+    real, stub = client
+    monkeypatch.setattr(pricing, "make_client", lambda: real)
+    monkeypatch.setenv("FMCLUSTER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("FMCLUSTER_PROJECTS_DIR", str(ROOT / "projects"))
+    monkeypatch.setenv("COLUMNS", "80")
+    return stub
+
+
+def test_plan_prices_per_hour_and_day(stubbed_cli) -> None:
+    stubbed_cli.add_response("get_products", answer("ec2-p5.48xlarge-us-east-1.json"), request("AmazonEC2", EC2_P5))
+    stubbed_cli.add_response("get_products", answer("fsx-lustre-persistent-250-us-east-1.json"),
+                             request("AmazonFSx", FSX_250))
+    result = runner.invoke(app, ["plan", "default", "--prices"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert all(len(line.rstrip()) <= 80 for line in out.splitlines() if not line.startswith("cached in "))
+    # 2 nodes x 12.50 = 25.00/h, 600.00/day; FSx 1,200 GiB x 0.123 / 730 h = 0.20/h, 4.85/day
+    assert "2 x 12.50/h" in out and "25.00" in out and "600.00" in out
+    assert "1,200 GiB x 0.123/GB-month" in out and "0.20" in out and "4.85" in out
+    assert "25.20" in out and "604.85" in out  # the total
+    assert f"prices: AWS Price List API, read {date.today().isoformat()}" in out
+    assert "prices need --prices" not in out and "…" not in out
+
+
+def test_plan_prices_say_capacity_blocks_are_priced_by_their_offering(stubbed_cli) -> None:
+    filters = pricing.ec2_filters("p5en.48xlarge", "us-east-1")
+    stubbed_cli.add_response("get_products", answer("ec2-p5en.48xlarge-us-east-1.json"), request("AmazonEC2", filters))
+    stubbed_cli.add_response("get_products", answer("empty.json"),
+                             request("AmazonFSx", pricing.fsx_filters("PERSISTENT_2", 1000, "us-east-1")))
+    result = runner.invoke(app, ["plan", str(ROOT / "examples" / "p5en-capacity-block.yaml"), "--prices"])
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.stdout.split())
+    assert "capacity-block offering" in out and "train: priced by its capacity-block offering, left out" in out
+    assert "capacity-block term: from a `capacity search` offering (not built yet)" in out
+    assert "14.25" not in out  # the on-demand rate is not passed off as the block's price
+
+
+def test_plan_json_gains_prices_only_with_the_flag(stubbed_cli) -> None:
+    plain = json.loads(runner.invoke(app, ["plan", "default", "-o", "json"]).stdout)
+    assert "prices" not in plain
+    stubbed_cli.add_response("get_products", answer("ec2-p5.48xlarge-us-east-1.json"), request("AmazonEC2", EC2_P5))
+    stubbed_cli.add_response("get_products", answer("fsx-lustre-persistent-250-us-east-1.json"),
+                             request("AmazonFSx", FSX_250))
+    priced = json.loads(runner.invoke(app, ["plan", "default", "-o", "json", "--prices"]).stdout)
+    assert priced["prices"]["instances"]["p5.48xlarge"]["usd"] == 12.5
+    assert {k: v for k, v in priced.items() if k != "prices"} == plain
+
+
+def test_plan_without_prices_never_calls_aws(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse() -> None:
+        raise AssertionError("plan without --prices made a pricing client")
+
+    monkeypatch.setattr(pricing, "make_client", refuse)
+    monkeypatch.setenv("FMCLUSTER_PROJECTS_DIR", str(ROOT / "projects"))
+    result = runner.invoke(app, ["plan", "default"])
+    assert result.exit_code == 0 and "prices need --prices" in result.stdout
+
+
+def test_plan_prices_errors_exit_1_without_a_traceback(stubbed_cli) -> None:
+    stubbed_cli.add_client_error("get_products", "ThrottlingException", "Rate exceeded")
+    result = runner.invoke(app, ["plan", "default", "--prices"])
+    assert result.exit_code == 1 and "Rate exceeded" in result.stderr and "Traceback" not in result.output
