@@ -1,5 +1,5 @@
-"""The ``fmcluster`` command. Only ``dashboards push`` and ``parallelcluster config --from-stacks``
-call AWS (through :mod:`fmcluster.aws`); everything else works offline."""
+"""The ``fmcluster`` command. Only ``dashboards push``, ``parallelcluster config --from-stacks`` and
+``plan --prices`` call AWS (through :mod:`fmcluster.aws`); everything else works offline."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from fmcluster import config
 from fmcluster.aws import StackOutputsError, grafana
@@ -33,7 +34,7 @@ def _project(ref: str) -> config.Project:
         return config.load(ref).project
     except ConfigError as exc:
         for problem in exc.problems:
-            err.print(f"[red]error[/]: {problem.format()}", highlight=False, soft_wrap=True)
+            err.print(f"[red]error[/]: {escape(problem.format())}", highlight=False, soft_wrap=True)
         raise typer.Exit(ConfigError.exit_code) from None
 
 
@@ -75,7 +76,7 @@ def push(
         try:
             workspace_id = grafana_workspace_id(session.client("cloudformation"), loaded.name)
         except StackOutputsError as exc:
-            err.print(f"[red]error[/]: {exc} (hint: deploy it, or pass --workspace-id)", highlight=False,
+            err.print(f"[red]error[/]: {escape(str(exc))} (hint: deploy it, or pass --workspace-id)", highlight=False,
                       soft_wrap=True)
             raise typer.Exit(1) from None
     models = dashboards.build_dashboards(loaded.name, slurm_enabled=_slurm(loaded))
@@ -83,7 +84,7 @@ def push(
         result = grafana.push_dashboards(session.client("grafana"), workspace_id, loaded.name, models,
                                          token_ttl_seconds=token_ttl)
     except grafana.PushError as exc:
-        err.print(f"[red]error[/]: {exc}", highlight=False, soft_wrap=True)
+        err.print(f"[red]error[/]: {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     out.print(f"pushed {len(result.dashboards)} dashboards to {result.url} (folder {result.folder_uid})",
               highlight=False, soft_wrap=True)
