@@ -67,6 +67,7 @@ def push(
     """Upload the project's dashboards to its Amazon Managed Grafana workspace (short-lived token)."""
     # Heavy, and needed only here: boto3 and botocore load for the commands that call AWS.
     import boto3
+
     from fmcluster.aws.stacks import grafana_workspace_id  # botocore, as above
 
     loaded = _project(project)
