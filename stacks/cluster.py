@@ -94,6 +94,8 @@ class ClusterStack(Stack):
             pg = ec2.CfnPlacementGroup(self, f"{gid}PlacementGroup", strategy="cluster")
             placement = ec2.CfnLaunchTemplate.PlacementProperty(group_name=pg.ref)
             CfnOutput(self, f"{gid}PlacementGroupName", value=pg.ref, description=f"Placement group of {group.name}")
+        elif group.existing_placement_group is not None:  # the reservation's own group
+            placement = ec2.CfnLaunchTemplate.PlacementProperty(group_name=group.existing_placement_group)
 
         interfaces = [
             ec2.CfnLaunchTemplate.NetworkInterfaceProperty(

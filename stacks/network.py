@@ -7,7 +7,15 @@ The VPC is built from L1 constructs because the compute subnet must be placed by
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, CfnOutput, Fn, RemovalPolicy, Stack, Validations
+from aws_cdk import (
+    Acknowledgment,
+    Aws,
+    CfnOutput,
+    Fn,
+    RemovalPolicy,
+    Stack,
+    Validations,
+)
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
@@ -82,7 +90,13 @@ class NetworkStack(Stack):
     def _add_flow_logs(self, vpc_id: str) -> None:
         group = logs.CfnLogGroup(self, "FlowLogs", retention_in_days=self.plan.spec.flow_logs_retention_days)
         group.apply_removal_policy(RemovalPolicy.RETAIN)
-        role = iam.Role(self, "FlowLogsRole", assumed_by=iam.ServicePrincipal("vpc-flow-logs.amazonaws.com"),
+        # Confused-deputy conditions: only this account's flow logs may assume the role (VPC user guide,
+        # "IAM role for publishing flow logs to CloudWatch Logs").
+        principal = iam.ServicePrincipal("vpc-flow-logs.amazonaws.com", conditions={
+            "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+            "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:ec2:{Aws.REGION}:{Aws.ACCOUNT_ID}:vpc-flow-log/*"},
+        })
+        role = iam.Role(self, "FlowLogsRole", assumed_by=principal,
                         description="Lets VPC Flow Logs write to the project's flow-log group")
         logs.LogGroup.from_log_group_arn(self, "FlowLogsRef", group.attr_arn).grant_write(role)
         Validations.of(role).acknowledge(Acknowledgment(

@@ -60,8 +60,10 @@ class ObservabilityStack(Stack):
                          **kwargs)
         self.project_name = plan.project
         self.spec = obs = plan.spec
-        topic_arn = self._add_topic()
-        self.workspace = self._add_workspace(topic_arn, rules_data)
+        topic = self._add_topic()
+        self.workspace = self._add_workspace(topic.topic_arn if topic else obs.alerts.sns_topic_arn, rules_data)
+        if topic is not None:
+            self._allow_alerts(topic)
         self.contract = MetricsContract(
             workspace_arn=self.workspace.attr_arn,
             workspace_id=self.workspace.attr_workspace_id,
@@ -74,28 +76,36 @@ class ObservabilityStack(Stack):
         if obs.grafana.enabled:
             self._add_grafana()
 
-    def _add_topic(self) -> str:
+    def _add_topic(self) -> sns.Topic | None:
+        """The encrypted alert topic and its e-mail subscriptions (None when the project brings its own topic)."""
         obs = self.spec
         if obs.alerts.sns_topic_arn:
-            return obs.alerts.sns_topic_arn
-        key = kms.Key(self, "AlertsKey", enable_key_rotation=True, removal_policy=RemovalPolicy.RETAIN,
-                      description=f"fmcluster {self.project_name}: encrypts the alert topic")
-        topic = sns.Topic(self, "AlertsTopic", master_key=key, enforce_ssl=True,
+            return None
+        self.alerts_key = kms.Key(self, "AlertsKey", enable_key_rotation=True, removal_policy=RemovalPolicy.RETAIN,
+                                  description=f"fmcluster {self.project_name}: encrypts the alert topic")
+        topic = sns.Topic(self, "AlertsTopic", master_key=self.alerts_key, enforce_ssl=True,
                           display_name=f"fmcluster {self.project_name} alerts")
-        aps_principal = iam.ServicePrincipal("aps.amazonaws.com")
-        topic.add_to_resource_policy(iam.PolicyStatement(
-            principals=[aps_principal], actions=["sns:Publish", "sns:GetTopicAttributes"],
-            resources=[topic.topic_arn], conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
-        ))
-        # Prometheus alert manager publishes encrypted messages, so it needs the key too.
-        key.add_to_resource_policy(iam.PolicyStatement(
-            principals=[aps_principal], actions=["kms:GenerateDataKey*", "kms:Decrypt"], resources=["*"],
-            conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
-        ))
         for email in obs.alerts.emails:
             topic.add_subscription(subscriptions.EmailSubscription(email))
         CfnOutput(self, "AlertsTopicArn", value=topic.topic_arn)
-        return topic.topic_arn
+        return topic
+
+    def _allow_alerts(self, topic: sns.Topic) -> None:
+        """Only this project's Prometheus workspace may publish to the topic (confused-deputy conditions)."""
+        aps_principal = iam.ServicePrincipal("aps.amazonaws.com")
+        topic.add_to_resource_policy(iam.PolicyStatement(
+            principals=[aps_principal], actions=["sns:Publish", "sns:GetTopicAttributes"], resources=[topic.topic_arn],
+            conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                        "ArnEquals": {"aws:SourceArn": self.workspace.attr_arn}},
+        ))
+        # The alert manager publishes encrypted messages, so it needs the key too. The key policy
+        # cannot name the workspace (the workspace names the topic, which names the key): it names
+        # this account's workspaces in this Region instead.
+        self.alerts_key.add_to_resource_policy(iam.PolicyStatement(
+            principals=[aps_principal], actions=["kms:GenerateDataKey*", "kms:Decrypt"], resources=["*"],
+            conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                        "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:aps:{Aws.REGION}:{Aws.ACCOUNT_ID}:workspace/*"}},
+        ))
 
     def _add_workspace(self, topic_arn: str, rules_data: str) -> aps.CfnWorkspace:
         obs = self.spec
@@ -129,7 +139,10 @@ class ObservabilityStack(Stack):
         workspace = grafana.CfnWorkspace(
             self, "GrafanaWorkspace", name=self.project_name, account_access_type="CURRENT_ACCOUNT",
             authentication_providers=[self.spec.grafana.authentication],
-            permission_type="SERVICE_MANAGED", role_arn=role.role_arn, data_sources=["PROMETHEUS", "CLOUDWATCH"],
+            # Workspaces made through CloudFormation or the API manage their own role: CUSTOMER_MANAGED
+            # (SERVICE_MANAGED is the console's); DataSources is for AWS's internal use (Grafana
+            # CreateWorkspace reference; FACTS.md section 6).
+            permission_type="CUSTOMER_MANAGED", role_arn=role.role_arn,
             description=f"fmcluster {self.project_name}: GPU health, utilisation, EFA, FSx, Slurm",
         )
         CfnOutput(self, GRAFANA_WORKSPACE_OUTPUT, value=workspace.attr_id)

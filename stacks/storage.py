@@ -14,6 +14,7 @@ import re
 from aws_cdk import (
     Acknowledgment,
     CfnOutput,
+    Duration,
     RemovalPolicy,
     Stack,
     Validations,
@@ -57,6 +58,9 @@ class StorageStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, *, plan: StoragePlan, network: NetworkContract,
                  **kwargs) -> None:
         super().__init__(scope, construct_id, description=f"fmcluster {plan.project}: S3 and FSx for Lustre", **kwargs)
+        # Grant S3 server access logging by bucket policy, never by the legacy LogDeliveryWrite ACL, whatever
+        # context the app was built with (the access-log bucket has ACLs off: BucketOwnerEnforced).
+        self.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
         self.plan = plan
         self.spec = plan.spec
         self.network = network
@@ -75,10 +79,15 @@ class StorageStack(Stack):
         spec = self.spec.bucket
         if spec.existing_name:
             return s3.Bucket.from_bucket_name(self, "DataBucket", spec.existing_name)
+        # ACLs off (BucketOwnerEnforced): S3 server access logging is granted by bucket policy, which CDK
+        # writes for the logging service (feature flag serverAccessLogsUseBucketPolicy in cdk.json).
         logs_bucket = s3.Bucket(
             self, "AccessLogsBucket", encryption=s3.BucketEncryption.S3_MANAGED, enforce_ssl=True,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL, versioned=True,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED, removal_policy=RemovalPolicy.RETAIN,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED, removal_policy=RemovalPolicy.RETAIN,
+            lifecycle_rules=[s3.LifecycleRule(
+                id="ExpireAccessLogs", expiration=Duration.days(spec.access_log_days),
+                noncurrent_version_expiration=Duration.days(1))],
         )
         Validations.of(logs_bucket).acknowledge(Acknowledgment(
             id="AwsSolutions::AwsSolutions-S1",
@@ -91,6 +100,9 @@ class StorageStack(Stack):
             encryption_key=key, bucket_key_enabled=bool(key),
             enforce_ssl=True, versioned=True, block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             server_access_logs_bucket=logs_bucket, server_access_logs_prefix="data-bucket/",
+            lifecycle_rules=[s3.LifecycleRule(
+                id="ExpireOldVersions", noncurrent_version_expiration=Duration.days(spec.noncurrent_version_days),
+                abort_incomplete_multipart_upload_after=Duration.days(7))],
             removal_policy=RemovalPolicy.RETAIN,
         )
 

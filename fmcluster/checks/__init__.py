@@ -16,6 +16,7 @@ from fmcluster.checks import (
     mounts,
     network,
     observability,
+    orchestrator,
     parallelcluster,
     storage,
 )
@@ -24,7 +25,7 @@ from fmcluster.config.loader import LoadedProject
 from fmcluster.errors import ConfigError, Problem
 from fmcluster.plan import Plan, make_plan
 
-CHECKS: dict[str, Check] = collect((network, capacity, observability, storage, mounts, limits, parallelcluster))
+CHECKS: dict[str, Check] = collect((network, capacity, observability, storage, mounts, limits, orchestrator, parallelcluster))
 
 
 @check("suppressed-warning-exists", "warning")

@@ -34,6 +34,17 @@ def _pg_with_block(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
             )
 
 
+@check("placement-group-with-reservation", "error")
+def _pg_with_reservation(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    for i, group in enumerate(loaded.project.compute_groups):
+        if group.capacity.type == "reservation" and group.placement_group is True:
+            yield Finding(("compute_groups", i, "placement_group"),
+                          "a reservation's instances launch into the placement group the reservation was made in, "
+                          "not into a new one (ParallelCluster: PlacementGroupCapacityReservationValidator)",
+                          "remove placement_group; if the reservation is in a cluster placement group, name it in "
+                          "capacity.placement_group")
+
+
 @check("capacity-block-size", "error")
 def _block_size(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     for i, group in enumerate(loaded.project.compute_groups):

@@ -216,3 +216,29 @@ def settings_unused(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                        f"orchestrator.parallelcluster is ignored with orchestrator.type: {loaded.project.orchestrator.type}",
                        "set orchestrator.type: parallelcluster, or remove the section")
 
+
+@check("parallelcluster-retained-cluster-network", "error")
+def retained_cluster_network(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """A retained cluster outlives its stack; ParallelCluster needs its network and storage to outlive it too."""
+    if not _active(loaded):
+        return
+    settings = loaded.project.orchestrator.pcluster
+    if settings.create_cluster and settings.deletion_policy == "Retain" and loaded.project.network.existing is None:
+        yield Finding(PC + ("deletion_policy",),
+                      "a retained cluster would keep running in a VPC that `cdk destroy` deletes with NAME-network; "
+                      "ParallelCluster requires a retained cluster's network and storage to be kept",
+                      "use deletion_policy: Delete (the cluster goes with its stack; data stays in FSx and S3), or "
+                      "run the cluster in a network you own (network.existing)")
+
+
+@check("parallelcluster-efa-file-system", "error")
+def efa_file_system(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """ParallelCluster mounts FSx itself, without the LNet-over-EFA client set-up: Lustre would run over TCP."""
+    fsx = plan.storage.spec.fsx
+    existing = fsx.existing is not None and fsx.existing.efa_enabled
+    if _active(loaded) and plan.storage.fsx and (fsx.efa_enabled or existing):
+        where = ("storage", "fsx", "existing", "efa_enabled") if existing else ("storage", "fsx", "efa_enabled")
+        yield Finding(where,
+                      "ParallelCluster mounts the file system over TCP; the EFA Lustre client set-up it needs "
+                      "(FSx guide 'configure EFA clients') is not wired into ParallelCluster nodes yet",
+                      "use a file system without EFA for a ParallelCluster project, or orchestrator.type: none")

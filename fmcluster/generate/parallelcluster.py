@@ -175,13 +175,19 @@ def _compute_resource(cluster: ClusterPlan, group: GroupPlan) -> dict[str, Any]:
         "MinCount": min_count(cluster, group),
         "MaxCount": group.count,
         "Efa": {"Enabled": True, "GdrSupport": True},
-        # Explicit either way: on for on-demand and ODCR (EFA traffic wants one spine), off for
-        # capacity blocks (already placed; a placement group can keep them from launching).
-        "Networking": {"PlacementGroup": {"Enabled": bool(group.placement_group)}},
+        "Networking": {"PlacementGroup": _placement_group(group)},
     }
     if group.reservation_id is not None:
         out["CapacityReservationTarget"] = {"CapacityReservationId": group.reservation_id}
     return out
+
+
+def _placement_group(group: GroupPlan) -> dict[str, Any]:
+    """Explicit either way: a new group for on-demand nodes (EFA traffic wants one spine), the
+    reservation's own group by name, none for capacity blocks (already placed)."""
+    if group.existing_placement_group is not None:
+        return {"Enabled": True, "Name": group.existing_placement_group}
+    return {"Enabled": bool(group.placement_group)}
 
 
 def _slurm_settings(settings: ParallelClusterSettings) -> dict[str, Any]:

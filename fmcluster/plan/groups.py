@@ -55,6 +55,7 @@ class GroupPlan:
     capacity: str
     reservation_id: str | None
     placement_group: bool
+    """fmcluster creates a cluster placement group for the group."""
     interfaces: tuple[NetworkInterface, ...]
     ips_per_node: int
     gpus: int
@@ -66,6 +67,8 @@ class GroupPlan:
     efa_gbps_exposed: float
     efa_gbps_spec: int
     architecture: Architecture
+    existing_placement_group: str | None
+    """The placement group a reservation was made in (the nodes launch into it), or None."""
     # What the node itself is and runs (the bootstrap and the launch template read these; `plan -o json` does not show them).
     nvswitch: bool
     """NVSwitch systems need NVIDIA Fabric Manager matching the driver."""
@@ -92,9 +95,14 @@ class GroupPlan:
 
 
 def uses_placement_group(group: ComputeGroup) -> bool:
-    """``auto`` means a cluster placement group, except for capacity blocks (already placed)."""
+    """Whether fmcluster creates a cluster placement group: ``auto`` means for on-demand capacity only.
+
+    A capacity block is already placed (a placement group can keep it from launching); a
+    reservation made in a placement group must launch into that group, which the project names
+    (``capacity.placement_group``), and one made without cannot be placed after the fact.
+    """
     if group.placement_group == "auto":
-        return group.capacity.type != "capacity-block"
+        return group.capacity.type == "on-demand"
     return bool(group.placement_group)
 
 
@@ -111,6 +119,7 @@ def plan_group(group: ComputeGroup) -> GroupPlan:
         capacity=group.capacity.type,
         reservation_id=getattr(group.capacity, "reservation_id", None),
         placement_group=uses_placement_group(group),
+        existing_placement_group=getattr(group.capacity, "placement_group", None),
         interfaces=interfaces,
         ips_per_node=sum(1 for i in interfaces if i.needs_ip),
         gpus=instance.gpus * group.count,

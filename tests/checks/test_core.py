@@ -53,7 +53,16 @@ CASES = [
         f"  - {{name: g{i}, instance_type: p5.48xlarge, count: 1}}\n" for i in range(101)) + "  - name: train"),
      "compute_groups"),
     ("suppressed-warning-exists", "warning", BASE + "suppress_warnings: [no-such-check]\n", "suppress_warnings[0]"),
-    ("bootstrap-unpinned", "warning", BASE, "compute_groups"),
+    ("placement-group-with-reservation", "error",
+     BASE + "    placement_group: true\n    capacity: {type: reservation, reservation_id: cr-0123456789abcdef0}\n",
+     "compute_groups[0].placement_group"),
+    ("orchestrator-not-built", "error", BASE + "orchestrator: {type: hyperpod}\n", "orchestrator.type"),
+    ("parallelcluster-retained-cluster-network", "error",
+     BASE + "orchestrator: {type: parallelcluster, parallelcluster: {deletion_policy: Retain}}\n",
+     "orchestrator.parallelcluster.deletion_policy"),
+    ("parallelcluster-efa-file-system", "error",
+     BASE + "orchestrator: {type: parallelcluster}\nstorage: {fsx: {efa_enabled: true, metadata: {mode: AUTOMATIC}}}\n",
+     "storage.fsx.efa_enabled"),
     ("fsx-throughput-low", "warning", BASE, "storage.fsx"),
 ]
 
@@ -137,8 +146,10 @@ def test_training_plan_needs_hyperpod(tmp_path: Path) -> None:
     text = BASE + "    capacity: {type: training-plan, arn: 'arn:aws:sagemaker:us-east-1:111122223333:training-plan/tp1'}\n"
     p = _only_error(text, tmp_path, "compute_groups[0].capacity")
     assert p.check == "training-plan-needs-hyperpod"
-    ok = text + "orchestrator: {type: hyperpod}\n"
-    checks.validate(config.parse(ok))
+    # with HyperPod the training plan is fine, but HyperPod itself is not built yet: refused, never ignored
+    with pytest.raises(ConfigError) as refused:
+        checks.validate(config.parse(text + "orchestrator: {type: hyperpod}\n"))
+    assert [p.check for p in refused.value.problems] == ["orchestrator-not-built"]
 
 
 def test_throughput_warning_names_the_bound_and_the_smallest_fsx_that_meets_it(tmp_path: Path) -> None:

@@ -54,10 +54,18 @@ def test_every_compute_resource_has_efa_with_gpudirect_rdma():
         assert cr["Efa"] == {"Enabled": True, "GdrSupport": True}
 
 
-def test_placement_group_on_for_on_demand_and_odcr_off_for_capacity_blocks():
+def test_placement_group_on_for_on_demand_off_for_odcr_and_capacity_blocks():
     resources = _resources(generated(project_dict(compute_groups=GROUPS)))
     enabled = {n: cr["Networking"]["PlacementGroup"]["Enabled"] for n, (_, cr) in resources.items()}
-    assert enabled == {"ondemand": True, "odcr": True, "block": False}
+    # a reservation made outside a placement group cannot launch into a new one
+    # (ParallelCluster's PlacementGroupCapacityReservationValidator)
+    assert enabled == {"ondemand": True, "odcr": False, "block": False}
+
+
+def test_a_reservation_launches_into_its_own_placement_group_by_name():
+    odcr = dict(GROUPS[1], capacity=dict(GROUPS[1]["capacity"], placement_group="spine-7"))
+    (_, cr), = _resources(generated(project_dict(compute_groups=[odcr]))).values()
+    assert cr["Networking"]["PlacementGroup"] == {"Enabled": True, "Name": "spine-7"}
 
 
 def test_placement_group_follows_an_explicit_choice():

@@ -26,6 +26,11 @@ TOOL = ROOT / "tools" / "pcluster_validate.py"
 ALLOWED_WARNINGS = {
     # fmcluster uses SSM Session Manager, never a key pair.
     "KeyPairValidator": "If you do not specify a key pair",
+    # A reservation made outside a placement group launches without one: a new group would be
+    # unrelated to the reservation (PlacementGroupCapacityReservationValidator warns about that).
+    # On-demand queues always get a group (tests/generate/test_parallelcluster.py), so only
+    # reservation queues reach this warning.
+    "EfaPlacementGroupValidator": "Placement group is disabled for queue",
 }
 
 

@@ -73,7 +73,8 @@ def test_stable_logical_ids(synthesized: Synthesized) -> None:
     network = set(synthesized.template("default-network")["Resources"])
     assert {"Vpc", "ComputeSubnet", "PublicSubnet", "NatGateway", "FlowLog", "S3GatewayEndpoint"} <= network
     cluster = set(synthesized.template("p6-b200-mixed-cluster")["Resources"])
-    assert {"TrainLaunchTemplate", "EvalLaunchTemplate", "TrainPlacementGroup", "EvalPlacementGroup"} <= cluster
+    assert {"TrainLaunchTemplate", "EvalLaunchTemplate", "EvalPlacementGroup"} <= cluster
+    assert "TrainPlacementGroup" not in cluster  # a reservation launches into its own group, never a new one
 
 
 def test_synthesis_is_deterministic(tmp_path: Path) -> None:

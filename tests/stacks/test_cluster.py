@@ -36,7 +36,7 @@ def test_launch_templates_carry_the_full_efa_layout(synthesized: Synthesized, na
 
 
 def test_p5_template_has_33_interfaces_b300_17(synthesized: Synthesized) -> None:
-    p5 = synthesized.launch_templates("default")["default-train"]["NetworkInterfaces"]
+    p5 = synthesized.launch_templates("p5-odcr")["p5-odcr-train"]["NetworkInterfaces"]
     assert len(p5) == 33
     b300 = synthesized.launch_templates("p6-b300-capacity-block")["p6-b300-capacity-block-train"]["NetworkInterfaces"]
     assert len(b300) == 17
@@ -52,30 +52,34 @@ def test_capacity_targeting(synthesized: Synthesized) -> None:
     odcr = synthesized.launch_templates("p5-odcr")["p5-odcr-train"]
     assert "InstanceMarketOptions" not in odcr
     assert odcr["CapacityReservationSpecification"]["CapacityReservationTarget"]["CapacityReservationId"] == "cr-0123456789abcdef0"
-    assert "GroupName" in odcr["Placement"]
+    assert "Placement" not in odcr  # made without a placement group: none can be added after the fact
+    in_group = synthesized.launch_templates("p5-odcr-pg")["p5-odcr-pg-train"]
+    assert in_group["Placement"] == {"GroupName": "pretrain-spine-1"}  # the reservation's own group, by name
 
-    on_demand = synthesized.launch_templates("default")["default-train"]
+    on_demand = synthesized.launch_templates("p4d-on-demand")["p4d-on-demand-dev"]
     assert "CapacityReservationSpecification" not in on_demand and "InstanceMarketOptions" not in on_demand
 
 
 def test_placement_groups_only_where_planned(synthesized: Synthesized) -> None:
-    synthesized.assertions("default-cluster").resource_count_is("AWS::EC2::PlacementGroup", 1)
-    synthesized.assertions("default-cluster").has_resource_properties("AWS::EC2::PlacementGroup", {"Strategy": "cluster"})
+    synthesized.assertions("p4d-on-demand-cluster").resource_count_is("AWS::EC2::PlacementGroup", 1)
+    synthesized.assertions("p4d-on-demand-cluster").has_resource_properties("AWS::EC2::PlacementGroup", {"Strategy": "cluster"})
+    synthesized.assertions("p5-odcr-pg-cluster").resource_count_is("AWS::EC2::PlacementGroup", 0)
     synthesized.assertions("p6-b300-capacity-block-cluster").resource_count_is("AWS::EC2::PlacementGroup", 0)
     # ParallelCluster makes its own placement groups and launch templates
     synthesized.assertions("p5en-capacity-block-cluster").resource_count_is("AWS::EC2::PlacementGroup", 0)
     synthesized.assertions("p5en-capacity-block-cluster").resource_count_is("AWS::EC2::LaunchTemplate", 0)
-    synthesized.assertions("p6-b200-mixed-cluster").resource_count_is("AWS::EC2::PlacementGroup", 2)
+    # one reservation group (no new placement group) and one on-demand group
+    synthesized.assertions("p6-b200-mixed-cluster").resource_count_is("AWS::EC2::PlacementGroup", 1)
 
 
 def test_gb200_uses_an_arm64_image(synthesized: Synthesized) -> None:
     data = synthesized.launch_templates("p6e-gb200-ultraserver")["p6e-gb200-ultraserver-nvl72a"]
     assert "/arm64/" in data["ImageId"]
-    assert "/x86_64/" in synthesized.launch_templates("default")["default-train"]["ImageId"]
+    assert "/x86_64/" in synthesized.launch_templates("p4d-on-demand")["p4d-on-demand-dev"]["ImageId"]
 
 
 def test_node_role_has_ssm_and_nothing_else(synthesized: Synthesized) -> None:
-    t = synthesized.assertions("default-cluster")
+    t = synthesized.assertions("p4d-on-demand-cluster")
     t.has_resource_properties("AWS::IAM::Role", {
         "AssumeRolePolicyDocument": Match.object_like({"Statement": [Match.object_like({"Principal": {"Service": "ec2.amazonaws.com"}})]}),
         "ManagedPolicyArns": [Match.object_like({"Fn::Join": ["", Match.array_with([Match.string_like_regexp("AmazonSSMManagedInstanceCore")])]})],
@@ -84,8 +88,8 @@ def test_node_role_has_ssm_and_nothing_else(synthesized: Synthesized) -> None:
 
 
 def test_launch_template_boots_the_rendered_bundle(synthesized: Synthesized) -> None:
-    resources = synthesized.template("default-cluster")["Resources"]
-    data = synthesized.launch_templates("default")["default-train"]
+    resources = synthesized.template("p4d-on-demand-cluster")["Resources"]
+    data = synthesized.launch_templates("p4d-on-demand")["p4d-on-demand-dev"]
     parts = data["UserData"]["Fn::Base64"]["Fn::Join"][1]
     text = "".join(p for p in parts if isinstance(p, str))
     assert text.startswith("#!/bin/bash") and "set -Eeuo pipefail" in text
@@ -94,7 +98,7 @@ def test_launch_template_boots_the_rendered_bundle(synthesized: Synthesized) -> 
     assert any(".zip" in str(t) for t in tokens)
     assert {"export FMC_FSX_ID=", "export FMC_FSX_DNS=", "export FMC_FSX_MOUNT_NAME="} <= {
         line.strip().rstrip('"') for p in parts if isinstance(p, str) for line in p.splitlines() if "export FMC_FSX" in line}
-    assert any("default-storage" in str(t) for t in tokens)
+    assert any("p4d-on-demand-storage" in str(t) for t in tokens)
     # the node may read exactly that object, nothing else in the asset bucket
     policy = next(r for r in resources.values() if r["Type"] == "AWS::IAM::Policy")["Properties"]["PolicyDocument"]
     [statement] = policy["Statement"]
@@ -116,7 +120,8 @@ def _pcluster(synthesized: Synthesized, project: str) -> dict:
 
 def test_parallelcluster_nodes_run_the_dispatcher_on_their_bundle(synthesized: Synthesized) -> None:
     props = _pcluster(synthesized, "p5-parallelcluster")
-    assert props["DeletionPolicy"] == "Retain" and props["ClusterName"] != "p5-parallelcluster-cluster"
+    # deleted with its stack: a retained cluster would outlive the network it runs in
+    assert props["DeletionPolicy"] == "Delete" and props["ClusterName"] != "p5-parallelcluster-cluster"
     config = props["ClusterConfiguration"]
     [queue] = config["Scheduling"]["SlurmQueues"]
     action = queue["CustomActions"]["OnNodeConfigured"]

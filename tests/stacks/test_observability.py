@@ -23,14 +23,18 @@ def test_workspace_is_retained_and_logs(synthesized: Synthesized) -> None:
 
 
 def test_rule_namespace_carries_every_alert(synthesized: Synthesized) -> None:
-    namespace = next(iter(_t(synthesized, "default").find_resources("AWS::APS::RuleGroupsNamespace").values()))
-    data = yaml.safe_load(namespace["Properties"]["Data"])
-    shipped = {r["alert"] for g in data["groups"] for r in g["rules"] if "alert" in r}
+    def shipped(project: str) -> set[str]:
+        namespaces = _t(synthesized, project).find_resources("AWS::APS::RuleGroupsNamespace")
+        data = yaml.safe_load(next(iter(namespaces.values()))["Properties"]["Data"])
+        return {r["alert"] for g in data["groups"] for r in g["rules"] if "alert" in r}
+
     slurm = {r["alert"] for g in rules.rule_groups() if g["name"] == rules.SLURM_GROUP for r in g["rules"] if "alert" in r}
     fsx = {r["alert"] for g in rules.rule_groups() if g["name"] == rules.FSX_GROUP for r in g["rules"] if "alert" in r}
     assert fsx and slurm
-    # the default project has FSx and no orchestrator: FSx alerts, no Slurm alerts
-    assert shipped == set(rules.alert_names()) - slurm
+    # the default project runs Slurm (ParallelCluster) on FSx: every alert
+    assert shipped("default") == set(rules.alert_names())
+    # a project without an orchestrator has no Slurm to watch
+    assert shipped("p5-odcr") == set(rules.alert_names()) - slurm
 
 
 def test_alerts_go_to_an_encrypted_tls_only_topic(synthesized: Synthesized) -> None:
@@ -48,8 +52,8 @@ def test_alerts_go_to_an_encrypted_tls_only_topic(synthesized: Synthesized) -> N
 def test_grafana_reads_only_this_workspace(synthesized: Synthesized) -> None:
     t = _t(synthesized, "p5-odcr")
     t.has_resource_properties("AWS::Grafana::Workspace", {
-        "AuthenticationProviders": ["SAML"], "PermissionType": "SERVICE_MANAGED",
-        "DataSources": ["PROMETHEUS", "CLOUDWATCH"], "AccountAccessType": "CURRENT_ACCOUNT"})
+        "AuthenticationProviders": ["SAML"], "PermissionType": "CUSTOMER_MANAGED",
+        "DataSources": Match.absent(), "AccountAccessType": "CURRENT_ACCOUNT"})
     policy = next(iter(t.find_resources("AWS::IAM::Policy").values()))["Properties"]["PolicyDocument"]
     query = next(s for s in policy["Statement"] if "aps:QueryMetrics" in s["Action"])
     assert query["Resource"] == {"Fn::GetAtt": ["PrometheusWorkspace", "Arn"]}
@@ -68,3 +72,11 @@ def test_no_stack_when_prometheus_is_off(tmp_path) -> None:
     (tmp_path / "demo.yaml").write_text(BASE + "observability:\n  prometheus: false\n  grafana: {enabled: false}\n")
     stacks = synthesize(tmp_path / "demo.yaml", tmp_path / "out")
     assert sorted(stacks) == ["demo-cluster", "demo-network", "demo-storage"]
+
+
+def test_only_this_projects_workspace_may_publish_alerts(synthesized: Synthesized) -> None:
+    t = _t(synthesized, "p5-odcr")
+    policy = next(iter(t.find_resources("AWS::SNS::TopicPolicy").values()))["Properties"]["PolicyDocument"]
+    [statement] = [s for s in policy["Statement"] if s.get("Principal") == {"Service": "aps.amazonaws.com"}]
+    workspace = next(iter(t.find_resources("AWS::APS::Workspace")))
+    assert statement["Condition"]["ArnEquals"]["aws:SourceArn"] == {"Fn::GetAtt": [workspace, "Arn"]}

@@ -74,14 +74,14 @@ def test_provider_is_the_pinned_versions_public_template(synth):
     assert set(nested["Properties"]["Parameters"]) == {"AdditionalIamPolicies"}
 
 
-def test_cluster_resource_takes_the_service_token_name_config_and_retains_by_default(synth):
+def test_cluster_resource_takes_the_service_token_name_config_and_is_deleted_with_its_stack_by_default(synth):
     template = synth["pcdemo"]["template"]
     (provider_id,) = _of_type(template, "AWS::CloudFormation::Stack")
     (cluster,) = _of_type(template, "Custom::PclusterCluster").values()
     props = cluster["Properties"]
     assert props["ServiceToken"] == {"Fn::GetAtt": [provider_id, "Outputs.ServiceToken"]}
     assert props["ClusterName"] == "pcdemo-slurm" != "pcdemo-cluster"
-    assert props["DeletionPolicy"] == "Retain"
+    assert props["DeletionPolicy"] == "Delete"  # Retain needs a network that outlives the stacks
     config = props["ClusterConfiguration"]
     assert config["HeadNode"]["Networking"]["SubnetId"] == {"Fn::ImportValue": "pcdemo-ComputeSubnetId"}
     assert config["SharedStorage"][0]["FsxLustreSettings"]["FileSystemId"] == {"Fn::ImportValue": "pcdemo-FileSystemId"}

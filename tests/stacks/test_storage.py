@@ -27,12 +27,13 @@ def test_file_system_from_the_plan(synthesized: Synthesized) -> None:
 
 
 def test_efa_file_system_joins_the_efa_group(synthesized: Synthesized) -> None:
-    fs = next(iter(_t(synthesized, "p5en-capacity-block").find_resources("AWS::FSx::FileSystem").values()))["Properties"]
-    assert fs["LustreConfiguration"]["EfaEnabled"] is True
-    assert fs["LustreConfiguration"]["MetadataConfiguration"] == {"Mode": "AUTOMATIC"}
-    assert len(fs["SecurityGroupIds"]) == 2
     b300 = next(iter(_t(synthesized, "p6-b300-capacity-block").find_resources("AWS::FSx::FileSystem").values()))
-    assert b300["Properties"]["LustreConfiguration"]["MetadataConfiguration"] == {"Mode": "USER_PROVISIONED", "Iops": 24000}
+    fs = b300["Properties"]
+    assert fs["LustreConfiguration"]["EfaEnabled"] is True
+    assert len(fs["SecurityGroupIds"]) == 2
+    assert fs["LustreConfiguration"]["MetadataConfiguration"] == {"Mode": "USER_PROVISIONED", "Iops": 24000}
+    # EFA-enabled sizes come in the tier's step (4,800 GiB at 1000 MB/s/TiB); 36,000 GiB would be refused
+    assert fs["StorageCapacity"] % 4800 == 0 and fs["LustreConfiguration"]["PerUnitStorageThroughput"] == 1000
 
 
 def test_scratch_has_no_throughput_tier(synthesized: Synthesized) -> None:
@@ -106,7 +107,7 @@ def test_stateful_logical_ids_are_pinned(synthesized: Synthesized) -> None:
     from fmcluster.guard import STATEFUL_TYPES
 
     found = {(stack, logical_id, r["Type"])
-             for stack, template in synthesized.templates.items() if stack.startswith("p5-odcr-")
+             for stack, template in synthesized.templates.items() if stack.rsplit("-", 1)[0] == "p5-odcr"
              for logical_id, r in template["Resources"].items() if r["Type"] in STATEFUL_TYPES}
     assert found == INVENTORY
 
