@@ -21,6 +21,9 @@ from fmcluster.facts import (
 
 DNS_NAME = r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$"
 AZ_ID = r"^[a-z]{2,4}[0-9]-az[0-9]{1,2}$"
+MAX_GROUPS = 250
+"""Past about 100 groups (with placement groups) or 248 (without) the cluster stack passes CloudFormation's
+per-stack limits (the stack-limits check says which); beyond 250 the file is refused before planning."""
 
 
 class Orchestrator(Model):
@@ -54,7 +57,9 @@ class Project(Model):
     )
     os: OperatingSystem = Field(default="ubuntu-22.04", description="Operating system of the nodes.")
     network: Network = Field(default_factory=Network, description="VPC and subnets.")
-    compute_groups: list[ComputeGroup] = Field(min_length=1, description="The GPU node groups.")
+    compute_groups: list[ComputeGroup] = Field(
+        min_length=1, max_length=MAX_GROUPS,
+        description=f"The GPU node groups (at most {MAX_GROUPS}; a group holds up to 2048 nodes).")
     storage: Storage = Field(default_factory=Storage, description="Shared storage.")
     orchestrator: Orchestrator = Field(default_factory=Orchestrator, description="Job scheduler.")
     observability: Observability = Field(default_factory=Observability, description="Metrics and alerts.")

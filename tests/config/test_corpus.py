@@ -1,0 +1,66 @@
+"""Hostile and malformed project files kept as files (``corpus/``): each gets exit 2 and the located message
+``corpus/expected.yaml`` names, within a time and memory bound."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from fmcluster import checks, config
+from fmcluster.cli import app
+from fmcluster.errors import ConfigError
+
+CORPUS = Path(__file__).with_name("corpus")
+EXPECTED: dict[str, dict] = yaml.safe_load((CORPUS / "expected.yaml").read_text())
+FILES = sorted(p.name for p in CORPUS.glob("*.yaml") if p.name != "expected.yaml")
+
+
+def test_every_file_has_an_expectation() -> None:
+    assert sorted(EXPECTED) == FILES
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_bad_input_gets_its_located_message_quickly(name: str) -> None:
+    start = time.perf_counter()
+    with pytest.raises(ConfigError) as refused:
+        checks.validate(config.load(CORPUS / name))
+    elapsed = time.perf_counter() - start
+    first, want = refused.value.problems[0], EXPECTED[name]
+    assert (first.line, first.path) == (want["line"], want["path"]), first.format()
+    assert first.message.startswith(want["message"]), first.format()
+    assert first.file == CORPUS / name
+    assert elapsed < 2.0, f"{name} took {elapsed:.1f} s"
+
+
+@pytest.mark.parametrize("name", ["billion-laughs.yaml", "too-large.yaml", "deep-nesting.yaml", "thousand-groups.yaml"])
+def test_the_command_exits_2_under_256_mb(name: str) -> None:
+    """In a child process with its address space capped: the bound holds before any allocation."""
+    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+            "from fmcluster.cli import app\nsys.argv = ['fmcluster', 'validate', sys.argv[1]]\ntry:\n    app()\n"
+            "finally:\n    print('maxrss_kb', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)")
+    result = subprocess.run([sys.executable, "-c", code, str(CORPUS / name)], capture_output=True, text=True,
+                            timeout=30)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert f"{name}:{EXPECTED[name]['line']}" in result.stderr and "Traceback" not in result.stderr
+    rss_kb = int(result.stderr.rsplit("maxrss_kb", 1)[1].split()[0])
+    assert rss_kb < 256 * 1024, f"validating {name} used {rss_kb // 1024} MB"
+
+
+def test_very_deep_nesting_is_refused_by_either_parser(tmp_path: Path) -> None:
+    path = tmp_path / "deep.yaml"
+    path.write_text("a: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ConfigError) as refused:
+        config.load(path)
+    assert refused.value.problems[0].line == 1 and "nest" in refused.value.problems[0].message
+
+
+def test_a_path_longer_than_the_system_allows_is_a_config_error() -> None:
+    result = CliRunner().invoke(app, ["validate", "x" * 300 + ".yaml"])
+    assert result.exit_code == 2
+    assert "cannot read" in result.stderr or "no project file" in result.stderr
