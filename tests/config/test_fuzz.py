@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import ALL_FILES
 
 from fmcluster import checks, config
 from fmcluster.errors import ConfigError
@@ -24,7 +26,6 @@ VALID = {
         "bucket": {"existing_name": "my-bucket"},
         "fsx": {"deployment_type": "PERSISTENT_2", "storage_capacity_gib": 19200, "throughput_per_tib": 250,
                 "metadata": {"mode": "USER_PROVISIONED", "iops": 3000}, "efa_enabled": True,
-                "existing": {"file_system_id": "fs-0123456789abcdef0", "dns_name": "fs.example", "mount_name": "abcd"},
                 "associations": [{"file_system_path": "/data", "data_repository_path": "s3://my-bucket/p/"}]},
         "checkpoint": {"parameters": 7e10, "target_write_seconds": 60, "keep": 2},
     },
@@ -96,3 +97,68 @@ def test_random_text_fails_cleanly(text) -> None:
 def test_the_seed_config_is_valid() -> None:
     """Mutations start from a valid file, so most of them exercise a single broken field."""
     checks.validate(config.parse(yaml.safe_dump(VALID), None))
+
+
+# --- every example, mutated structurally and byte by byte ---------------------------------------------------
+
+EXAMPLES = [p for p in ALL_FILES]
+EXAMPLE_DATA = {p.name: yaml.safe_load(p.read_text()) for p in EXAMPLES}
+EXAMPLE_PATHS = [(name, path) for name, data in EXAMPLE_DATA.items() for path in _paths(data) if path]
+hostile = st.one_of(
+    values, st.just(True), st.just(10**400), st.just(float("inf")), st.just(1e308), st.just("../../etc"),
+    st.just("/etc"), st.just("scratch"), st.text(alphabet=st.characters(codec="utf-8"), min_size=100, max_size=300),
+)
+
+
+def _accepted_or_located(text: str | bytes) -> None:
+    """The invariant: a ConfigError whose every problem is located, or a valid project whose plan is whole."""
+    try:
+        loaded = config.parse(text, Path("fuzz.yaml"))
+        plan, _ = checks.validate(loaded)
+    except ConfigError as exc:
+        assert exc.problems
+        for problem in exc.problems:
+            assert problem.line is not None and problem.file == Path("fuzz.yaml"), problem.format()
+            problem.format()
+        return
+    plan.as_dict()
+
+
+@settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+@given(target=st.sampled_from(EXAMPLE_PATHS), value=hostile,
+       action=st.sampled_from(["replace", "delete", "duplicate"]))
+def test_every_example_mutated_fails_cleanly(target, value, action) -> None:
+    name, path = target
+    data = copy.deepcopy(EXAMPLE_DATA[name])
+    parent = data
+    for part in path[:-1]:
+        parent = parent[part]
+    if action == "replace":
+        parent[path[-1]] = value
+    elif action == "delete":
+        del parent[path[-1]]
+    elif isinstance(parent, list):
+        parent.append(copy.deepcopy(parent[path[-1]]))
+    else:
+        parent[f"{path[-1]}"] = [parent[path[-1]], parent[path[-1]]]
+    _accepted_or_located(yaml.safe_dump(data, allow_unicode=True))
+
+
+@settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+@given(source=st.sampled_from(EXAMPLES), data=st.data())
+def test_byte_mutations_of_examples_fail_cleanly(source, data) -> None:
+    raw = bytearray(source.read_bytes())
+    for _ in range(data.draw(st.integers(1, 8))):
+        at = data.draw(st.integers(0, len(raw) - 1))
+        kind = data.draw(st.sampled_from(["flip", "insert", "delete", "repeat"]))
+        if kind == "flip":
+            raw[at] = data.draw(st.integers(0, 255))
+        elif kind == "insert":
+            raw[at:at] = data.draw(st.binary(min_size=1, max_size=8))
+        elif kind == "delete":
+            del raw[at:at + data.draw(st.integers(1, 16))]
+        else:
+            raw[at:at] = raw[at:at + 40] * data.draw(st.integers(1, 50))
+        if not raw:
+            raw = bytearray(b"\x00")
+    _accepted_or_located(bytes(raw))
