@@ -12,6 +12,7 @@ from typing import Any, Literal, get_args
 from fmcluster.bootstrap.versions import (
     Arch,
     BootstrapError,
+    RepoKey,
     ResolvedArtifact,
     Versions,
     _Frozen,
@@ -200,12 +201,22 @@ class BootstrapContext(_Frozen):
         """ParallelCluster shares /opt/slurm from the head node: only the head writes Slurm config."""
         return self.slurm and (self.flavour == "hyperpod" or self.role == "head")
 
+    @property
+    def nvidia_repo_url(self) -> str:
+        return self.versions.nvidia_repo.repo_url(self.os, self.arch)
+
+    @property
+    def nvidia_repo_key(self) -> RepoKey:
+        return self.versions.nvidia_repo.keys[self.os_family]
+
+    def packages(self, component: str) -> list[str]:
+        """NVIDIA repository package names of ``component`` (nvidia_driver, fabric_manager, ...) on this OS."""
+        return list(getattr(self.versions, component).packages[self.os_family])
+
     def artifacts(self) -> dict[str, ResolvedArtifact]:
         v = self.versions
         pairs = {
             "efa_installer": (v.efa_installer.tarball, "efa_installer.tarball", v.efa_installer.version),
-            "nvidia_driver": (v.nvidia_driver.runfile, "nvidia_driver.runfile", v.nvidia_driver.version),
-            "fabric_manager": (v.fabric_manager.archive, "fabric_manager.archive", v.fabric_manager.version),
             "gdrcopy": (v.gdrcopy.source, "gdrcopy.source", v.gdrcopy.version),
             "node_exporter": (v.node_exporter.tarball, "node_exporter.tarball", v.node_exporter.version),
             "enroot_deb": (v.enroot.deb, "enroot.deb", v.enroot.version),
@@ -314,27 +325,36 @@ def context_for(
         raise BootstrapError(str(exc)) from exc
 
 
+STEP_OF_COMPONENT = {
+    "efa_installer": "30-efa",
+    "node_exporter": "90-exporters",
+    "gdrcopy": "40-gdrcopy",
+    "enroot": "80-containers",
+    "pyxis": "80-containers",
+}
+"""Which step downloads each checksum-pinned component."""
+
+
+def _relevant(ctx: BootstrapContext, key: str) -> bool:
+    component = key.split(".", 1)[0]
+    if STEP_OF_COMPONENT.get(component) not in {s.name for s in ctx.steps()}:
+        return False
+    if ".sha256." in key and not key.endswith(ctx.arch):
+        return False
+    if component == "enroot":
+        return key.startswith("enroot.deb" if ctx.os_family == "ubuntu" else "enroot.rpm")
+    if component == "pyxis":
+        return ctx.slurm
+    if component == "node_exporter":
+        return ctx.options.exporters
+    return True
+
+
 def needed_placeholders(ctx: BootstrapContext) -> list[str]:
-    """versions.yaml keys not pinned yet that a node with ``ctx`` may need at boot."""
-    names = {s.name for s in ctx.steps()}
-    wanted: list[str] = []
-    all_missing = ctx.versions.placeholders()
+    """versions.yaml keys not pinned that a node with ``ctx`` needs at boot (it would stop there)."""
+    return [k for k in ctx.versions.placeholders() if _relevant(ctx, k)]
 
-    def want(prefix: str) -> None:
-        wanted.extend(k for k in all_missing if k.startswith(prefix) and (k.endswith(ctx.arch) or ".sha256." not in k))
 
-    if "20-nvidia" in names:
-        want("nvidia_driver.")
-        if ctx.instance and ctx.instance.nvswitch and not ctx.instance.needs_imex:
-            want("fabric_manager.")
-    if "40-gdrcopy" in names:
-        want("gdrcopy.")
-    if "70-lustre" in names and ctx.os_family == "ubuntu":
-        want("lustre_client.")
-    if "80-containers" in names:
-        want("enroot.deb" if ctx.os_family == "ubuntu" else "enroot.rpm")
-        if ctx.slurm:
-            want("pyxis.")
-    if "90-exporters" in names and ctx.gpu:
-        want("dcgm_exporter.")
-    return wanted
+def optional_unpinned(ctx: BootstrapContext) -> list[str]:
+    """Unpinned keys of optional components this node skips (with a warning) when its image lacks them."""
+    return [k for k in ctx.versions.unpinned() if k not in ctx.versions.placeholders() and _relevant(ctx, k)]

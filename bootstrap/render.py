@@ -35,6 +35,7 @@ from fmcluster.bootstrap.context import (
     Flavour,
     Role,
     needed_placeholders,
+    optional_unpinned,
 )
 from fmcluster.bootstrap.versions import Arch, BootstrapError, _Frozen
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -96,7 +97,10 @@ class Manifest(_Frozen):
     files: dict[str, str] = Field(description="Relative path -> sha256 of every file SHA256SUMS covers.")
     sums_sha256: str = Field(description="sha256 of SHA256SUMS; the entry script embeds it.")
     versions: dict[str, str]
-    placeholders: list[str] = Field(description="versions.yaml keys not pinned yet that this bundle may need at boot.")
+    placeholders: list[str] = Field(description="versions.yaml keys not pinned that this bundle needs at boot (it stops there).")
+    optional_unpinned: list[str] = Field(
+        default_factory=list,
+        description="Unpinned keys of optional components: skipped with a warning when the image lacks them.")
 
 
 def _render(template: str, ctx: BootstrapContext, **extra: Any) -> str:
@@ -123,6 +127,11 @@ def render_files(ctx: BootstrapContext) -> dict[str, str]:
         files["files/fmcluster-efa-counters"] = _render("partials/efa_counters.sh.j2", ctx)
     if ctx.lnet_over_efa:
         files["files/fmcluster-lnet-efa"] = _render("partials/lnet_efa.sh.j2", ctx)
+    names = {s.name for s in ctx.steps()}
+    if "20-nvidia" in names and ctx.instance is not None and ctx.instance.needs_imex:
+        files["files/fmcluster-imex"] = _render("partials/imex.sh.j2", ctx)
+    if "60-nvme" in names:
+        files["files/fmcluster-scratch"] = _render("partials/scratch.sh.j2", ctx)
     return files
 
 
@@ -205,6 +214,7 @@ def render_bundle(ctx: BootstrapContext, out_dir: Path | str) -> Manifest:
         sums_sha256=sums_sha256,
         versions=ctx.versions.summary(),
         placeholders=needed_placeholders(ctx),
+        optional_unpinned=optional_unpinned(ctx),
     )
     (out / "manifest.json").write_text(json.dumps(manifest.model_dump(), indent=2) + "\n", encoding="utf-8")
     return manifest

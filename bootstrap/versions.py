@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -78,20 +78,66 @@ class AwsOfiNccl(_Component):
     plugin_dir: dict[Literal["ubuntu", "al2023"], str]
 
 
-class NvidiaDriver(_Component):
+def _check_fingerprint(value: str | None) -> str | None:
+    if value is not None and not re.fullmatch(r"[0-9A-F]{40}", value):
+        raise ValueError(f"{value!r} is not a GPG fingerprint (40 uppercase hex characters, no spaces)")
+    return value
+
+
+OsFamily = Literal["ubuntu", "al2023"]
+
+
+class RepoKey(_Frozen):
+    file: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    fingerprint: str
+
+    _fpr = field_validator("fingerprint")(classmethod(lambda cls, v: _check_fingerprint(v)))
+
+
+class NvidiaRepo(_Frozen):
+    """NVIDIA's CUDA network repository, per OS and architecture."""
+
+    url: str = Field(description="URL template ({distro}, {nv_arch}).")
+    distro: dict[str, str]
+    keys: dict[OsFamily, RepoKey]
+
+    def repo_url(self, os_name: str, arch: Arch) -> str:
+        return self.url.format(distro=self.distro[os_name], nv_arch=CUDA_ARCH[arch])
+
+
+class _Packaged(_Component):
+    """A component installed from NVIDIA's repository at exactly ``version``."""
+
+    packages: dict[OsFamily, list[str]]
+
+    @field_validator("packages")
+    @classmethod
+    def _names(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for names in value.values():
+            for name in names:
+                if not re.fullmatch(r"[a-z0-9][a-z0-9.+-]*", name):
+                    raise ValueError(f"{name!r} is not a package name")
+        return value
+
+
+class NvidiaDriver(_Packaged):
     kernel_module_type: Literal["open"]
-    runfile: Artifact
 
 
-class FabricManager(_Component):
-    archive: Artifact
+class FabricManager(_Packaged):
+    pass
 
 
-class NvidiaImex(_Component):
-    source: Literal["image"]
+class NvidiaImex(_Packaged):
+    pass
+
+
+class Dcgm(_Packaged):
+    pass
 
 
 class Gdrcopy(_Component):
+    optional: Literal[True]
     source: Artifact
 
 
@@ -102,16 +148,8 @@ class NodeExporter(_Component):
 
 class DcgmExporter(_Component):
     port: int
-    image: str
-    tag: str
-    digest: str | None = None
-
-    @field_validator("digest")
-    @classmethod
-    def _digest(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"sha256:[0-9a-f]{64}", value):
-            raise ValueError(f"{value!r} is not an image digest (sha256:<64 hex>)")
-        return value
+    package: str = Field(pattern=r"^[a-z0-9][a-z0-9.+-]*$")
+    service: str = Field(pattern=r"^[A-Za-z0-9@._-]+\.service$")
 
 
 class EfaExporter(_Frozen):
@@ -119,6 +157,7 @@ class EfaExporter(_Frozen):
 
 
 class Enroot(_Component):
+    optional: Literal[True]
     deb: Artifact
     deb_caps: Artifact
     rpm: Artifact
@@ -126,6 +165,7 @@ class Enroot(_Component):
 
 
 class Pyxis(_Component):
+    optional: Literal[True]
     source: Artifact
 
 
@@ -133,14 +173,9 @@ class LustreClient(_Frozen):
     al2023_package: str
     ubuntu_repo_url: str
     ubuntu_key_url: str
-    ubuntu_key_fingerprint: str | None = None
+    ubuntu_key_fingerprint: str
 
-    @field_validator("ubuntu_key_fingerprint")
-    @classmethod
-    def _fingerprint(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"[0-9A-F]{40}", value):
-            raise ValueError(f"{value!r} is not a GPG fingerprint (40 uppercase hex characters, no spaces)")
-        return value
+    _fpr = field_validator("ubuntu_key_fingerprint")(classmethod(lambda cls, v: _check_fingerprint(v)))
 
 
 class Versions(_Frozen):
@@ -150,9 +185,11 @@ class Versions(_Frozen):
     as_of: str
     efa_installer: EfaInstaller
     aws_ofi_nccl: AwsOfiNccl
+    nvidia_repo: NvidiaRepo
     nvidia_driver: NvidiaDriver
     fabric_manager: FabricManager
     nvidia_imex: NvidiaImex
+    dcgm: Dcgm
     cuda: _Component
     nccl: _Component
     gdrcopy: Gdrcopy
@@ -172,6 +209,11 @@ class Versions(_Frozen):
             )
         if self.nvidia_imex.version != self.nvidia_driver.version:
             raise ValueError("nvidia_imex.version must equal nvidia_driver.version")
+        for name in ("nvidia_driver", "fabric_manager", "nvidia_imex", "dcgm"):
+            if set(getattr(self, name).packages) != {"ubuntu", "al2023"}:
+                raise ValueError(f"{name}.packages needs a list for ubuntu and for al2023")
+        if set(self.nvidia_repo.keys) != {"ubuntu", "al2023"}:
+            raise ValueError("nvidia_repo.keys needs the ubuntu and the al2023 key")
         return self
 
     def summary(self) -> dict[str, str]:
@@ -183,8 +225,12 @@ class Versions(_Frozen):
                 out[name] = value.version
         return out
 
-    def placeholders(self) -> list[str]:
-        """Dotted keys of every checksum, digest or fingerprint not pinned yet."""
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("gdrcopy", "enroot", "pyxis")
+    """Components without a signed repository or a published checksum file: used when the image
+    carries them, installed only when their digest is pinned, otherwise skipped with a warning."""
+
+    def unpinned(self) -> list[str]:
+        """Dotted keys of every checksum not pinned (all belong to optional components)."""
         found: list[str] = []
 
         def walk(prefix: str, value: Any) -> None:
@@ -200,11 +246,11 @@ class Versions(_Frozen):
                     walk(f"{prefix}.{name}" if prefix else name, getattr(value, name))
 
         walk("", self)
-        if self.dcgm_exporter.digest is None:
-            found.append("dcgm_exporter.digest")
-        if self.lustre_client.ubuntu_key_fingerprint is None:
-            found.append("lustre_client.ubuntu_key_fingerprint")
         return found
+
+    def placeholders(self) -> list[str]:
+        """Unpinned keys a node cannot do without (those outside :attr:`OPTIONAL`): it would stop there."""
+        return [k for k in self.unpinned() if k.split(".", 1)[0] not in self.OPTIONAL]
 
 
 def load_versions(path: Path | str | None = None) -> Versions:

@@ -23,12 +23,15 @@ def versions() -> None:
     versions = pinned.load_versions()
     sys.stdout.write(pinned.VERSIONS_FILE.read_text(encoding="utf-8"))
     missing = versions.placeholders()
-    if missing:
+    sys.stdout.write(f"\n# {len(missing)} not pinned that a node needs (it would stop at that step)\n")
+    sys.stdout.writelines(f"#   {key}\n" for key in missing)
+    optional = [k for k in versions.unpinned() if k not in missing]
+    if optional:
         sys.stdout.write(
-            f"\n# {len(missing)} not pinned yet (the bootstrap refuses to download these; images that "
-            "carry the component still work):\n"
+            f"# {len(optional)} of optional components not pinned (used when the image carries them, "
+            "otherwise skipped with a warning; never downloaded unverified):\n"
         )
-        sys.stdout.writelines(f"#   {key}\n" for key in missing)
+        sys.stdout.writelines(f"#   {key}\n" for key in optional)
 
 
 @app.command(name="render")

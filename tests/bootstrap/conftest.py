@@ -13,17 +13,14 @@ from support.sandbox import (
     Sandbox,
     build_sandbox,
     context_for,
-    fake_artifacts,
     make_project,
-    test_versions,
 )
 
 
 @pytest.fixture
 def p5_context() -> context.BootstrapContext:
     project = make_project("p5.48xlarge", "ubuntu-22.04", "parallelcluster")
-    versions = test_versions(fake_artifacts())
-    return context_for(project, "gpu", "compute", fsx=FSX, versions=versions)
+    return context_for(project, "gpu", "compute", fsx=FSX)  # the real versions.yaml
 
 
 @pytest.fixture

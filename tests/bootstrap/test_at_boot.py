@@ -10,9 +10,7 @@ from support.sandbox import (
     SHELLCHECK,
     Image,
     context_for,
-    fake_artifacts,
     make_project,
-    test_versions,
 )
 
 AT_BOOT = context.FsxMount(mount_path="/fsx", efa_enabled=False)
@@ -23,7 +21,7 @@ BOOT_ENV = {"FMC_FSX_ID": "fs-0fedcba9876543210", "FMC_FSX_DNS": "fs-0fedcba9876
 @pytest.fixture
 def at_boot_context() -> context.BootstrapContext:
     project = make_project("p5.48xlarge", "ubuntu-22.04", "none")
-    return context_for(project, "gpu", "compute", fsx=AT_BOOT, versions=test_versions(fake_artifacts()))
+    return context_for(project, "gpu", "compute", fsx=AT_BOOT)
 
 
 def test_user_data_exports_the_identity_and_passes_shellcheck(at_boot_context, tmp_path) -> None:

@@ -136,8 +136,8 @@ def test_bundle_layout_manifest_and_sums(tmp_path: Path):
     assert manifest.entry_bytes == (tmp_path / "bootstrap.sh").stat().st_size < render.USER_DATA_LIMIT
     assert (tmp_path / "files/dcgm-counters.csv").read_text() == render.DCGM_COUNTERS_FILE.read_text()
     assert manifest.versions["efa_installer"] == "1.51.0"
-    assert "dcgm_exporter.digest" in manifest.placeholders
-    assert "node_exporter.tarball.sha256.x86_64" not in manifest.placeholders
+    assert manifest.placeholders == []  # nothing this node needs waits on a pin
+    assert "pyxis.source.sha256" in manifest.optional_unpinned  # parallelcluster: pyxis is optional
     # rendering is deterministic
     again = render.render_bundle(ctx, tmp_path / "again")
     assert again.sums_sha256 == manifest.sums_sha256
@@ -186,11 +186,15 @@ def test_versions_yaml_pins_what_facts_md_says():
     assert v.node_exporter.port == 9100 and v.dcgm_exporter.port == 9400
 
 
-def test_placeholders_are_listed_not_invented():
-    missing = versions.load_versions().placeholders()
-    assert "nvidia_driver.runfile.sha256.x86_64" in missing
-    assert "dcgm_exporter.digest" in missing
-    assert not any(k.startswith(("efa_installer", "node_exporter")) for k in missing)
+def test_no_pin_a_node_needs_is_missing_and_only_optional_components_are_unpinned():
+    v = versions.load_versions()
+    assert v.placeholders() == []
+    unpinned = v.unpinned()
+    assert "gdrcopy.source.sha256" in unpinned and "pyxis.source.sha256" in unpinned
+    assert {k.split(".")[0] for k in unpinned} <= set(versions.Versions.OPTIONAL)
+    assert v.nvidia_repo.keys["ubuntu"].fingerprint == "EB693B3035CD5710E231E123A4B469963BF863CC"
+    assert v.nvidia_repo.keys["al2023"].fingerprint == "610C7B14E068A878070DA4E99CD0A493D42D0685"
+    assert v.nvidia_repo.repo_url("ubuntu-24.04", "aarch64") == "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/sbsa"
 
 
 def _versions_data() -> dict:
@@ -211,7 +215,8 @@ def test_fabric_manager_must_match_the_driver(tmp_path: Path):
     [
         (("gdrcopy", "source", "sha256"), "abc", "not a sha256"),
         (("efa_installer", "tarball", "gpg_fingerprint"), "4E90 91BC", "not a GPG fingerprint"),
-        (("dcgm_exporter", "digest"), "latest", "not an image digest"),
+        (("nvidia_repo", "keys", "ubuntu", "fingerprint"), "EB69 3B30", "not a GPG fingerprint"),
+        (("nvidia_driver", "packages", "ubuntu"), ["nvidia driver"], "not a package name"),
     ],
 )
 def test_versions_yaml_rejects_malformed_pins(tmp_path: Path, where, value, message):

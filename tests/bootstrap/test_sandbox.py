@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import shutil
 
-from fmcluster.bootstrap import render
+import yaml
+from fmcluster.bootstrap import render, versions
 from support.sandbox import (
     FSX,
     Image,
@@ -12,7 +13,7 @@ from support.sandbox import (
     context_for,
     fake_artifacts,
     make_project,
-    test_versions,
+    with_optional_pins,
 )
 
 CHANGES = ("mount ", "modprobe ", "lnetctl net add", "systemctl enable", "systemctl restart", "systemctl start")
@@ -38,8 +39,8 @@ def test_preinstalled_image_runs_steps_in_order_and_keeps_the_driver(p5_context,
     assert any(c.startswith("mount -t lustre -o relatime,flock fs-0123456789abcdef0.fsx") for c in res.calls)
     assert any("lnetctl net add --net efa --if rdmap16s27" in c for c in res.calls)
     assert any("lnetctl net add --net efa --if rdmap47s27" in c for c in res.calls)
-    assert (sb.root / "usr/local/bin/node_exporter").is_file()
-    assert (sb.root / "usr/local/lib/slurm/spank_pyxis.so").is_file()
+    assert "node_exporter 1.9.1 is already installed" in res.log
+    assert "systemctl enable fmcluster-scratch.service" in res.calls
     assert (sb.root / "etc/fmcluster/dcgm-counters.csv").read_text() == render.DCGM_COUNTERS_FILE.read_text()
     profile = (sb.root / "etc/profile.d/fmcluster-nccl.sh").read_text()
     assert "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu" in profile
@@ -52,7 +53,7 @@ def test_second_run_is_a_no_op(p5_context, make_sandbox):
     res = sb.run()
     assert res.rc == 0, res.out
     changing = [c for c in res.calls if c.split(" ", 1)[0] in INSTALLERS or c.startswith(CHANGES)]
-    did = [c for c in changing if "169.254.169.254" not in c]  # the instance-type lookup only reads
+    did = [c for c in changing if "169.254.169.254" not in c and "127.0.0.1" not in c]  # reads only
     assert did == [], did
     for step in sb.manifest.steps:
         if step.name not in ("10-preflight", "99-healthcheck"):
@@ -61,7 +62,7 @@ def test_second_run_is_a_no_op(p5_context, make_sandbox):
 
 
 def test_bad_checksum_aborts_before_anything_is_installed(p5_context, make_sandbox):
-    sb = make_sandbox(p5_context)
+    sb = make_sandbox(p5_context, Image(node_exporter=False))
     sb.serve("node_exporter-1.9.1.linux-amd64.tar.gz", b"tampered")
     res = sb.run()
     assert res.rc != 0
@@ -93,23 +94,76 @@ def test_good_signature_installs_efa(p5_context, make_sandbox):
     assert "verified GPG signature of EFA installer 1.51.0 (key 4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC)" in res.log
 
 
-def test_driver_missing_is_installed_with_open_modules(p5_context, make_sandbox):
-    sb = make_sandbox(p5_context, Image(driver=False))
+def test_driver_missing_comes_from_nvidias_signed_repository_at_the_pinned_version(p5_context, make_sandbox):
+    sb = make_sandbox(p5_context, Image(driver=False, fabric_manager=False))
     res = sb.run(script="steps/20-nvidia.sh")
     assert res.rc == 0, res.out
-    assert calls_of(res, "nvidia-installer") == ["nvidia-installer --silent --dkms -m=kernel-open"]
-    assert "verified sha256 of NVIDIA driver 580.105.08" in res.log
+    key = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/3bf863cc.pub"
+    assert any(c.startswith("curl") and c.endswith(key) for c in res.calls), res.calls
+    assert (sb.root / "etc/apt/sources.list.d/fmcluster-nvidia-cuda.list").read_text() == (
+        "deb [signed-by=/usr/share/keyrings/fmcluster-nvidia-cuda.gpg] "
+        "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ /\n")
+    installs = [c for c in calls_of(res, "apt-get") if " install " in c]
+    assert any(c.endswith("install --no-install-recommends nvidia-driver-580-open=580.105.08-1ubuntu1") for c in installs), installs
+    assert any(c.endswith("nvidia-fabricmanager=580.105.08-1ubuntu1 libnvidia-nscq=580.105.08-1ubuntu1") for c in installs), installs
+    assert "apt-mark hold nvidia-driver-580-open" in res.calls
+    assert "update-initramfs -u" in res.calls  # nouveau blacklisted in the initramfs too
+    assert "systemctl enable --now nvidia-persistenced.service" in res.calls
+    assert "systemctl enable --now nvidia-fabricmanager.service" in res.calls
+    assert not [c for c in res.calls if "NVIDIA-Linux" in c or c.startswith("nvidia-installer")]
 
 
-def test_unpinned_checksum_refuses_to_download(make_sandbox):
-    project = make_project("p5.48xlarge", "ubuntu-22.04", "parallelcluster")
-    ctx = context_for(project, "gpu", "compute", fsx=FSX)  # the real versions.yaml
-    sb = make_sandbox(ctx, Image(driver=False))
+def test_a_substituted_nvidia_repository_key_is_refused(p5_context, make_sandbox):
+    sb = make_sandbox(p5_context, Image(driver=False))
+    sb.env["T_NV_FPR"] = "0" * 40
     res = sb.run(script="steps/20-nvidia.sh")
     assert res.rc != 0
-    assert "no sha256 pinned for NVIDIA driver 580.105.08" in res.out
-    assert "nvidia_driver.runfile.sha256.x86_64" in res.out
-    assert not [c for c in res.calls if c.startswith("curl") and "NVIDIA-Linux" in c]
+    assert f"has fingerprint {'0' * 40}, expected EB693B3035CD5710E231E123A4B469963BF863CC" in res.out
+    assert not [c for c in calls_of(res, "apt-get") if " install " in c]
+
+
+def test_al2023_installs_nvidia_packages_with_dnf_at_the_pinned_version(make_sandbox):
+    ctx = context_for(make_project("p5.48xlarge", "al2023", "none"), "gpu", "compute")
+    sb = make_sandbox(ctx, Image(driver=False, fabric_manager=False, dcgm_exporter=False))
+    res = sb.run()
+    assert res.rc == 0, res.out
+    repo = (sb.root / "etc/yum.repos.d/fmcluster-nvidia-cuda.repo").read_text()
+    assert "baseurl=https://developer.download.nvidia.com/compute/cuda/repos/amzn2023/x86_64\n" in repo
+    assert "gpgcheck=1\n" in repo
+    dnf = [c for c in calls_of(res, "dnf") if " install " in c]
+    assert "dnf -q -y install nvidia-open-580.105.08" in dnf, dnf
+    assert "dnf -q -y install nvidia-fabricmanager-580.105.08 libnvidia-nscq-580.105.08" in dnf
+    assert "dnf -q -y install datacenter-gpu-manager-4-core-4.4.2 datacenter-gpu-manager-4-cuda13-4.4.2" in dnf
+    assert "dnf -q -y install datacenter-gpu-manager-exporter-4.7.1" in dnf
+    assert "dracut -f" in res.calls
+    assert "systemctl enable nvidia-dcgm-exporter.service" in res.calls
+
+
+def test_an_image_without_enroot_or_pyxis_goes_on_without_them(make_sandbox):
+    """Optional components are never downloaded unpinned; the node says why and goes on."""
+    ctx = context_for(make_project("p5.48xlarge", "ubuntu-22.04", "parallelcluster"), "gpu", "compute", fsx=FSX)
+    sb = make_sandbox(ctx, Image(enroot=False, pyxis=False, gdrcopy=False))
+    res = sb.run()
+    assert res.rc == 0, res.out
+    assert "the image has no enroot and versions.yaml pins no checksum for it (enroot.deb.sha256.x86_64" in res.log
+    assert "the image has no GDRCopy and it is not built: versions.yaml pins no sha256" in res.log
+    assert not [c for c in res.calls if c.startswith("curl") and ("enroot" in c or "v0.19.0" in c or "v2.6" in c)]
+    assert (sb.root / "var/lib/fmcluster/health").read_text() == "healthy\n"
+    assert sb.manifest.placeholders == []
+    assert "pyxis.source.sha256" in sb.manifest.optional_unpinned
+
+
+def test_a_required_pin_left_out_stops_before_downloading(make_sandbox):
+    data = yaml.safe_load(versions.VERSIONS_FILE.read_text())
+    data["node_exporter"]["tarball"]["sha256"]["x86_64"] = None
+    unpinned = versions.Versions.model_validate(data)
+    ctx = context_for(make_project("p5.48xlarge", "ubuntu-22.04", "none"), "gpu", "compute", versions=unpinned)
+    sb = make_sandbox(ctx, Image(node_exporter=False))
+    assert sb.manifest.placeholders == ["node_exporter.tarball.sha256.x86_64"]
+    res = sb.run(script="steps/90-exporters.sh")
+    assert res.rc != 0
+    assert "no sha256 pinned for node_exporter 1.9.1" in res.out
+    assert not [c for c in res.calls if c.startswith("curl") and "node_exporter" in c]
 
 
 def test_healthcheck_fails_with_31_efa_devices_on_p5(p5_context, make_sandbox):
@@ -140,11 +194,11 @@ def test_healthcheck_reports_gpu_and_nvlink_problems_in_one_line(p5_context, mak
 
 
 def test_transient_download_failure_is_retried_then_succeeds(p5_context, make_sandbox):
-    sb = make_sandbox(p5_context)
-    sb.fail_download("node_exporter-1.9.1.linux-amd64.tar.gz", 2)
-    res = sb.run()
+    sb = make_sandbox(p5_context, Image(efa=False))
+    sb.fail_download("aws-efa-installer-1.51.0.tar.gz", 2)
+    res = sb.run(script="steps/30-efa.sh")
     assert res.rc == 0, res.out
-    fetches = [c for c in res.calls if c.startswith("curl") and "node_exporter-1.9.1" in c]
+    fetches = [c for c in res.calls if c.startswith("curl") and c.endswith("aws-efa-installer-1.51.0.tar.gz")]
     assert len(fetches) == 3
     assert calls_of(res, "sleep")[:2] == ["sleep 1", "sleep 2"]
     assert "attempt 1/5 failed" in res.log and "attempt 2/5 failed" in res.log
@@ -189,8 +243,8 @@ def test_wrong_os_or_instance_type_is_refused(p5_context, make_sandbox):
 
 def test_head_node_al2023(make_sandbox):
     project = make_project("p5.48xlarge", "al2023", "parallelcluster")
-    ctx = context_for(project, "gpu", "head", fsx=FSX, versions=test_versions(fake_artifacts()))
-    sb = make_sandbox(ctx, Image(enroot=False))
+    ctx = context_for(project, "gpu", "head", fsx=FSX, versions=with_optional_pins(fake_artifacts()))
+    sb = make_sandbox(ctx, Image(enroot=False, pyxis=False))
     res = sb.run()
     assert res.rc == 0, res.out
     assert [s.name for s in sb.manifest.steps] == ["10-preflight", "70-lustre", "80-containers", "90-exporters", "99-healthcheck"]
@@ -213,7 +267,31 @@ def test_a_failing_command_names_the_step_the_command_and_the_log(p5_context, ma
     (sb.path / "stubs/mdadm").write_text("#!/bin/bash\necho 'mdadm: cannot open /dev/nvme1n1: Device or resource busy' >&2\nexit 1\n")
     res = sb.run()
     assert res.rc != 0
-    assert "[60-nvme] FAILED: command \"mdadm --create" in res.out
+    assert "[60-nvme] FAILED: fmcluster-scratch failed: mdadm: cannot open /dev/nvme1n1" in res.out
     assert "(log: /var/log/fmcluster/bootstrap.log)" in res.out
-    assert "FAILED: 60-nvme: command \"mdadm --create" in res.out.strip().splitlines()[-1]
+    assert "FAILED: 60-nvme: fmcluster-scratch failed: mdadm: cannot open" in res.out.strip().splitlines()[-1]
     assert (sb.root / "var/lib/fmcluster/status").read_text().startswith("failed: 60-nvme")
+
+
+def test_after_a_stop_start_the_scratch_unit_rebuilds_the_blank_instance_store(p5_context, make_sandbox):
+    sb = make_sandbox(p5_context)
+    assert sb.run().rc == 0
+    unit = (sb.root / "etc/systemd/system/fmcluster-scratch.service").read_text()
+    assert "ExecStart=/usr/local/sbin/fmcluster-scratch" in unit and "After=local-fs.target dlami-nvme.service" in unit
+    assert "Before=docker.service containerd.service slurmd.service" in unit
+    assert "/scratch" not in (sb.root / "etc/fstab").read_text()  # no fstab entry to fall back to the root disk
+    # stop/start: the instance store comes back blank and nothing is mounted
+    for name in ("raid", "xfs"):
+        (sb.path / "state" / name).unlink()
+    shutil.rmtree(sb.path / "state/mounted")
+    res = sb.run(script="../root/usr/local/sbin/fmcluster-scratch")
+    assert res.rc == 0, res.out
+    assert any(c.startswith("mdadm --assemble /dev/md/fmcluster-scratch") for c in res.calls)
+    assert any(c.startswith("mdadm --create /dev/md/fmcluster-scratch --level=0 --raid-devices=8") for c in res.calls)
+    assert any(c.startswith("mkfs.xfs -f -L fmc-scratch") for c in res.calls)
+    assert "/scratch is on /dev/md/fmcluster-scratch" in res.out
+    # a reboot: the array is there and only needs assembling and mounting
+    shutil.rmtree(sb.path / "state/mounted")
+    res = sb.run(script="../root/usr/local/sbin/fmcluster-scratch")
+    assert res.rc == 0, res.out
+    assert not [c for c in res.calls if c.startswith(("mdadm --create", "mkfs.xfs"))]

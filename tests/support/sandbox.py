@@ -25,6 +25,7 @@ import yaml
 from fmcluster.bootstrap import context, render, versions
 
 from fmcluster.config import parse
+from fmcluster.facts import PACKAGE_ARCH
 from fmcluster.plan import make_plan
 
 SHELLCHECK = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
@@ -41,14 +42,16 @@ STUBS = (
     "id", "uname", "df", "curl", "gpg", "apt-get", "apt-cache", "dpkg-query", "dnf", "rpm", "fuser",
     "mount", "umount", "mountpoint", "findmnt", "mdadm", "mkfs.xfs", "blkid", "lsblk", "modprobe",
     "modinfo", "lsmod", "ldconfig", "systemctl", "fi_info", "lnetctl", "ip", "gdrcopy_sanity",
-    "dcgmi", "docker", "aws", "useradd", "getent", "make", "sleep", "chown",
+    "dcgmi", "docker", "aws", "useradd", "getent", "make", "sleep", "chown", "apt-mark", "gpgconf",
+    "update-initramfs", "dracut", "mknod", "journalctl",
 )
 """Stubs always present. nvidia-smi, nv-fabricmanager, nvidia-imex and enroot are present only
 when the image 'has' them (see Image), or after a fake installer puts them in dynbin/."""
 
-EFA_FPR = "4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC"
-LUSTRE_FPR = "0123456789ABCDEF0123456789ABCDEF01234567"
-DCGM_DIGEST = "sha256:" + "d" * 64
+REAL = versions.load_versions()
+"""The real versions.yaml: every sandbox runs against it, never against a filled-in copy."""
+EFA_FPR = REAL.efa_installer.tarball.gpg_fingerprint
+LUSTRE_FPR = REAL.lustre_client.ubuntu_key_fingerprint
 
 STUB_HEADER = r"""#!/bin/bash
 name=${0##*/}
@@ -69,6 +72,10 @@ for a in "$@"; do [[ "${prev}" == -o ]] && out=${a}; prev=${a}; done
 case "${url}" in
   *169.254.169.254*api/token) echo token; exit 0 ;;
   *169.254.169.254*instance-type) echo "${T_ITYPE}"; exit 0 ;;
+  *169.254.169.254*instance-id) echo i-0123456789abcdef0; exit 0 ;;
+  *169.254.169.254*placement/region) echo us-east-1; exit 0 ;;
+  *169.254.169.254*local-ipv4) echo 10.0.0.5; exit 0 ;;
+  *127.0.0.1:*/metrics) port=${url##*:}; port=${port%%/*}; [[ -e "${state}/down-${port}" ]] && exit 7; exit 0 ;;
 esac
 base=${url##*/}
 fail="${SANDBOX}/fail/${base}"
@@ -85,12 +92,24 @@ if [[ "${args}" == *" --verify "* ]]; then
   if [[ -f "${SANDBOX}/gpg-bad" ]]; then echo "[GNUPG:] BADSIG A05480B1DD2D3CCC Amazon EC2 EFA"; exit 1; fi
   echo "[GNUPG:] VALIDSIG AAAA 2026-10-22 0 0 4 0 1 10 00 ${T_EFA_FPR}"; exit 0
 fi
-if [[ "${args}" == *" --show-keys "* ]]; then echo "pub:-:4096:1:X:0:::-:::scESC::::::23::0:"; echo "fpr:::::::::${T_LUSTRE_FPR}:"; exit 0; fi
+if [[ "${args}" == *" --show-keys "* ]]; then
+  fpr=${T_LUSTRE_FPR}; [[ "${args}" == *nvidia-* ]] && fpr=${T_NV_FPR}
+  echo "pub:-:4096:1:X:0:::-:::scESC::::::23::0:"; echo "fpr:::::::::${fpr}:"; exit 0
+fi
 if [[ "${args}" == *" --dearmor "* ]]; then prev=""; for a in "$@"; do [[ "${prev}" == -o ]] && : >"${a}"; prev=${a}; done; fi
 exit 0
 """,
     "dpkg-query": "exit 1",
-    "rpm": "exit 1",
+    "apt-cache": r"""
+case "$1" in
+  madison) f="${SANDBOX}/madison/$2"; [[ -f "${f}" ]] || exit 0
+           printf ' %s | %s | https://developer.download.nvidia.com/compute/cuda/repos x Packages\n' "$2" "$(<"${f}")" ;;
+  show) [[ -e "${state}/apt-has-$2" ]] ;;
+esac
+""",
+    "mknod": '[[ "$1" == -m ]] && shift 2; : >"$1"',
+    "journalctl": 'cat "${state}/kernel.log" 2>/dev/null; exit 0',
+    "rpm": '[[ "${1:-}" == -q ]] && exit 1; exit 0',
     "fuser": r"""
 f="${state}/lock-held"
 [[ -f "${f}" ]] || exit 1
@@ -105,6 +124,7 @@ exit 0
     "mdadm": r"""
 case " $* " in
   *" --create "*) : >"${state}/raid" ;;
+  *" --assemble "*) [[ -e "${state}/raid" ]] || exit 1 ;;
   *" --scan "*) echo "ARRAY /dev/md/fmcluster-scratch metadata=1.2 UUID=00000000:00000000:00000000:00000000" ;;
   *" --detail "*) [[ -e "${state}/raid" ]] || exit 1 ;;
 esac
@@ -132,6 +152,10 @@ fi
 for a in "$@"; do
   case "${a}" in
     *enroot_*.deb) cp "${SANDBOX}/pending/enroot" "${SANDBOX}/dynbin/enroot" ;;
+    nvidia-driver-*=*) cp "${SANDBOX}/pending/nvidia-smi" "${SANDBOX}/dynbin/nvidia-smi" ;;
+    nvidia-fabricmanager=*) cp "${SANDBOX}/pending/nv-fabricmanager" "${SANDBOX}/dynbin/nv-fabricmanager" ;;
+    nvidia-imex=*) cp "${SANDBOX}/pending/nvidia-imex" "${SANDBOX}/dynbin/nvidia-imex" ;;
+    datacenter-gpu-manager-exporter=*) cp "${SANDBOX}/pending/dcgm-exporter" "${SANDBOX}/dynbin/dcgm-exporter" ;;
   esac
 done
 """,
@@ -139,11 +163,24 @@ done
 for a in "$@"; do
   case "${a}" in
     *enroot-*.rpm) cp "${SANDBOX}/pending/enroot" "${SANDBOX}/dynbin/enroot" ;;
+    nvidia-open-*) cp "${SANDBOX}/pending/nvidia-smi" "${SANDBOX}/dynbin/nvidia-smi" ;;
+    nvidia-fabricmanager-*) cp "${SANDBOX}/pending/nv-fabricmanager" "${SANDBOX}/dynbin/nv-fabricmanager" ;;
+    nvidia-imex-*) cp "${SANDBOX}/pending/nvidia-imex" "${SANDBOX}/dynbin/nvidia-imex" ;;
+    datacenter-gpu-manager-exporter-*) cp "${SANDBOX}/pending/dcgm-exporter" "${SANDBOX}/dynbin/dcgm-exporter" ;;
   esac
 done
 """,
     "aws": r"""
-[[ "$1 $2" == "s3 cp" ]] || exit 1
+case "$1 $2" in
+  "ec2 describe-instances")
+    if [[ " $* " == *" --instance-ids "* ]]; then cat "${state}/capacity-reservation" 2>/dev/null || echo None
+    else cat "${state}/members" 2>/dev/null; fi
+    exit 0 ;;
+  "autoscaling describe-auto-scaling-instances") cat "${state}/asg" 2>/dev/null || echo None; exit 0 ;;
+  "ec2 create-tags"|"autoscaling set-instance-health") exit 0 ;;
+  "s3 cp") ;;
+  *) exit 1 ;;
+esac
 args=("$@"); n=${#args[@]}; src=${args[n-2]}; dest=${args[n-1]}
 src=${src%/}
 cp -R "${SANDBOX}/s3/${src##*/}" "${dest}"
@@ -162,11 +199,19 @@ case " $* " in
       done
     done ;;
   *driver_version*) for ((g = 0; g < T_GPUS; g++)); do echo "${T_DRIVER}"; done ;;
+  *persistence_mode*) for ((g = 0; g < T_GPUS; g++)); do [[ -e "${state}/persistence-off" ]] && echo Disabled || echo Enabled; done ;;
+  *remapped_rows*) for ((g = 0; g < T_GPUS; g++)); do
+      if [[ -e "${state}/remap-pending" && ${g} == 0 ]]; then echo "00000000:53:00.0, Yes, No"; else echo "00000000:5${g}:00.0, No, No"; fi; done ;;
+  *retired_pages*) for ((g = 0; g < T_GPUS; g++)); do echo "00000000:5${g}:00.0, [N/A]"; done ;;
+  " -q ") for ((g = 0; g < T_GPUS; g++)); do
+      st="Completed"; [[ -e "${state}/fabric-bad" ]] && st="In Progress"
+      printf 'GPU 0000000%s:00.0\n    Fabric\n        State                             : %s\n        Status                            : Success\n' "${g}" "${st}"; done ;;
   *name*) for ((g = 0; g < T_GPUS; g++)); do echo "${T_GPU_NAME}"; done ;;
 esac
 """,
     "nv-fabricmanager": 'echo "Fabric Manager version is : ${T_DRIVER}"',
     "nvidia-imex": "exit 0",
+    "dcgm-exporter": "exit 0",
     "enroot": '[[ "${1:-}" == version ]] && echo 3.4.1; exit 0',
 }
 
@@ -232,14 +277,13 @@ def fake_artifacts(arch: str = "x86_64") -> dict[str, bytes]:
         ),
         "aws-efa-installer-1.51.0.tar.gz.sig": b"signature",
         "aws-efa-installer.key": b"key",
-        f"NVIDIA-Linux-{arch}-580.105.08.run": (
-            "#!/bin/sh\necho \"nvidia-installer $*\" >>\"${SANDBOX}/calls.log\"\n"
-            "cp \"${SANDBOX}/pending/nvidia-smi\" \"${SANDBOX}/dynbin/nvidia-smi\"\n"
-        ).encode(),
-        "enroot_3.4.1-1_amd64.deb": b"deb",
-        "enroot+caps_3.4.1-1_amd64.deb": b"deb-caps",
-        "enroot-3.4.1-1.el8.x86_64.rpm": b"rpm",
-        "enroot+caps-3.4.1-1.el8.x86_64.rpm": b"rpm-caps",
+        "3bf863cc.pub": b"nvidia ubuntu repository key",
+        "D42D0685.pub": b"nvidia rpm repository key",
+        "fsx-ubuntu-public-key.asc": b"fsx key",
+        f"enroot_3.4.1-1_{PACKAGE_ARCH[arch]}.deb": b"deb",
+        f"enroot+caps_3.4.1-1_{PACKAGE_ARCH[arch]}.deb": b"deb-caps",
+        f"enroot-3.4.1-1.el8.{arch}.rpm": b"rpm",
+        f"enroot+caps-3.4.1-1.el8.{arch}.rpm": b"rpm-caps",
         "v0.19.0.tar.gz": _targz({"pyxis-0.19.0/Makefile": ("all:\n", 0o644)}),
         "v2.6.tar.gz": _targz({"gdrcopy-2.6/packages/build-deb-packages.sh": ("#!/bin/sh\n", 0o755)}),
     }
@@ -249,23 +293,18 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def test_versions(artifacts: dict[str, bytes]) -> versions.Versions:
-    """The real versions.yaml with the placeholders filled from the fake artifacts."""
+def with_optional_pins(artifacts: dict[str, bytes], arch: str = "x86_64") -> versions.Versions:
+    """The real versions.yaml plus digests for the OPTIONAL components only (enroot, pyxis,
+    GDRCopy), as an operator who verified them would pin: the path that downloads and builds them."""
     data = yaml.safe_load(versions.VERSIONS_FILE.read_text())
-    data["nvidia_driver"]["runfile"]["sha256"]["x86_64"] = sha(artifacts["NVIDIA-Linux-x86_64-580.105.08.run"])
-    data["node_exporter"]["tarball"]["sha256"]["x86_64"] = sha(artifacts["node_exporter-1.9.1.linux-amd64.tar.gz"])
-    data["enroot"]["deb"]["sha256"]["x86_64"] = sha(artifacts["enroot_3.4.1-1_amd64.deb"])
-    data["enroot"]["deb_caps"]["sha256"]["x86_64"] = sha(artifacts["enroot+caps_3.4.1-1_amd64.deb"])
-    data["enroot"]["rpm"]["sha256"]["x86_64"] = sha(artifacts["enroot-3.4.1-1.el8.x86_64.rpm"])
-    data["enroot"]["rpm_caps"]["sha256"]["x86_64"] = sha(artifacts["enroot+caps-3.4.1-1.el8.x86_64.rpm"])
+    deb = PACKAGE_ARCH[arch]
+    data["enroot"]["deb"]["sha256"][arch] = sha(artifacts[f"enroot_3.4.1-1_{deb}.deb"])
+    data["enroot"]["deb_caps"]["sha256"][arch] = sha(artifacts[f"enroot+caps_3.4.1-1_{deb}.deb"])
+    data["enroot"]["rpm"]["sha256"][arch] = sha(artifacts[f"enroot-3.4.1-1.el8.{arch}.rpm"])
+    data["enroot"]["rpm_caps"]["sha256"][arch] = sha(artifacts[f"enroot+caps-3.4.1-1.el8.{arch}.rpm"])
     data["pyxis"]["source"]["sha256"] = sha(artifacts["v0.19.0.tar.gz"])
     data["gdrcopy"]["source"]["sha256"] = sha(artifacts["v2.6.tar.gz"])
-    data["dcgm_exporter"]["digest"] = DCGM_DIGEST
-    data["lustre_client"]["ubuntu_key_fingerprint"] = LUSTRE_FPR
     return versions.Versions.model_validate(data)
-
-
-test_versions.__test__ = False  # a helper, not a test
 
 
 @dataclass
@@ -278,6 +317,9 @@ class Image:
     gdrcopy: bool = True
     lustre: bool = True
     enroot: bool = True
+    pyxis: bool = True
+    dcgm_exporter: bool = True
+    node_exporter: bool = True
     nvme_drives: int = 8
     efa_devices: int = 32
     gpus: int = 8
@@ -364,6 +406,7 @@ def build_sandbox(
         "nv-fabricmanager": image.fabric_manager,
         "nvidia-imex": image.driver,
         "enroot": image.enroot,
+        "dcgm-exporter": image.dcgm_exporter,
     }
     for name, there in present.items():
         if there:
@@ -388,6 +431,24 @@ def build_sandbox(
         counters = root / f"sys/class/infiniband/rdmap{16 + i}s27/ports/1/hw_counters"
         counters.mkdir(parents=True)
         (counters / "rdma_read_bytes").write_text(f"{1000 + i}\n")
+    if image.node_exporter:  # a node_exporter the real pin's digest could never match a fake of
+        (root / "usr/local/bin").mkdir(parents=True, exist_ok=True)
+        (root / "usr/local/bin/node_exporter").write_text("#!/bin/sh\necho 'node_exporter, version 1.9.1 (branch: HEAD)'\n")
+        (root / "usr/local/bin/node_exporter").chmod(0o755)
+    if image.pyxis:
+        (root / "usr/local/lib/slurm").mkdir(parents=True)
+        (root / "usr/local/lib/slurm/spank_pyxis.so").touch()
+    (root / "proc").mkdir()
+    (root / "proc/devices").write_text("Character devices:\n195 nvidia\n234 nvidia-caps-imex-channels\n")
+    madison = path / "madison"
+    madison.mkdir()
+    v = ctx.versions
+    deb_versions = {v.nvidia_driver.version: "-1ubuntu1", v.dcgm.version: "-1"}
+    for comp in (v.nvidia_driver, v.fabric_manager, v.nvidia_imex, v.dcgm):
+        for pkg in comp.packages["ubuntu"]:
+            epoch = "1:" if comp is v.dcgm else ""
+            (madison / pkg).write_text(f"{epoch}{comp.version}{deb_versions[comp.version]}")
+    (madison / v.dcgm_exporter.package).write_text(f"{v.dcgm_exporter.version}-1")
     (root / "opt/slurm/include/slurm").mkdir(parents=True)
     (root / "opt/slurm/include/slurm/spank.h").write_text("/* spank */\n")
     if image.gdrcopy:
@@ -419,6 +480,7 @@ def build_sandbox(
         "T_EFA_COUNT": str(image.efa_devices),
         "T_EFA_FPR": EFA_FPR,
         "T_LUSTRE_FPR": LUSTRE_FPR,
+        "T_NV_FPR": ctx.nvidia_repo_key.fingerprint,
     }
     return Sandbox(path, bundle, manifest, env)
 
