@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 from cfnlint.api import ManualArgs, lint
-from support import ALL_FILES, Synthesized
+from support import ALL_FILES, ROOT, Synthesized
 
 from fmcluster import config
 
@@ -67,6 +68,18 @@ if KNOWN_WARNINGS:  # an empty parametrization would be reported as a skip
         for key, why in KNOWN_WARNINGS.items()])
     def test_known_lint_warning(lint_matches: list, key: tuple[str, str, str]) -> None:
         assert not [text for k, text in lint_matches if k == key]
+
+
+@pytest.mark.synth
+def test_cfn_lint_clean_without_cdk_json_context(tmp_path: Path) -> None:
+    """The default project built in-process with no cdk.json feature flags (as ``synthesize`` does for
+    the replacement guard): a default that the flags hide (the LogDeliveryWrite ACL, W3045) shows here."""
+    from fmcluster.stacks.app import synthesize  # starts jsii: only for this test
+
+    templates = synthesize(ROOT / "projects" / "default.yaml", tmp_path)
+    found = [text for name, template in sorted(templates.items()) for key, text in _lint(name, template)
+             if key not in KNOWN_WARNINGS]
+    assert not found, "\n".join(found)
 
 
 def test_cfn_lint_would_catch_a_bad_template() -> None:
