@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 
 import yaml
 from fmcluster.bootstrap import render, versions
@@ -295,3 +296,34 @@ def test_after_a_stop_start_the_scratch_unit_rebuilds_the_blank_instance_store(p
     res = sb.run(script="../root/usr/local/sbin/fmcluster-scratch")
     assert res.rc == 0, res.out
     assert not [c for c in res.calls if c.startswith(("mdadm --create", "mkfs.xfs"))]
+
+
+def test_pyxis_builds_with_real_make_and_gcc_keeping_its_own_cppflags(make_sandbox):
+    """The step's real build command against a fixture Makefile that defines its own CPPFLAGS."""
+    import io
+    import tarfile
+    from pathlib import Path
+
+    real = {t: shutil.which(t) for t in ("make", "gcc", "cc", "as", "ld")}
+    fixture = Path(__file__).parent / "fixtures/pyxis"
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name in ("Makefile", "pyxis.c"):
+            tar.add(fixture / name, arcname=f"pyxis-0.19.0/{name}")
+    artifacts = fake_artifacts() | {"v0.19.0.tar.gz": buf.getvalue()}
+    ctx = context_for(make_project("p5.48xlarge", "ubuntu-22.04", "parallelcluster"), "gpu", "compute",
+                      versions=with_optional_pins(artifacts))
+    sb = make_sandbox(ctx, Image(pyxis=False))
+    sb.serve("v0.19.0.tar.gz", artifacts["v0.19.0.tar.gz"])
+    (sb.path / "stubs/make").unlink()
+    for tool, path in real.items():
+        assert path, f"{tool} is needed (Debian: build-essential)"
+        (sb.path / "safebin" / tool).symlink_to(path)
+    res = sb.run(script="steps/80-containers.sh")
+    assert res.rc == 0, res.out
+    assert (sb.root / "usr/local/lib/slurm/spank_pyxis.so").read_bytes()[:4] == b"\x7fELF"
+    # The same fixture with CPPFLAGS on the command line fails as pyxis does: the test can fail.
+    src = sb.root / "var/cache/fmcluster/pyxis-0.19.0"
+    bad = subprocess.run([real["make"], "-C", str(src), "-B", f"CPPFLAGS=-I{sb.root}/opt/slurm/include"],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "CLONE_NEWUSER" in bad.stderr
