@@ -28,6 +28,7 @@ NETWORK_OUTPUTS = {
     "EfaSecurityGroupId": "efa_security_group_id",
     "NodeSecurityGroupId": "node_security_group_id",
     "StorageSecurityGroupId": "storage_security_group_id",
+    "ServicesSubnetId": "services_subnet_id",
 }
 BUCKET_OUTPUTS = {"BucketName": "bucket_name", "BucketArn": "bucket_arn"}
 """``NAME-storage``: StorageContract fields."""
@@ -74,6 +75,9 @@ class NetworkContract:
     """The nodes' own group: egress to the world through the NAT gateway, Lustre from the storage group."""
     storage_security_group_id: str
     """For FSx for Lustre: Lustre ports from the nodes and from itself."""
+    services_subnet_id: str
+    """Where FSx, interface endpoints and a head node go: the compute subnet in a regular zone, a private
+    subnet in the parent Availability Zone when the compute subnet is in a Local Zone."""
 
 
 @dataclass(frozen=True)

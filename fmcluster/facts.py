@@ -147,6 +147,36 @@ AZ_ID_REGIONS: dict[str, str] = {az_id_prefix(r): r for r in REGIONS}
 """AZ-ID prefix -> Region (``use1`` -> ``us-east-1``)."""
 assert len(AZ_ID_REGIONS) == len(REGIONS), "two Regions with one AZ-ID prefix"
 
+
+
+@dataclass(frozen=True)
+class LocalZone:
+    """An AWS Local Zone: a zone of its Region with a subset of its services, reached through a parent AZ."""
+
+    zone_id: str
+    name: str
+    region: str
+    parent_zone_id: str
+    """The Region's Availability Zone the Local Zone hangs off: NAT gateway, FSx, interface endpoints and a
+    head node live there, because the Local Zone does not offer them (or fmcluster cannot confirm it does)."""
+
+
+LOCAL_ZONES: dict[str, LocalZone] = {
+    zone.zone_id: zone
+    for zone in (
+        # P6e-GB200 UltraServer capacity blocks are offered here (EC2 user guide: capacity-blocks-launch;
+        # Local Zones "available-local-zones"; FACTS.md section 1). The account must opt in to the zone.
+        LocalZone("use1-dfw2-az1", "us-east-1-dfw-2a", "us-east-1", "use1-az4"),
+    )
+}
+"""The Local Zones fmcluster knows, by zone ID. Local Zone IDs look like ``use1-dfw2-az1``."""
+
+
+def zone_region_prefix(zone_id: str) -> str:
+    """The AZ-ID prefix of the Region a zone belongs to: ``use1-az6`` and ``use1-dfw2-az1`` -> ``use1``."""
+    return zone_id.split("-", 1)[0]
+
+
 # --- tags (EC2, CloudFormation) ------------------------------------------------------------------
 
 TAGS_PER_RESOURCE = 50

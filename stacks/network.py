@@ -34,26 +34,29 @@ class NetworkStack(Stack):
         self.plan = plan
         spec = plan.spec
         if spec.existing is None:
-            vpc_id, subnet_id = self._add_vpc()
+            vpc_id, subnet_id, services_id = self._add_vpc()
         else:
             vpc_id = spec.existing.vpc_id
-            subnet_id = spec.existing.compute_subnet_id
+            subnet_id = services_id = spec.existing.compute_subnet_id
         vpc = ec2.Vpc.from_vpc_attributes(self, "VpcRef", vpc_id=vpc_id, availability_zones=[plan.availability_zone_id])
         efa, node, storage = self._add_security_groups(vpc)
         if spec.existing is None and spec.interface_endpoints:
-            self._add_interface_endpoints(vpc, subnet_id)
+            self._add_interface_endpoints(vpc, services_id)
         self.contract = NetworkContract(
             vpc_id=vpc_id,
             compute_subnet_id=subnet_id,
             efa_security_group_id=efa.security_group_id,
             node_security_group_id=node.security_group_id,
             storage_security_group_id=storage.security_group_id,
+            services_subnet_id=services_id,
         )
         self._add_outputs()
 
     # -- resources -------------------------------------------------------------------------
 
-    def _add_vpc(self) -> tuple[str, str]:
+    def _add_vpc(self) -> tuple[str, str, str]:
+        """The VPC; the public subnet (NAT gateway) and, for a Local Zone, a services subnet in the
+        services zone; the compute subnet in the compute zone. Returns the VPC, compute and services IDs."""
         net = self.plan
         vpc = ec2.CfnVPC(self, "Vpc", cidr_block=net.vpc_cidr, enable_dns_hostnames=True, enable_dns_support=True)
         igw = ec2.CfnInternetGateway(self, "InternetGateway")
@@ -61,7 +64,7 @@ class NetworkStack(Stack):
 
         public = ec2.CfnSubnet(
             self, "PublicSubnet", vpc_id=vpc.ref, cidr_block=net.public_subnet_cidr,
-            availability_zone_id=self.plan.availability_zone_id, map_public_ip_on_launch=False,
+            availability_zone_id=net.services_zone_id, map_public_ip_on_launch=False,
         )
         public_routes = ec2.CfnRouteTable(self, "PublicRouteTable", vpc_id=vpc.ref)
         ec2.CfnSubnetRouteTableAssociation(self, "PublicRouteTableAssociation", subnet_id=public.ref, route_table_id=public_routes.ref)
@@ -79,13 +82,23 @@ class NetworkStack(Stack):
         ec2.CfnSubnetRouteTableAssociation(self, "ComputeRouteTableAssociation", subnet_id=compute.ref, route_table_id=compute_routes.ref)
         ec2.CfnRoute(self, "ComputeDefaultRoute", route_table_id=compute_routes.ref, destination_cidr_block="0.0.0.0/0", nat_gateway_id=nat.ref)
 
+        services_id = compute.ref
+        if net.services_subnet_cidr is not None:  # a Local Zone: FSx, endpoints, head node in the parent zone
+            services = ec2.CfnSubnet(
+                self, "ServicesSubnet", vpc_id=vpc.ref, cidr_block=net.services_subnet_cidr,
+                availability_zone_id=net.services_zone_id, map_public_ip_on_launch=False,
+            )
+            ec2.CfnSubnetRouteTableAssociation(self, "ServicesRouteTableAssociation", subnet_id=services.ref,
+                                               route_table_id=compute_routes.ref)
+            services_id = services.ref
+
         ec2.CfnVPCEndpoint(
             self, "S3GatewayEndpoint", vpc_id=vpc.ref, vpc_endpoint_type="Gateway",
             service_name=Fn.sub("com.amazonaws.${AWS::Region}.s3"),
             route_table_ids=[compute_routes.ref, public_routes.ref],
         )
         self._add_flow_logs(vpc.ref)
-        return vpc.ref, compute.ref
+        return vpc.ref, compute.ref, services_id
 
     def _add_flow_logs(self, vpc_id: str) -> None:
         group = logs.CfnLogGroup(self, "FlowLogs", retention_in_days=self.plan.spec.flow_logs_retention_days)
@@ -151,7 +164,8 @@ class NetworkStack(Stack):
 
     def _add_outputs(self) -> None:
         what = {"VpcId": "VPC", "ComputeSubnetId": "private compute subnet", "EfaSecurityGroupId": "EFA security group",
-                "NodeSecurityGroupId": "node security group", "StorageSecurityGroupId": "FSx security group"}
+                "NodeSecurityGroupId": "node security group", "StorageSecurityGroupId": "FSx security group",
+                "ServicesSubnetId": "subnet of FSx, interface endpoints and the head node"}
         for key, field in NETWORK_OUTPUTS.items():
             CfnOutput(self, key, value=getattr(self.contract, field), description=f"The {what[key]}",
                       export_name=export_name(self.plan.project, key))

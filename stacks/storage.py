@@ -127,7 +127,7 @@ class StorageStack(Stack):
             file_system_type_version="2.15",
             storage_type="SSD",
             storage_capacity=sp.capacity_gib,
-            subnet_ids=[self.network.compute_subnet_id],
+            subnet_ids=[self.network.services_subnet_id],
             security_group_ids=groups,
             lustre_configuration=fsx.CfnFileSystem.LustreConfigurationProperty(
                 deployment_type=spec.deployment_type,

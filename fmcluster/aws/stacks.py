@@ -48,6 +48,9 @@ def _need(outputs: dict[str, str], stack: str, key: str) -> str:
 def network_contract(cfn: Any, project: str) -> NetworkContract:
     name = stack_name(project, "network")
     outputs = stack_outputs(cfn, name)
+    # Network stacks deployed before Local Zone support have no ServicesSubnetId: their services
+    # (FSx, endpoints, head node) share the compute subnet.
+    outputs.setdefault("ServicesSubnetId", outputs.get("ComputeSubnetId", ""))
     return NetworkContract(**{field: _need(outputs, name, key) for key, field in NETWORK_OUTPUTS.items()})
 
 

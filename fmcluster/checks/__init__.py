@@ -19,13 +19,15 @@ from fmcluster.checks import (
     orchestrator,
     parallelcluster,
     storage,
+    zones,
 )
 from fmcluster.checks.registry import Check, Finding, check, collect
 from fmcluster.config.loader import LoadedProject
 from fmcluster.errors import ConfigError, Problem
 from fmcluster.plan import Plan, make_plan
 
-CHECKS: dict[str, Check] = collect((network, capacity, observability, storage, mounts, limits, orchestrator, parallelcluster))
+CHECKS: dict[str, Check] = collect(
+    (network, zones, capacity, observability, storage, mounts, limits, orchestrator, parallelcluster))
 
 
 @check("suppressed-warning-exists", "warning")

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from fmcluster.checks.registry import Finding, check
 from fmcluster.config.loader import LoadedProject
-from fmcluster.facts import AZ_ID_REGIONS, az_id_prefix
+from fmcluster.facts import AZ_ID_REGIONS, az_id_prefix, zone_region_prefix
 from fmcluster.plan import Plan
 
 
@@ -53,7 +53,7 @@ def _existing_size_unknown(loaded: LoadedProject, plan: Plan) -> Iterator[Findin
 def _zone_id_known(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     """The AZ ID's prefix names a Region (``use1`` in use1-az6); a typo would find no capacity anywhere."""
     zone = loaded.project.availability_zone_id
-    prefix = zone.split("-az")[0]
+    prefix = zone_region_prefix(zone)
     if prefix not in AZ_ID_REGIONS:
         near = difflib.get_close_matches(prefix, AZ_ID_REGIONS, n=3, cutoff=0.5)
         suggestion = f"did you mean {', '.join(f'{n}-az… ({AZ_ID_REGIONS[n]})' for n in near)}? " if near else ""
@@ -66,7 +66,7 @@ def _zone_id_known(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
 def _zone_in_region(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     """With both set, the zone must be one of the Region's: stacks deploy to the Region, the nodes to the zone."""
     project = loaded.project
-    zone_region = AZ_ID_REGIONS.get(project.availability_zone_id.split("-az")[0])
+    zone_region = AZ_ID_REGIONS.get(zone_region_prefix(project.availability_zone_id))
     if project.region and zone_region and zone_region != project.region:
         yield Finding(("region",),
                       f"Region {project.region} does not contain availability_zone_id {project.availability_zone_id}, "

@@ -25,6 +25,11 @@ class Reservation(Model):
 
     type: Literal["reservation"]
     reservation_id: str = Field(pattern=RESERVATION_ID, description="The ODCR ID, `cr-...`.")
+    placement_group: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9_.:-]{1,255}$",
+        description="The cluster placement group the reservation was made in, if any: its instances must launch "
+                    "into that group. fmcluster creates no placement group for a reservation.",
+    )
 
 
 class CapacityBlock(Model):
@@ -55,7 +60,8 @@ class ComputeGroup(Model):
     capacity: Capacity = Field(default_factory=lambda: OnDemand(type="on-demand"), description="Where the nodes come from.")
     placement_group: bool | Literal["auto"] = Field(
         default="auto",
-        description="Cluster placement group: `auto` = on, except for capacity blocks (which are already placed).",
+        description="A new cluster placement group: `auto` = on for on-demand capacity only (capacity blocks are "
+                    "already placed; a reservation launches into the group it was made in, `capacity.placement_group`).",
     )
     root_volume_gib: Int = Field(default=200, ge=50, le=16384, description="Size of the encrypted gp3 root volume.")
     ami_id: str | None = Field(

@@ -94,7 +94,10 @@ class ParallelClusterSettings(Model):
                     "false: only write cluster.yaml (`fmcluster parallelcluster config`) for `pcluster create-cluster`.",
     )
     deletion_policy: Literal["Retain", "Delete"] = Field(
-        default="Retain", description="What happens to the cluster when its CloudFormation resource is deleted.",
+        default="Delete",
+        description="What happens to the cluster when NAME-cluster is deleted: Delete (the default; the data stays in "
+                    "FSx and S3, which are retained) or Retain (needs `network.existing`: ParallelCluster requires a "
+                    "retained cluster's network to be kept).",
     )
 
     def queue_mapping(self, group_names: list[str]) -> dict[str, list[str]]:

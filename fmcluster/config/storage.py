@@ -38,6 +38,13 @@ class Bucket(Model):
     kms_key_arn: str | None = Field(
         default=None, pattern=KMS_KEY_ARN, description="Encrypt with this KMS key (SSE-KMS). Default: S3-managed keys."
     )
+    noncurrent_version_days: int = Field(
+        default=30, ge=1, le=3650,
+        description="Days an overwritten or deleted object version (an old checkpoint) is kept before S3 expires it.",
+    )
+    access_log_days: int = Field(
+        default=365, ge=1, le=3650, description="Days the server access logs of the bucket are kept.",
+    )
 
 
 class ExistingFileSystem(Model):

@@ -114,7 +114,7 @@ def cluster_config(
     config["Imds"] = {"ImdsSupport": "v2.0"}
     config["HeadNode"] = {
         "InstanceType": settings.head_node_instance_type or DEFAULT_HEAD_NODE[arch],
-        "Networking": {"SubnetId": network.compute_subnet_id, "SecurityGroups": list(security_groups)},
+        "Networking": {"SubnetId": network.services_subnet_id, "SecurityGroups": list(security_groups)},
         "LocalStorage": {"RootVolume": {**_root_volume(settings.head_node_root_volume_gib), "DeleteOnTermination": True}},
         "Imds": {"Secured": True},
         "Iam": {"AdditionalIamPolicies": list(policies)},
@@ -132,7 +132,7 @@ def cluster_config(
             "Name": LOGIN_POOL_NAME,
             "Count": settings.login_nodes.count,
             "InstanceType": settings.login_nodes.instance_type or DEFAULT_LOGIN_NODE[arch],
-            "Networking": {"SubnetIds": [network.compute_subnet_id], "SecurityGroups": list(security_groups)},
+            "Networking": {"SubnetIds": [network.services_subnet_id], "SecurityGroups": list(security_groups)},
             "Iam": {"AdditionalIamPolicies": list(policies)},
         }]}
     if storage is not None and storage.fsx is not None:

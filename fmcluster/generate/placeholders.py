@@ -24,6 +24,7 @@ NETWORK = NetworkContract(
     efa_security_group_id="sg-00000000000000000",
     node_security_group_id="sg-00000000000000001",
     storage_security_group_id="sg-00000000000000002",
+    services_subnet_id="subnet-00000000000000000",
 )
 
 

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 
 from fmcluster.config.network import Network
+from fmcluster.facts import LOCAL_ZONES, LocalZone
 from fmcluster.plan.groups import GroupPlan
 
 AWS_RESERVED_PER_SUBNET = 5
@@ -30,11 +31,20 @@ class NetworkPlan:
     ips_usable: int | None
     """Addresses a subnet of that size offers (AWS keeps 5); None for an imported subnet of unknown size."""
     smallest_prefix_that_fits: int
+    services_zone_id: str
+    """Where the NAT gateway, FSx, interface endpoints and a head node go: the compute zone itself, or the
+    parent Availability Zone of a Local Zone (which does not offer them)."""
+    services_subnet_cidr: str | None
+    """A private subnet in the parent zone of a Local Zone for those services; None in a regular zone."""
     # What NAME-network builds besides the numbers (not in `plan -o json`).
     project: str
     availability_zone_id: str
     spec: Network
     """The ``network:`` section as validated."""
+
+    @property
+    def local_zone(self) -> LocalZone | None:
+        return LOCAL_ZONES.get(self.availability_zone_id)
 
     @property
     def vpc_id(self) -> str | None:
@@ -81,9 +91,26 @@ def carve_subnets(vpc_cidr: str, compute_prefix: int) -> tuple[str | None, str |
     return str(public), None
 
 
+def carve_local_zone_subnets(vpc_cidr: str, compute_prefix: int) -> tuple[str | None, str | None, str | None]:
+    """A Local Zone project: the public subnet and a services subnet (both in the parent zone) are the
+    VPC's first two /24s; the compute subnet (in the Local Zone) is the first aligned block after them."""
+    vpc = ipaddress.IPv4Network(vpc_cidr)
+    if vpc.prefixlen > PUBLIC_SUBNET_PREFIX - 2 or compute_prefix <= vpc.prefixlen:
+        return None, None, None
+    public, services = list(vpc.subnets(new_prefix=PUBLIC_SUBNET_PREFIX))[:2]
+    for block in vpc.subnets(new_prefix=compute_prefix):
+        if not (block.overlaps(public) or block.overlaps(services)):
+            return str(public), str(services), str(block)
+    return str(public), str(services), None
+
+
 def plan_network(project: str, availability_zone_id: str, net: Network, groups: tuple[GroupPlan, ...]) -> NetworkPlan:
     needed = ips_needed(net, groups)
     fits = smallest_prefix_for(needed)
+    local_zone = LOCAL_ZONES.get(availability_zone_id)
+    services_zone = local_zone.parent_zone_id if local_zone else availability_zone_id
+    common = dict(ips_needed=needed, smallest_prefix_that_fits=fits, services_zone_id=services_zone, project=project,
+                  availability_zone_id=availability_zone_id, spec=net)
     if net.existing is not None:
         cidr = net.existing.compute_subnet_cidr
         prefix = ipaddress.IPv4Network(cidr).prefixlen if cidr else None
@@ -93,25 +120,23 @@ def plan_network(project: str, availability_zone_id: str, net: Network, groups: 
             public_subnet_cidr=None,
             compute_subnet_cidr=cidr,
             compute_subnet_prefix=prefix,
-            ips_needed=needed,
             ips_usable=usable(prefix) if prefix is not None else None,
-            smallest_prefix_that_fits=fits,
-            project=project,
-            availability_zone_id=availability_zone_id,
-            spec=net,
+            services_subnet_cidr=None,
+            **common,
         )
     prefix = net.compute_subnet_prefix if net.compute_subnet_prefix is not None else min(fits, MIN_DERIVED_COMPUTE_PREFIX)
-    public, compute = carve_subnets(net.vpc_cidr, prefix)
+    services = None
+    if local_zone is not None:
+        public, services, compute = carve_local_zone_subnets(net.vpc_cidr, prefix)
+    else:
+        public, compute = carve_subnets(net.vpc_cidr, prefix)
     return NetworkPlan(
         existing=False,
         vpc_cidr=net.vpc_cidr,
         public_subnet_cidr=public,
         compute_subnet_cidr=compute,
         compute_subnet_prefix=prefix,
-        ips_needed=needed,
         ips_usable=usable(prefix),
-        smallest_prefix_that_fits=fits,
-        project=project,
-        availability_zone_id=availability_zone_id,
-        spec=net,
+        services_subnet_cidr=services,
+        **common,
     )

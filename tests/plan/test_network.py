@@ -44,3 +44,16 @@ def test_derived_prefix_is_at_least_22_and_grows_with_nodes() -> None:
     assert big.network.ips_needed == 2532
     assert big.network.compute_subnet_prefix == 20
     assert big.network.ips_usable >= big.network.ips_needed
+
+
+def test_a_local_zone_gets_a_services_subnet_in_its_parent_zone() -> None:
+    plan = plan_of("name: lz\navailability_zone_id: use1-dfw2-az1\ncompute_groups:\n"
+                   "  - {name: nvl, instance_type: p6e-gb200.36xlarge, count: 18}\n").network
+    assert (plan.services_zone_id, plan.public_subnet_cidr, plan.services_subnet_cidr) == ("use1-az4", "10.0.0.0/24",
+                                                                                           "10.0.1.0/24")
+    subnets = [ipaddress.IPv4Network(c) for c in (plan.public_subnet_cidr, plan.services_subnet_cidr,
+                                                  plan.compute_subnet_cidr)]
+    assert not any(a.overlaps(b) for i, a in enumerate(subnets) for b in subnets[i + 1:])
+    regular = plan_of("name: az\navailability_zone_id: use1-az6\ncompute_groups:\n"
+                      "  - {name: g, instance_type: p5.48xlarge, count: 2}\n").network
+    assert (regular.services_zone_id, regular.services_subnet_cidr) == ("use1-az6", None)

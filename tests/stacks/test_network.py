@@ -106,3 +106,24 @@ def test_every_security_group_description_is_one_ec2_accepts(synthesized: Synthe
     assert not bad, "EC2 refuses these descriptions:\n" + "\n".join(bad)
     assert EC2_DESCRIPTION.match("Lustre TCP 1018-1023 from nodes")
     assert not EC2_DESCRIPTION.match("Lustre <aws_cdk.aws_ec2.Port object at 0x7f> from nodes")
+
+
+def test_a_local_zone_project_puts_each_piece_where_it_exists(synthesized: Synthesized) -> None:
+    """GB200 UltraServers in the Dallas Local Zone: nodes there; NAT, FSx and endpoints in the parent zone."""
+    resources = synthesized.template("p6e-gb200-ultraserver-network")["Resources"]
+    zone_of = {lid: r["Properties"]["AvailabilityZoneId"] for lid, r in resources.items() if r["Type"] == "AWS::EC2::Subnet"}
+    assert zone_of == {"PublicSubnet": "use1-az4", "ServicesSubnet": "use1-az4", "ComputeSubnet": "use1-dfw2-az1"}
+    [nat] = [r for r in resources.values() if r["Type"] == "AWS::EC2::NatGateway"]
+    assert nat["Properties"]["SubnetId"] == {"Ref": "PublicSubnet"}
+    outputs = synthesized.template("p6e-gb200-ultraserver-network")["Outputs"]
+    assert outputs["ServicesSubnetId"]["Value"] == {"Ref": "ServicesSubnet"}
+    fs = next(r for r in synthesized.template("p6e-gb200-ultraserver-storage")["Resources"].values()
+              if r["Type"] == "AWS::FSx::FileSystem")
+    assert "ServicesSubnet" in str(fs["Properties"]["SubnetIds"]) and "ComputeSubnet" not in str(fs["Properties"]["SubnetIds"])
+
+
+def test_a_regular_zone_project_keeps_everything_in_its_zone(synthesized: Synthesized) -> None:
+    resources = synthesized.template("default-network")["Resources"]
+    zones = {r["Properties"]["AvailabilityZoneId"] for r in resources.values() if r["Type"] == "AWS::EC2::Subnet"}
+    assert zones == {"use1-az6"} and "ServicesSubnet" not in resources
+    assert synthesized.template("default-network")["Outputs"]["ServicesSubnetId"]["Value"] == {"Ref": "ComputeSubnet"}

@@ -37,7 +37,8 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> dict:
         stack = Stack(app, f"{name}-cluster")
         imp = lambda key, n=name: Fn.import_value(f"{n}-{key}")  # noqa: E731 -- tokens, as in the real stacks
         network = NetworkContract(imp("VpcId"), imp("ComputeSubnetId"), imp("EfaSecurityGroupId"),
-                                  imp("NodeSecurityGroupId"), imp("StorageSecurityGroupId"))
+                                  imp("NodeSecurityGroupId"), imp("StorageSecurityGroupId"),
+                                  imp("ComputeSubnetId"))  # a regular zone: services share the compute subnet
         storage = StorageContract(imp("BucketName"), imp("BucketArn"),
                                   MountContract(imp("FileSystemId"), imp("FileSystemDnsName"), imp("FileSystemMountName"),
                                                 "/fsx", True), None)
