@@ -64,12 +64,16 @@ def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
     project = loaded.project
     name = plan.project
     env = Environment(account=project.account, region=project.region) if project.account or project.region else None
+    # Termination protection on the stacks that hold data (files, metrics) or a running Slurm cluster:
+    # `cdk destroy` refuses them until it is turned off (`-c protect=false` when synthesizing, or the console).
+    protect = _flag(app, "protect", True)
 
     network = NetworkStack(app, stack_name(name, "network"), plan=plan.network, env=env)
     stacks: list[Stack] = [network]
 
     if plan.storage.stack_needed:
-        storage = StorageStack(app, stack_name(name, "storage"), plan=plan.storage, network=network.contract, env=env)
+        storage = StorageStack(app, stack_name(name, "storage"), plan=plan.storage, network=network.contract, env=env,
+                               termination_protection=protect)
         stacks.append(storage)
         storage_contract = storage.contract
     else:  # both bucket and file system exist already: nothing to create, nothing to lose
@@ -83,7 +87,7 @@ def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
             extra_files=extra_rule_files(loaded),
         )
         observability = ObservabilityStack(app, stack_name(name, "observability"), plan=plan.observability,
-                                           rules_data=rules_data, env=env)
+                                           rules_data=rules_data, env=env, termination_protection=protect)
         stacks.append(observability)
         metrics = observability.contract
 
@@ -95,8 +99,10 @@ def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
         fsx = storage_contract.fsx
         at_boot = fsx is not None and Token.is_unresolved(fsx.file_system_id)  # created in this deployment
         node_bundles = bundles.render_group_bundles(plan.cluster, fsx, at_boot, bundle_dir)
+    runs_slurm = plan.cluster.orchestrator == "parallelcluster" and plan.cluster.pcluster.create_cluster
     cluster = ClusterStack(app, stack_name(name, "cluster"), plan=plan.cluster, bundles=node_bundles,
-                           network=network.contract, storage=storage_contract, metrics=metrics, env=env)
+                           network=network.contract, storage=storage_contract, metrics=metrics, env=env,
+                           termination_protection=protect and runs_slurm)
     stacks.append(cluster)
 
     for stack in stacks:

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 from aws_cdk.assertions import Match
-from fmcluster.stacks.app import synthesize
+from fmcluster.stacks.app import build_project, new_app, synthesize
 from support import BASE, EXAMPLE_FILES, PROJECTS, ROOT, SELF_MANAGED, Synthesized
 
-from fmcluster import catalog, config
+from fmcluster import catalog, checks, config
 
 
 def _run_app(context: dict, tmp_path: Path, projects: Path | None = None) -> subprocess.CompletedProcess:
@@ -89,3 +89,15 @@ def test_synthesis_is_deterministic(tmp_path: Path) -> None:
     first, second = files(tmp_path / "one"), files(tmp_path / "two")
     assert any(name.endswith(".template.json") for name in first)
     assert first == second
+
+
+def test_stacks_with_data_or_a_running_cluster_are_protected_from_deletion(tmp_path: Path) -> None:
+    def protected(context: dict) -> dict[str, bool]:
+        loaded = config.load(ROOT / "projects" / "default.yaml")
+        plan, _ = checks.validate(loaded)
+        app = new_app(outdir=str(tmp_path / str(len(context))), context={"nag": "false", **context})
+        return {s.stack_name: s.termination_protection for s in build_project(app, loaded, plan)}
+
+    assert protected({}) == {"default-network": False, "default-storage": True, "default-observability": True,
+                             "default-cluster": True}
+    assert not any(protected({"protect": "false"}).values())
