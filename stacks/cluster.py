@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from aws_cdk import (
     Acknowledgment,
+    Aws,
     CfnOutput,
     CfnTag,
     Fn,
@@ -38,6 +39,7 @@ from fmcluster.contracts import (
     StorageContract,
     export_name,
 )
+from fmcluster.facts import PROJECT_TAG
 from fmcluster.plan import ClusterPlan, GroupPlan
 
 
@@ -84,7 +86,37 @@ class ClusterStack(Stack):
                    "keys; a copy would drift from it.",
         ))
         profile = iam.CfnInstanceProfile(self, "NodeInstanceProfile", roles=[role.role_name])
+        self._add_node_health_policy(role)
         return role, profile
+
+    def _add_node_health_policy(self, role: iam.Role) -> None:
+        """What the bootstrap's health check and IMEX unit call: find the node's UltraServer peers (GB200), tag
+        a failed node `fmcluster:health` and, in an Auto Scaling group, mark it unhealthy. Tags and health
+        changes are limited to this project's instances and groups."""
+        project_tag = {f"aws:ResourceTag/{PROJECT_TAG}": self.plan.project}
+
+        def arn(service: str, resource: str) -> str:
+            return f"arn:{Aws.PARTITION}:{service}:{Aws.REGION}:{Aws.ACCOUNT_ID}:{resource}"
+
+        policy = iam.Policy(self, "NodeHealthPolicy", roles=[role], statements=[
+            iam.PolicyStatement(sid="DescribeNodes",  # no resource-level permissions for these reads
+                                actions=["ec2:DescribeInstances", "autoscaling:DescribeAutoScalingInstances"],
+                                resources=["*"]),
+            iam.PolicyStatement(sid="TagUnhealthyNode", actions=["ec2:CreateTags"],
+                                resources=[arn("ec2", "instance/*")],
+                                conditions={"StringEquals": project_tag,
+                                            "ForAllValues:StringEquals": {"aws:TagKeys": ["fmcluster:health"]}}),
+            iam.PolicyStatement(sid="MarkUnhealthyNode", actions=["autoscaling:SetInstanceHealth"],
+                                resources=[arn("autoscaling", "autoScalingGroup:*")],
+                                conditions={"StringEquals": project_tag}),
+        ])
+        for resource in ("*", "arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:instance/*",
+                         "arn:<AWS::Partition>:autoscaling:<AWS::Region>:<AWS::AccountId>:autoScalingGroup:*"):
+            Validations.of(policy).acknowledge(Acknowledgment(
+                id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{resource}]",
+                reason="DescribeInstances and DescribeAutoScalingInstances have no resource-level permissions; "
+                       "tagging and health changes are limited by condition to this project's resources.",
+            ))
 
     def _add_group(self, group: GroupPlan, bundle: GroupBundle) -> ec2.CfnLaunchTemplate:
         gid = _camel(group.name)

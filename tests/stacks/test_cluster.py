@@ -84,7 +84,13 @@ def test_node_role_has_ssm_and_nothing_else(synthesized: Synthesized) -> None:
         "AssumeRolePolicyDocument": Match.object_like({"Statement": [Match.object_like({"Principal": {"Service": "ec2.amazonaws.com"}})]}),
         "ManagedPolicyArns": [Match.object_like({"Fn::Join": ["", Match.array_with([Match.string_like_regexp("AmazonSSMManagedInstanceCore")])]})],
     })
-    t.resource_count_is("AWS::IAM::Policy", 1)  # read of its bootstrap bundle, see below
+    t.resource_count_is("AWS::IAM::Policy", 2)  # read of its bootstrap bundle (below), and the health policy
+    health = next(r for lid, r in synthesized.template("p4d-on-demand-cluster")["Resources"].items()
+                  if lid.startswith("NodeHealthPolicy"))["Properties"]["PolicyDocument"]["Statement"]
+    by_sid = {st["Sid"]: st for st in health}
+    assert by_sid["TagUnhealthyNode"]["Condition"]["StringEquals"] == {"aws:ResourceTag/fmcluster:project": "p4d-on-demand"}
+    assert by_sid["TagUnhealthyNode"]["Condition"]["ForAllValues:StringEquals"] == {"aws:TagKeys": ["fmcluster:health"]}
+    assert by_sid["MarkUnhealthyNode"]["Action"] == "autoscaling:SetInstanceHealth"
 
 
 def test_launch_template_boots_the_rendered_bundle(synthesized: Synthesized) -> None:
@@ -100,7 +106,8 @@ def test_launch_template_boots_the_rendered_bundle(synthesized: Synthesized) -> 
         line.strip().rstrip('"') for p in parts if isinstance(p, str) for line in p.splitlines() if "export FMC_FSX" in line}
     assert any("p4d-on-demand-storage" in str(t) for t in tokens)
     # the node may read exactly that object, nothing else in the asset bucket
-    policy = next(r for r in resources.values() if r["Type"] == "AWS::IAM::Policy")["Properties"]["PolicyDocument"]
+    policy = next(r for lid, r in resources.items()
+                  if r["Type"] == "AWS::IAM::Policy" and lid.startswith("NodeRole"))["Properties"]["PolicyDocument"]
     [statement] = policy["Statement"]
     assert statement["Action"] == "s3:GetObject" and ".zip" in str(statement["Resource"])
 
