@@ -164,16 +164,22 @@ def _essence(templates: dict[str, dict]) -> dict:
             for stack, t in templates.items()}
 
 
-def test_guard_synthesis_equals_the_cdk_cli(old_templates, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_guard_synthesis_equals_the_cdk_cli(tmp_path: Path) -> None:
     """`cdk synth` (the CLI, cdk.json, app.py) and the guard's synthesize build the same templates."""
-    folder = tmp_path_factory.mktemp("cli")
-    (folder / "demo.yaml").write_text(OLD)
-    out = folder / "cdk.out"
+    (tmp_path / "demo.yaml").write_text(OLD)
     cdk = ROOT / "node_modules" / ".bin" / "cdk"
     if not cdk.exists():
         pytest.fail("node_modules/.bin/cdk is missing: run `make setup`")
-    subprocess.run([str(cdk), "synth", "-c", f"project={folder / 'demo.yaml'}", "-c", "nag=false", "-o", str(out),
-                    "--quiet", "--no-notices", "--no-version-reporting"], cwd=ROOT, check=True, capture_output=True,
-                   timeout=300, env={**os.environ, "CDK_DISABLE_CLI_TELEMETRY": "true"})
-    cli = {p.name.removesuffix(".template.json"): json.loads(p.read_text()) for p in out.glob("*.template.json")}
-    assert _essence(cli) == _essence(old_templates)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CDK_CONTEXT", "CDK_OUTDIR"))}
+    subprocess.run([str(cdk), "synth", "-c", f"project={tmp_path / 'demo.yaml'}", "-c", "nag=false",
+                    "-o", str(tmp_path / "cli"), "--quiet", "--no-notices", "--no-version-reporting"],
+                   cwd=ROOT, check=True, capture_output=True, timeout=300,
+                   env={**env, "CDK_DISABLE_CLI_TELEMETRY": "true"})
+    cli = _essence({p.name.removesuffix(".template.json"): json.loads(p.read_text())
+                    for p in (tmp_path / "cli").glob("*.template.json")})
+    ours = _essence(synthesize(tmp_path / "demo.yaml", tmp_path / "guard"))
+    assert sorted(cli) == sorted(ours)
+    for stack in cli:
+        differ = sorted(k for k in set(cli[stack][0]) | set(ours[stack][0]) if cli[stack][0].get(k) != ours[stack][0].get(k))
+        assert not differ, f"{stack}: resources differ: {differ}"
+        assert cli[stack][1] == ours[stack][1], f"{stack}: outputs differ"

@@ -45,7 +45,7 @@ def test_the_command_exits_2_under_256_mb(name: str) -> None:
             "from fmcluster.cli import app\nsys.argv = ['fmcluster', 'validate', sys.argv[1]]\ntry:\n    app()\n"
             "finally:\n    print('maxrss_kb', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)")
     result = subprocess.run([sys.executable, "-c", code, str(CORPUS / name)], capture_output=True, text=True,
-                            timeout=30)
+                            timeout=180)  # the import alone is slow on a loaded machine
     assert result.returncode == 2, result.stderr[-2000:]
     assert f"{name}:{EXPECTED[name]['line']}" in result.stderr and "Traceback" not in result.stderr
     rss_kb = int(result.stderr.rsplit("maxrss_kb", 1)[1].split()[0])
