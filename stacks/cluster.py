@@ -154,8 +154,12 @@ class ClusterStack(Stack):
         user_data = self._bootstrap_user_data(bundle, gid)
         os_facts = self.plan.os_facts
         image = group.ami_id or "{{resolve:ssm:%s}}" % os_facts.dlami_parameter(group.architecture)
+        # Instances, volumes and interfaces carry the project tag (the collector finds nodes by it, cost
+        # allocation groups by it, the health policy is limited by it) and the project's own tags.
         tags = [CfnTag(key="Name", value=f"{project}-{group.name}"),
-                CfnTag(key="fmcluster:group", value=group.name)]
+                CfnTag(key="fmcluster:group", value=group.name),
+                CfnTag(key=PROJECT_TAG, value=project),
+                *(CfnTag(key=k, value=v) for k, v in self.plan.tags.items())]
         template = ec2.CfnLaunchTemplate(
             self, f"{gid}LaunchTemplate",
             launch_template_name=f"{project}-{group.name}",

@@ -151,3 +151,11 @@ def test_parallelcluster_capacity_block_queue(synthesized: Synthesized) -> None:
     assert resource["MinCount"] == resource["MaxCount"] == 32
     assert resource["CapacityReservationTarget"] == {"CapacityReservationId": "cr-0fedcba9876543210"}
     assert resource["Networking"]["PlacementGroup"]["Enabled"] is False
+
+
+def test_nodes_carry_the_project_tag(synthesized: Synthesized) -> None:
+    """The collector discovers nodes and the health policy limits itself by this tag: instances must have it."""
+    data = synthesized.launch_templates("p5-odcr")["p5-odcr-train"]
+    for spec in data["TagSpecifications"]:
+        tags = {t["Key"]: t["Value"] for t in spec["Tags"]}
+        assert tags["fmcluster:project"] == "p5-odcr" and tags["team"] == "pretraining", spec["ResourceType"]
