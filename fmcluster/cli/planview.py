@@ -15,6 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from fmcluster import catalog
+from fmcluster.config.parallelcluster import DEFAULT_HEAD_NODE, DEFAULT_LOGIN_NODE
+from fmcluster.generate import parallelcluster as pcluster
 from fmcluster.plan import Plan
 from fmcluster.plan.storage import SCRATCH_2_THROUGHPUT
 
@@ -68,6 +70,8 @@ def print_plan(the_plan: Plan, console: Console, *, wide: bool = False, quote: Q
         _nodes(the_plan, console)
         _network(the_plan, console)
         _storage(the_plan, console)
+    _scheduler(the_plan, console)
+    _monitoring(the_plan, console)
     _cost(the_plan, console, quote, capacity_offers)
 
 
@@ -113,10 +117,13 @@ def _network(p: Plan, console: Console) -> None:
     table = _table("EFA and addresses", "group", "interfaces/node", "EFA Gbps", "of spec", "IPs/node", "IPs",
                    "PG", left=("group", "PG"))
     for g in p.groups:
+        placed = "new" if g.placement_group else ("own" if g.existing_placement_group else "no")
         _row(table, g.name, f"1 ENA + {g.efa_interfaces} EFA", f"{g.efa_gbps_exposed:,.0f}/{g.efa_gbps_spec:,}",
-             f"{g.efa_fraction:.0%}", str(g.ips_per_node), f"{g.ips:,}", "yes" if g.placement_group else "no")
+             f"{g.efa_fraction:.0%}", str(g.ips_per_node), f"{g.ips:,}", placed)
     console.print(table)
-    console.print(Text("PG: in a cluster placement group (capacity blocks come placed)", style="dim"))
+    console.print(Text("PG: cluster placement group. new: made for on-demand nodes; own: the reservation's own "
+                       "group, by name; no: a capacity block (already placed) or a reservation made without one "
+                       "(a new group would be unrelated to it)", style="dim"))
     console.print()
     net = p.network
     lines = _settings("network")
@@ -126,6 +133,11 @@ def _network(p: Plan, console: Console) -> None:
     size = "size unknown" if net.ips_usable is None else f"{net.ips_usable:,} usable"
     _row(lines, "compute subnet", f"{net.compute_subnet_cidr or 'imported'}: {size}, {net.ips_needed:,} needed "
                                   f"(/{net.smallest_prefix_that_fits} would fit)")
+    zone = net.local_zone
+    if zone is not None:
+        _row(lines, "Local Zone", f"nodes in {zone.zone_id} ({zone.name}); the NAT gateway, FSx, the endpoints "
+                                  f"and a head node in its parent zone {zone.parent_zone_id}")
+        _row(lines, "services subnet", f"{net.services_subnet_cidr} in {zone.parent_zone_id}")
     console.print(lines)
     console.print()
 
@@ -137,7 +149,8 @@ def _storage(p: Plan, console: Console) -> None:
         console.print()
         return
     if not st.created:
-        console.print(Text("storage: an existing FSx for Lustre file system (its size is not planned here)"))
+        console.print(Text("storage: an existing FSx for Lustre file system (its size is not planned here); its "
+                           "security groups must admit the nodes on TCP 988 and 1018-1023"))
         console.print()
         return
     lines = _settings("FSx for Lustre")
@@ -168,6 +181,50 @@ def _storage(p: Plan, console: Console) -> None:
                 _row(lines, "would meet it", f"no size allowed: {bound.suggestion_unreachable}")
     console.print(lines)
     console.print(Text(UNITS, style="dim"))
+    console.print()
+
+
+def _scheduler(p: Plan, console: Console) -> None:
+    cluster = p.cluster
+    lines = _settings("scheduler")
+    if cluster.orchestrator == "none":
+        _row(lines, "none", "launch templates only: `cdk deploy` starts no node and no scheduler; launch "
+                            f"instances from the {p.project}-GROUP templates with your own tooling")
+    elif cluster.orchestrator == "parallelcluster":
+        pc = cluster.pcluster
+        arch = pcluster.architecture(cluster)
+        created = "created by cdk deploy" if pc.create_cluster else "cluster.yaml only (create_cluster: false)"
+        _row(lines, "Slurm", f"AWS ParallelCluster {pc.version}, cluster {cluster.pcluster_name}, {created}")
+        _row(lines, "head node", f"{pc.head_node_instance_type or DEFAULT_HEAD_NODE[arch]}, "
+                                 f"{pc.head_node_root_volume_gib} GiB root ({pc.os or cluster.os_facts.parallelcluster})")
+        if pc.login_nodes is not None:
+            _row(lines, "login nodes", f"{pc.login_nodes.count} x "
+                                       f"{pc.login_nodes.instance_type or DEFAULT_LOGIN_NODE[arch]}")
+        for queue in pcluster.queues(cluster):
+            nodes = ", ".join(f"{g.count} x {g.instance_type} ({pcluster.min_count(cluster, g)} static)"
+                              for g in queue.groups)
+            _row(lines, f"queue {queue.name}", f"{nodes}; {queue.capacity_type}")
+        _row(lines, "on destroy", "the cluster is deleted with its stack" if pc.deletion_policy == "Delete"
+             else "the cluster is kept (Retain): delete it with pcluster delete-cluster")
+    else:
+        _row(lines, cluster.orchestrator, "not built yet (see the orchestrator-not-built error)")
+    console.print(lines)
+    console.print()
+
+
+def _monitoring(p: Plan, console: Console) -> None:
+    obs = p.observability
+    if not obs.enabled:
+        return
+    spec = obs.spec
+    lines = _settings("monitoring")
+    alerts = f"alerts to {len(spec.alerts.emails)} e-mail address(es)" if spec.alerts.emails else "alerts to SNS"
+    _row(lines, "Prometheus", f"Amazon Managed Prometheus workspace, GPU-health rules, {alerts}")
+    if spec.grafana.enabled:
+        sign_in = ("AWS_SSO: needs IAM Identity Center in the account" if spec.grafana.authentication == "AWS_SSO"
+                   else f"{spec.grafana.authentication} sign-in")
+        _row(lines, "Grafana", f"Amazon Managed Grafana workspace; {sign_in}")
+    console.print(lines)
     console.print()
 
 

@@ -124,3 +124,28 @@ def test_markup_in_a_file_is_printed_as_written(tmp_path: Path) -> None:
     path.write_text(BASE + "suppress_warnings: ['[bold]x[/bold]']\n")
     result = runner.invoke(app, ["validate", str(path)])
     assert "'[bold]x[/bold]'" in result.stderr and "[suppressed-warning-exists]" in result.stderr
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_the_default_plan_shows_a_slurm_cluster_head_node_queue_and_nodes() -> None:
+    text = _flat(render(ROOT / "projects" / "default.yaml"))
+    assert "Slurm AWS ParallelCluster 3.16.1, cluster default-slurm, created by cdk deploy" in text
+    assert "head node m7i.4xlarge, 200 GiB root (ubuntu2204)" in text
+    assert "queue train 2 x p5.48xlarge (0 static); ONDEMAND" in text
+
+
+def test_a_project_without_a_scheduler_says_what_it_gets() -> None:
+    text = _flat(render(ROOT / "examples" / "p5-odcr.yaml"))
+    assert "launch templates only: `cdk deploy` starts no node and no scheduler" in text
+    assert "own" not in text.split("EFA and addresses")[1].split("PG:")[0]  # a reservation made without a group
+
+
+def test_placement_groups_and_local_zones_are_explained() -> None:
+    odcr = _flat(render(ROOT / "examples" / "p5-odcr-placement-group.yaml"))
+    assert re.search(r"train 1 ENA \+ 32 EFA .* own", odcr) and "own: the reservation's own group, by name" in odcr
+    gb200 = _flat(render(ROOT / "examples" / "p6e-gb200-ultraserver.yaml"))
+    assert "nodes in use1-dfw2-az1 (us-east-1-dfw-2a); the NAT gateway, FSx, the endpoints" in gb200
+    assert "services subnet 10.15.1.0/24 in use1-az4" in gb200
