@@ -9,7 +9,7 @@ PCLUSTER_VERSION := $(shell sed -n 's/^PCLUSTER_VERSION = "\(.*\)"/\1/p' fmclust
 export PATH := $(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-.PHONY: setup synth test bench plan clean pcluster-venv wheel-check
+.PHONY: setup synth test rehearse bench plan clean pcluster-venv wheel-check
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -30,8 +30,11 @@ synth: setup  ## synthesize projects/$(PROJECT).yaml to cdk.out/ and print its p
 plan: setup
 	fmcluster plan $(PROJECT)
 
-test: setup pcluster-venv  ## the full test suite: unit tests, cfn-lint, cdk-nag, shellcheck, promtool, ParallelCluster schema
+test: setup pcluster-venv  ## the full test suite: unit tests, cfn-lint, cdk-nag, shellcheck, promtool, ParallelCluster schema, deploy rehearsal
 	$(PY) -m pytest
+
+rehearse: setup  ## the deploy rehearsal alone: cdk bootstrap/deploy/destroy against moto on loopback (also in `make test`)
+	$(PY) -m pytest -m rehearsal tests/rehearsal
 
 # ParallelCluster pins CDK v1 and jsii 1.85: its schema validator lives in a venv of its own.
 pcluster-venv: .venv-pcluster/.installed

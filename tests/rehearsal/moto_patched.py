@@ -1,0 +1,180 @@
+"""``moto_server`` for the deploy rehearsal, with three gaps of moto 5.2.5's CloudFormation closed.
+
+Run as ``python tests/rehearsal/moto_patched.py -H 127.0.0.1 -p PORT``. Each patch makes moto do
+what CloudFormation does; none of them deploys anything on moto's behalf:
+
+1. ``ExecuteChangeSet`` (the CDK CLI's default deploy method) never builds the stack's Outputs or
+   registers its Exports: ``ChangeSet.apply`` updates the resource map but the stack keeps the
+   output map of its empty creation template, so ``DescribeStacks`` shows no Outputs and
+   ``ListExports`` nothing (``create_stack`` does both). It also ignores ``StackName`` and takes the
+   last change set of that name in the Region -- the CLI names every change set
+   ``cdk-deploy-change-set``. The patch executes the named stack's change set, then builds the
+   outputs and exports as ``create_stack`` does; a change-set stack also sees the Region's exports
+   (``Fn::ImportValue``).
+2. ``AWS::KMS::Key``: moto hands CloudFormation's ``Key``/``Value`` tags to the KMS tagger, which
+   wants ``TagKey``/``TagValue`` -> ``KeyError: 'TagKey'``, a 500 on every stack with a tagged key
+   (CDK tags every key with the project's tags); and it stores ``KeyPolicy`` as the template's
+   object where the KMS API keeps a JSON string, so ``DescribeKey`` of that key is a 500.
+3. ``Fn::GetStackOutput`` (CDK's weak cross-stack references, ``@aws-cdk/core:defaultCrossStackReferences:
+   weak`` in cdk.json) is not in moto's ``clean_json``: the intrinsic reached the resources as a
+   literal dict. The patch reads the named output of the named stack in the named Region, and
+   fails like CloudFormation when the stack or output does not exist. An output whose value moto
+   could not compute (it references a resource type moto skips) stays unresolved, as before.
+4. ``Fn::GetAtt`` of a resource whose type moto skips fails the whole stack ("references undefined
+   resource"), so a stack whose other resources moto can create never deploys. The patch answers
+   with a marked placeholder: ``arn:aws:moto-skipped:REGION:ACCOUNT:LOGICAL_ID/ATTRIBUTE`` for an
+   ``Arn`` attribute (IAM policies in moto must name ARNs), ``moto-skipped:LOGICAL_ID.ATTRIBUTE``
+   otherwise. ``Ref`` of such a resource keeps moto's answer (no value). The rehearsal names every
+   output that reads a skipped resource instead of checking its value.
+5. Stack deletion: moto's CloudFormation models of the route table, its routes and subnet association, the
+   internet gateway and its attachment, the NAT gateway, the VPC endpoint and the Elastic IP have
+   no ``delete``, so ``DeleteStack`` leaves them and the VPC then refuses to go ("has dependencies")
+   -- every ``cdk destroy`` of a network stack fails. The patch deletes each through moto's own EC2
+   API, as CloudFormation deletes each resource; moto's delete loop already retries in dependency order.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from moto.cloudformation import models as cfn
+from moto.cloudformation import parsing
+from moto.cloudformation.exceptions import ValidationError
+from moto.ec2.models import ec2_backends
+from moto.ec2.models.elastic_ip_addresses import ElasticAddress
+from moto.ec2.models.internet_gateways import InternetGateway
+from moto.ec2.models.nat_gateways import NatGateway
+from moto.ec2.models.route_tables import Route, RouteTable
+from moto.ec2.models.subnets import SubnetRouteTableAssociation
+from moto.ec2.models.vpcs import VPCEndPoint
+from moto.ec2.models.vpn_gateway import VPCGatewayAttachment
+from moto.kms import models as kms
+
+# --- 1. change sets ------------------------------------------------------------------------------
+
+_create_change_set = cfn.CloudFormationBackend.create_change_set
+_execute_change_set = cfn.CloudFormationBackend.execute_change_set
+
+
+def create_change_set(self: cfn.CloudFormationBackend, *args: Any, **kwargs: Any) -> tuple[str, str]:
+    change_set_id, stack_id = _create_change_set(self, *args, **kwargs)
+    stack = self.stacks[stack_id]
+    stack.cross_stack_resources = self.exports
+    stack.resource_map.cross_stack_resources = self.exports
+    return change_set_id, stack_id
+
+
+def execute_change_set(self: cfn.CloudFormationBackend, change_set_name: str, stack_name: str | None = None) -> None:
+    change_set = self.change_sets.get(change_set_name)
+    if change_set is None:
+        named = [cs for cs in self.change_sets.values() if cs.change_set_name == change_set_name
+                 and (stack_name is None or stack_name in (cs.stack_name, cs.stack_id))]
+        if not named:
+            raise ValidationError(stack_name)
+        change_set = named[-1]
+    _execute_change_set(self, change_set.change_set_id, stack_name)
+    stack = self.stacks[change_set.stack_id]
+    stack._parse_template()
+    stack.output_map = stack._create_output_map()
+    self._validate_export_uniqueness(stack)
+    for export in stack.exports:
+        self.exports[export.name] = export
+
+
+cfn.CloudFormationBackend.create_change_set = create_change_set
+cfn.CloudFormationBackend.execute_change_set = execute_change_set
+
+# --- 2. KMS key tags -----------------------------------------------------------------------------
+
+_key_from_cfn = kms.Key.create_from_cloudformation_json.__func__
+
+
+def key_from_cfn(cls: type, resource_name: str, cloudformation_json: dict, account_id: str, region_name: str,
+                 **kwargs: Any) -> kms.Key:
+    properties = dict(cloudformation_json.get("Properties", {}))
+    properties["Tags"] = [{"TagKey": t["Key"], "TagValue": t["Value"]} for t in properties.get("Tags", [])]
+    if not isinstance(properties.get("KeyPolicy"), str):
+        properties["KeyPolicy"] = json.dumps(properties.get("KeyPolicy"))
+    return _key_from_cfn(cls, resource_name, {**cloudformation_json, "Properties": properties},
+                         account_id, region_name, **kwargs)
+
+
+kms.Key.create_from_cloudformation_json = classmethod(key_from_cfn)
+
+# --- 3. Fn::GetStackOutput -----------------------------------------------------------------------
+
+_clean_json = parsing.clean_json
+
+
+def clean_json(resource_json: Any, resources_map: parsing.ResourceMap) -> Any:
+    if isinstance(resource_json, dict) and "Fn::GetStackOutput" in resource_json:
+        args = _clean_json(resource_json["Fn::GetStackOutput"], resources_map)
+        region = args.get("Region") or resources_map._region_name
+        backend = cfn.cloudformation_backends[resources_map._account_id][region]
+        stacks = [s for s in backend.stacks.values() if s.name == args["StackName"] and s.status != "DELETE_COMPLETE"]
+        if not stacks:
+            raise ValidationError(message=f"Stack {args['StackName']} does not exist in {region}")
+        outputs = stacks[-1].output_map
+        if args["OutputName"] not in outputs.outputs:
+            raise ValidationError(message=f"Stack {args['StackName']} has no output {args['OutputName']}")
+        output = outputs[args["OutputName"]]
+        return resource_json if output is None or output.value is None else output.value
+    if isinstance(resource_json, dict) and "Fn::GetAtt" in resource_json:
+        logical_id = resource_json["Fn::GetAtt"][0]
+        declared = resources_map._resource_json_map.get(logical_id)
+        if declared is not None and parsing.resource_class_from_type(declared["Type"]) is None:
+            attribute = resource_json["Fn::GetAtt"][1]  # --- 4. a resource moto skipped: a marked placeholder
+            if attribute.endswith("Arn"):
+                return (f"arn:aws:moto-skipped:{resources_map._region_name}:{resources_map._account_id}:"
+                        f"{logical_id}/{attribute}")
+            return f"moto-skipped:{logical_id}.{attribute}"
+    return _clean_json(resource_json, resources_map)
+
+
+parsing.clean_json = clean_json
+
+# --- 5. deletes ----------------------------------------------------------------------------------
+
+
+def _disassociate(self: SubnetRouteTableAssociation, account_id: str, region_name: str) -> None:
+    ec2 = ec2_backends[account_id][region_name]
+    table = ec2.route_tables.get(self.route_table_id)
+    for association_id, subnet_id in list(table._associations.items() if table else ()):
+        if subnet_id == self.subnet_id:
+            ec2.disassociate_route_table(association_id)
+
+
+def _detach(self: VPCGatewayAttachment, account_id: str, region_name: str) -> None:
+    if self.gateway_id and self.gateway_id.startswith("igw-"):
+        ec2_backends[account_id][region_name].detach_internet_gateway(self.gateway_id, self.vpc_id)
+
+
+def _delete_endpoint(self: VPCEndPoint, account_id: str, region_name: str) -> None:
+    ec2 = ec2_backends[account_id][region_name]
+    # moto's loop ignores dependencies: a gateway endpoint's tables may be gone already (with their routes)
+    self.route_table_ids = [t for t in self.route_table_ids or [] if t in ec2.route_tables]
+    ec2.delete_vpc_endpoints([self.id])
+
+
+def _delete_route(self: Route, account_id: str, region_name: str) -> None:
+    ec2 = ec2_backends[account_id][region_name]
+    if self.route_table.id in ec2.route_tables:  # else it went with its table
+        ec2.delete_route(self.route_table.id, self.destination_cidr_block, self.destination_ipv6_cidr_block,
+                         self.destination_prefix_list.id if self.destination_prefix_list else None)
+
+
+SubnetRouteTableAssociation.delete = _disassociate
+Route.delete = _delete_route
+VPCGatewayAttachment.delete = _detach
+RouteTable.delete = lambda self, a, r: ec2_backends[a][r].delete_route_table(self.id)
+InternetGateway.delete = lambda self, a, r: ec2_backends[a][r].delete_internet_gateway(self.id)
+NatGateway.delete = lambda self, a, r: ec2_backends[a][r].delete_nat_gateway(self.id)
+VPCEndPoint.delete = _delete_endpoint
+ElasticAddress.delete = lambda self, a, r: ec2_backends[a][r].release_address(allocation_id=self.allocation_id)
+
+if __name__ == "__main__":
+    from moto.server import main
+
+    sys.exit(main(sys.argv[1:]))

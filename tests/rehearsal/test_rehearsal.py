@@ -1,0 +1,408 @@
+"""The deploy rehearsal (`make rehearse`, part of `make test`): the real CDK CLI against moto on loopback.
+
+For the default project and the first example of each orchestrator, in a moto server of its own
+(``moto_patched.py``: moto 5.2.5 with three CloudFormation gaps closed, each explained there):
+
+    cdk synth -c project=FILE -c protect=false -c nag=false   the app, run by the CLI, into an assembly
+    cdk bootstrap --app ASSEMBLY aws://ACCOUNT/REGION
+    cdk deploy --app ASSEMBLY --all --require-approval never
+    cdk destroy --app ASSEMBLY --all --force
+
+and checks: every stack reaches CREATE_COMPLETE; the bootstrap bundle asset is in the CDK staging
+bucket under its hash, byte for byte; every export and every cross-stack reference resolves to the
+producer's value; after destroy the retained resources remain and the others are gone; no process
+of the rehearsal (CLI, jsii, the app, moto) touched anything but loopback.
+
+What it is not: moto's CloudFormation creates only the resource types it models and skips the rest
+(listed in MOTO_SKIPS, each checked against moto's own model map); a stack that needs AWS itself is
+not executed (NOT_OFFLINE) -- its assets are published and its change set created
+(``--method=prepare-change-set``), no more. Neither says AWS would accept a property value: the
+deployability tests do that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from support import EXAMPLE_FILES, PROJECT_FILES, ROOT
+
+from fmcluster import config
+
+HERE = Path(__file__).resolve().parent
+CDK = ROOT / "node_modules" / ".bin" / "cdk"
+DEFAULT_ACCOUNT = "123456789012"  # moto's
+DEFAULT_REGION = "us-east-1"
+
+MOTO_SKIPS = {
+    "AWS::CDK::Metadata": "CDK's own usage record; no service behind it",
+    "AWS::S3::BucketPolicy": "the buckets exist, their policies are not applied",
+    "AWS::EC2::SecurityGroupEgress": "egress rules (ingress rules are modelled)",
+    "AWS::EC2::PlacementGroup": "launch templates name a group that moto never made",
+    "AWS::FSx::FileSystem": "no file system record: its outputs stay unresolved",
+    "AWS::FSx::DataRepositoryAssociation": "no association",
+    "AWS::APS::Workspace": "no Prometheus workspace: its outputs stay unresolved",
+    "AWS::APS::RuleGroupsNamespace": "no alert rules",
+    "AWS::Grafana::Workspace": "no Grafana workspace",
+    "AWS::SNS::TopicPolicy": "the topic exists, its policy is not applied",
+    "AWS::SageMaker::Cluster": "no HyperPod cluster",
+}
+"""Resource types moto 5.2.5's CloudFormation skips: the stack reaches CREATE_COMPLETE without them.
+A rehearsal that meets a type moto skips and this list lacks fails, so the list stays the truth."""
+
+NOT_OFFLINE = {
+    "AWS::CloudFormation::Stack": "a nested stack: ParallelCluster's provider template lives in AWS's public "
+                                  "bucket (REGION-aws-parallelcluster), which moto cannot serve offline",
+    "Custom::": "a custom resource: its provider is a Lambda function (ParallelCluster's drives the "
+                "ParallelCluster API in AWS); moto would run it in Docker",
+}
+"""A stack holding one of these is not executed: its assets are published and its change set created."""
+
+
+def rehearsed_files() -> list[Path]:
+    """The default project and, per orchestrator type, the first example (by file name) that uses it."""
+    chosen: dict[str, Path] = {}
+    for path in EXAMPLE_FILES:
+        chosen.setdefault(config.parse(path.read_text(), path).project.orchestrator.type, path)
+    return [ROOT / "projects" / "default.yaml", *(chosen[kind] for kind in sorted(chosen))]
+
+
+@dataclass
+class Rehearsal:
+    """One project's rehearsal: its moto server, its assembly, what the CLI said."""
+
+    file: Path
+    work: Path
+    account: str
+    region: str
+    port: int = 0
+    moto: subprocess.Popen | None = None
+    outputs: list[str] = field(default_factory=list)
+
+    @property
+    def assembly(self) -> Path:
+        return self.work / "cdk.out"
+
+    @property
+    def net_log(self) -> Path:
+        return self.work / "network.log"
+
+    @property
+    def moto_log(self) -> Path:
+        return self.work / "moto.log"
+
+    def env(self) -> dict[str, str]:
+        """Only what the CLI needs: dummy credentials, the moto endpoint, no telemetry, notices or version
+        checks, and the network guards (no proxy, profile or real credential leaks in from the caller)."""
+        home = self.work / "home"
+        home.mkdir(exist_ok=True)
+        return {
+            "PATH": os.pathsep.join([str(ROOT / "node_modules" / ".bin"), str(Path(sys.executable).parent),
+                                     "/usr/local/bin", "/usr/bin", "/bin"]),
+            "HOME": str(home), "CDK_HOME": str(home / ".cdk"), "LANG": "C.UTF-8",
+            "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_REGION": self.region, "AWS_DEFAULT_REGION": self.region,
+            "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+            "AWS_EC2_METADATA_DISABLED": "true",
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{self.port}",
+            # The CLI writes TemplateURL from this endpoint; moto reads bucket and key out of a
+            # path-style URL only when its host is "localhost" (moto.cloudformation.utils.get_stack_from_s3_url).
+            "AWS_ENDPOINT_URL_S3_FOR_CLOUDFORMATION": f"http://localhost:{self.port}",
+            "MOTO_ACCOUNT_ID": self.account,
+            "CDK_DISABLE_CLI_TELEMETRY": "true", "CDK_DISABLE_VERSION_CHECK": "true",
+            "CI": "true", "NO_COLOR": "1", "FORCE_COLOR": "0",
+            "NODE_OPTIONS": f"--require {HERE / 'netguard' / 'guard.js'}",
+            "PYTHONPATH": str(HERE / "netguard"), "FMC_NET_LOG": str(self.net_log),
+        }
+
+    def start_moto(self) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        log = self.moto_log.open("w")
+        self.moto = subprocess.Popen([sys.executable, str(HERE / "moto_patched.py"), "-H", "127.0.0.1",
+                                      "-p", str(self.port)], env=self.env(), stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/moto-api/", timeout=2)
+                return
+            except OSError:
+                if self.moto.poll() is not None:
+                    break
+                time.sleep(0.2)
+        pytest.fail(f"moto did not start:\n{self.moto_log.read_text()[-3000:]}", pytrace=False)
+
+    def stop_moto(self) -> None:
+        if self.moto is not None and self.moto.poll() is None:
+            self.moto.terminate()
+            self.moto.wait(timeout=30)
+
+    def cdk(self, *args: str) -> str:
+        started = time.monotonic()
+        proc = subprocess.run([str(CDK), *args, "--no-notices"], cwd=ROOT, env=self.env(), capture_output=True,
+                              text=True, timeout=600, check=False)
+        out = proc.stdout + proc.stderr
+        self.outputs.append(f"$ cdk {' '.join(args)}  # {time.monotonic() - started:.1f}s\n{out}")
+        if proc.returncode != 0:
+            pytest.fail(f"`cdk {' '.join(args)}` exited {proc.returncode}:\n{out[-4000:]}\n--- moto:\n"
+                        f"{self.moto_log.read_text()[-3000:]}", pytrace=False)
+        return out
+
+    def boto(self, service: str):
+        import boto3  # the rehearsal's own reads of moto's state
+
+        return boto3.client(service, region_name=self.region, endpoint_url=f"http://127.0.0.1:{self.port}",
+                            aws_access_key_id="testing", aws_secret_access_key="testing")
+
+    def stacks(self) -> dict[str, dict]:
+        """Stack name -> template, in the assembly's dependency order."""
+        manifest = json.loads((self.assembly / "manifest.json").read_text())
+        return {art.get("displayName", name): json.loads((self.assembly / art["properties"]["templateFile"]).read_text())
+                for name, art in manifest["artifacts"].items() if art["type"] == "aws:cloudformation:stack"}
+
+
+def offline_blockers(template: dict) -> list[str]:
+    return sorted({f"{lid} ({r['Type']})" for lid, r in template.get("Resources", {}).items()
+                   if any(r["Type"].startswith(t) for t in NOT_OFFLINE)})
+
+
+def skipped_types(moto_log: str) -> set[str]:
+    return set(re.findall(r"No Moto CloudFormation support for (\S+)", moto_log))
+
+
+def outputs_of(cfn, stack: str) -> dict[str, str]:
+    described = cfn.describe_stacks(StackName=stack)["Stacks"][0]
+    return {o["OutputKey"]: o.get("OutputValue") for o in described.get("Outputs", [])}
+
+
+def references(node: object, kind: str) -> list:
+    """Every argument of intrinsic ``kind`` (``Ref``, ``Fn::GetAtt``, ``Fn::GetStackOutput``) in ``node``."""
+    found = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == kind:
+                found.append(value)
+            found.extend(references(value, kind))
+    elif isinstance(node, list):
+        for value in node:
+            found.extend(references(value, kind))
+    return found
+
+
+def from_skipped(value: object, template: dict, skipped: set[str]) -> bool:
+    """Whether an output value reads a resource whose type moto skipped (so moto cannot know it)."""
+    resources = template.get("Resources", {})
+    ids = [r for r in references(value, "Ref") if isinstance(r, str)]
+    ids += [a[0] if isinstance(a, list) else a.split(".")[0] for a in references(value, "Fn::GetAtt")]
+    return any(resources.get(i, {}).get("Type") in skipped for i in ids)
+
+
+# --- what exists in moto, by type: used for retained (must remain) and deleted (must be gone) --------
+
+def _exists(client_call) -> bool:
+    from botocore.exceptions import ClientError
+
+    try:
+        return bool(client_call())
+    except ClientError:
+        return False
+
+
+EXISTS = {
+    "AWS::S3::Bucket": lambda r, pid: _exists(lambda: r.boto("s3").head_bucket(Bucket=pid) or True),
+    "AWS::Logs::LogGroup": lambda r, pid: any(g["logGroupName"] == pid for g in
+                                              r.boto("logs").describe_log_groups(logGroupNamePrefix=pid)["logGroups"]),
+    "AWS::KMS::Key": lambda r, pid: _exists(
+        lambda: r.boto("kms").describe_key(KeyId=pid)["KeyMetadata"]["KeyState"] == "Enabled"),
+    "AWS::EC2::VPC": lambda r, pid: _exists(lambda: r.boto("ec2").describe_vpcs(VpcIds=[pid])["Vpcs"]),
+    "AWS::EC2::Subnet": lambda r, pid: _exists(lambda: r.boto("ec2").describe_subnets(SubnetIds=[pid])["Subnets"]),
+    "AWS::EC2::RouteTable": lambda r, pid: _exists(
+        lambda: r.boto("ec2").describe_route_tables(RouteTableIds=[pid])["RouteTables"]),
+    "AWS::EC2::InternetGateway": lambda r, pid: _exists(
+        lambda: r.boto("ec2").describe_internet_gateways(InternetGatewayIds=[pid])["InternetGateways"]),
+    "AWS::EC2::NatGateway": lambda r, pid: _exists(
+        lambda: r.boto("ec2").describe_nat_gateways(NatGatewayIds=[pid])["NatGateways"][0]["State"] != "deleted"),
+    "AWS::EC2::VPCEndpoint": lambda r, pid: _exists(
+        lambda: r.boto("ec2").describe_vpc_endpoints(VpcEndpointIds=[pid])["VpcEndpoints"][0]["State"] != "deleted"),
+    "AWS::EC2::SecurityGroup": lambda r, pid: _exists(
+        lambda: r.boto("ec2").describe_security_groups(GroupIds=[pid])["SecurityGroups"]),
+    "AWS::EC2::LaunchTemplate": lambda r, pid: _exists(
+        lambda: r.boto("ec2").describe_launch_templates(LaunchTemplateIds=[pid])["LaunchTemplates"]),
+    "AWS::IAM::Role": lambda r, pid: _exists(lambda: r.boto("iam").get_role(RoleName=pid)),
+}
+
+
+# --- the rehearsal -------------------------------------------------------------------------------
+
+@pytest.mark.rehearsal
+def test_moto_skips_are_what_moto_skips() -> None:
+    """Every type MOTO_SKIPS names is one moto's CloudFormation has no model for (so the list cannot
+    claim a gap that moto does not have)."""
+    from moto.cloudformation.parsing import get_model_map
+
+    modelled = set(get_model_map())
+    assert not modelled & set(MOTO_SKIPS), f"moto models these now; drop them from MOTO_SKIPS: {modelled & set(MOTO_SKIPS)}"
+
+
+@pytest.mark.rehearsal
+def test_rehearsed_projects_cover_every_orchestrator() -> None:
+    kinds = {config.parse(p.read_text(), p).project.orchestrator.type for p in rehearsed_files()}
+    all_kinds = {config.parse(p.read_text(), p).project.orchestrator.type for p in EXAMPLE_FILES + PROJECT_FILES}
+    assert kinds == all_kinds
+
+
+@pytest.mark.rehearsal
+@pytest.mark.parametrize("file", rehearsed_files(), ids=lambda p: p.stem)
+def test_rehearsal(file: Path, tmp_path: Path) -> None:
+    assert CDK.exists(), "node_modules/.bin/cdk is missing: run `make setup` (npm ci)"
+    project = config.parse(file.read_text(), file).project
+    r = Rehearsal(file, tmp_path, project.account or DEFAULT_ACCOUNT, project.region or DEFAULT_REGION)
+    r.start_moto()
+    try:
+        rehearse(r, project)
+    finally:
+        r.stop_moto()
+        (tmp_path / "cli.log").write_text("\n".join(r.outputs))
+
+
+def rehearse(r: Rehearsal, project) -> None:
+    # nag=false: cdk-nag only reports (the nag tests gate it) and costs half the synth
+    r.cdk("synth", "--quiet", "-o", str(r.assembly), "-c", f"project={r.file}", "-c", "protect=false", "-c", "nag=false")
+    stacks = r.stacks()
+    blocked = {name: offline_blockers(t) for name, t in stacks.items() if offline_blockers(t)}
+    if project.orchestrator.type != "parallelcluster":
+        assert not blocked, f"only ParallelCluster's cluster stack may need AWS itself: {blocked}"
+    executed = [name for name in stacks if name not in blocked]
+    app = ("--app", str(r.assembly))
+
+    r.cdk("bootstrap", *app, f"aws://{r.account}/{r.region}")
+    cfn = r.boto("cloudformation")
+    staging = outputs_of(cfn, "CDKToolkit")["BucketName"]
+
+    if blocked:
+        r.cdk("deploy", *app, *executed, "--require-approval", "never")
+        r.cdk("deploy", *app, *blocked, "--exclusively", "--method=prepare-change-set", "--require-approval", "never")
+    else:
+        r.cdk("deploy", *app, "--all", "--require-approval", "never")
+
+    # every executed stack reached CREATE_COMPLETE; every other one has a change set ready to run
+    status = {s["StackName"]: s["StackStatus"] for s in cfn.describe_stacks()["Stacks"]}
+    assert {name: status.get(name) for name in executed} == dict.fromkeys(executed, "CREATE_COMPLETE")
+    for name in blocked:
+        change_sets = [c for c in cfn.list_change_sets(StackName=name)["Summaries"]
+                       if c["StackName"] == name]  # moto lists the Region's change sets
+        assert [c["Status"] for c in change_sets] == ["CREATE_COMPLETE"], (name, change_sets)
+
+    moto_log = r.moto_log.read_text()
+    skipped = skipped_types(moto_log)
+    assert skipped <= set(MOTO_SKIPS), f"moto skipped types MOTO_SKIPS does not name: {skipped - set(MOTO_SKIPS)}"
+    assert "Traceback" not in moto_log, moto_log[moto_log.index("Traceback") - 2000:][:6000]
+
+    check_bundle_assets(r, staging, [name for name in stacks if name.endswith("-cluster")])
+    check_references(r, stacks, executed, skipped)
+
+    deployed = {name: {s["LogicalResourceId"]: s for s in cfn.list_stack_resources(StackName=name)["StackResourceSummaries"]
+                       if s["LogicalResourceId"]}  # moto lists each skipped resource once, with no ID
+                for name in executed}
+    r.cdk("destroy", *app, "--all", "--force")
+    check_destroyed(r, stacks, deployed)
+
+    assert not r.net_log.exists(), f"the rehearsal tried to leave loopback:\n{r.net_log.read_text()}"
+    print(f"\n{r.file.name}: executed {executed}; change set only {sorted(blocked)} ({blocked}); "
+          f"moto skipped {sorted(skipped)}")
+
+
+def check_bundle_assets(r: Rehearsal, staging: str, cluster_stacks: list[str]) -> None:
+    """The node bootstrap bundle of each cluster stack is in the staging bucket under its hash, as built."""
+    s3 = r.boto("s3")
+    bundles = 0
+    for stack in cluster_stacks:
+        manifest = json.loads((r.assembly / f"{stack}.assets.json").read_text())
+        for asset_hash, asset in manifest["files"].items():
+            source = asset["source"]
+            if source["path"].endswith(".template.json"):
+                continue
+            bundles += 1
+            for dest in asset["destinations"].values():
+                bucket = dest["bucketName"].replace("${AWS::AccountId}", r.account).replace("${AWS::Region}", r.region)
+                assert bucket == staging
+                assert dest["objectKey"].startswith(asset_hash), dest
+                body = s3.get_object(Bucket=bucket, Key=dest["objectKey"])["Body"].read()
+                local = r.assembly / source["path"]
+                if source.get("packaging") == "zip":
+                    with zipfile.ZipFile(io.BytesIO(body)) as zf:
+                        uploaded = {n: zf.read(n) for n in zf.namelist() if not n.endswith("/")}
+                    built = {str(p.relative_to(local)): p.read_bytes() for p in local.rglob("*") if p.is_file()}
+                    assert uploaded == built, f"{stack}: the uploaded bundle differs from {local}"
+                else:
+                    assert hashlib.sha256(body).digest() == hashlib.sha256(local.read_bytes()).digest()
+    assert bundles, f"no bootstrap bundle asset in {cluster_stacks}"
+
+
+def check_references(r: Rehearsal, stacks: dict[str, dict], executed: list[str], skipped: set[str]) -> None:
+    """Exports are listed with the producer's output value, and every Fn::GetStackOutput in an executed
+    stack names a deployed output. Values that read a resource moto skipped are named, not hidden."""
+    cfn = r.boto("cloudformation")
+    exports = {e["Name"]: e.get("Value") for e in cfn.list_exports()["Exports"]}
+    unresolvable = []
+    for name in executed:
+        template, outputs = stacks[name], outputs_of(cfn, name)
+        for key, spec in template.get("Outputs", {}).items():
+            if from_skipped(spec["Value"], template, skipped):
+                unresolvable.append(f"{name}.{key}")
+                continue
+            assert outputs.get(key), f"{name} output {key} did not resolve"
+            if "Export" in spec:
+                assert exports.get(spec["Export"]["Name"]) == outputs[key], f"export {spec['Export']['Name']}"
+        for ref in references(template, "Fn::GetStackOutput"):
+            producer = ref["StackName"]
+            assert producer in executed, f"{name} reads {producer}, which was not deployed"
+            assert ref["OutputName"] in stacks[producer]["Outputs"]
+            if f"{producer}.{ref['OutputName']}" not in unresolvable:
+                assert outputs_of(cfn, producer).get(ref["OutputName"]), f"{name} -> {producer}.{ref['OutputName']}"
+    # A consumer really received the producer's values: the launch templates' subnet and groups exist.
+    ec2 = r.boto("ec2")
+    for lt in ec2.describe_launch_templates()["LaunchTemplates"]:
+        data = ec2.describe_launch_template_versions(LaunchTemplateId=lt["LaunchTemplateId"])["LaunchTemplateVersions"][0]
+        for nic in data["LaunchTemplateData"].get("NetworkInterfaces", []):
+            assert ec2.describe_subnets(SubnetIds=[nic["SubnetId"]])["Subnets"], nic
+            assert len(ec2.describe_security_groups(GroupIds=nic["Groups"])["SecurityGroups"]) == len(nic["Groups"])
+    if unresolvable:
+        print(f"\n{r.file.name}: outputs moto cannot compute (they read a skipped resource): {unresolvable}")
+
+
+def check_destroyed(r: Rehearsal, stacks: dict[str, dict], deployed: dict[str, dict]) -> None:
+    """After destroy no stack is left; retained resources remain, the others are gone."""
+    cfn = r.boto("cloudformation")
+    left = [s["StackName"] for s in cfn.describe_stacks()["Stacks"] if s["StackName"] in stacks]
+    assert not left, f"stacks left after destroy: {left}"
+    retained, removed = [], []
+    for name, resources in deployed.items():
+        template = stacks[name]["Resources"]
+        for lid, summary in resources.items():
+            rtype = template[lid]["Type"]
+            if rtype not in EXISTS:
+                continue
+            keep = template[lid].get("DeletionPolicy") == "Retain"
+            exists = EXISTS[rtype](r, summary["PhysicalResourceId"])
+            (retained if keep else removed).append((f"{name}/{lid}", rtype, exists))
+    assert retained, "no retained resource was checked"
+    assert [x for x in retained if not x[2]] == [], "retained resources deleted"
+    assert [x for x in removed if x[2]] == [], "resources left behind"
+    unchecked = sorted({t["Type"] for s in stacks.values() for t in s["Resources"].values()
+                        if t.get("DeletionPolicy") == "Retain" and t["Type"] not in EXISTS})
+    print(f"\n{r.file.name}: retained and still there: {[x[0] for x in retained]}; "
+          f"retained, not checkable in moto: {unchecked}")
