@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from fmcluster.cli import bootstrap, dashboards, parallelcluster, project
+from fmcluster.cli import bootstrap, dashboards, diagram, parallelcluster, project
 from fmcluster.cli.project import REPLACEMENT_EXIT
 from fmcluster.errors import ConfigError
 
@@ -18,6 +18,7 @@ app = typer.Typer(help="fmcluster: one YAML file per project -> a GPU training c
 app.command()(project.validate)
 app.command()(project.plan)
 app.command()(project.new)
+app.command()(diagram.diagram)
 app.add_typer(bootstrap.app, name="bootstrap", help="Node bootstrap: pinned versions, rendered bundles.")
 app.add_typer(dashboards.dashboards_app, name="dashboards")
 app.add_typer(parallelcluster.app, name="parallelcluster", help="ParallelCluster: write cluster.yaml.")

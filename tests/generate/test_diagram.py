@@ -1,0 +1,91 @@
+"""The project's picture as a graph (the model ``fmcluster diagram`` renders): one node per compute group, one edge per
+data repository association, boxes by zone; then the command writes a real PNG/SVG through graphviz."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from support import ROOT
+from typer.testing import CliRunner
+
+from fmcluster import checks, config
+from fmcluster.cli import app
+from fmcluster.generate import diagram
+
+runner = CliRunner()
+
+
+def graph_of(path: Path) -> diagram.Graph:
+    plan, _ = checks.validate(config.load(str(path)))
+    return diagram.build(plan)
+
+
+def labels(cluster: diagram.Cluster) -> list[str]:
+    return [cluster.label] + [label for inner in cluster.clusters for label in labels(inner)]
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.yaml")) + [ROOT / "projects" / "default.yaml"],
+                         ids=lambda p: p.stem)
+def test_one_node_per_group_and_one_edge_per_association(path: Path) -> None:
+    project = config.load(str(path)).project
+    graph = graph_of(path)
+    groups = graph.of_kind("compute-group")
+    assert sorted(n.id for n in groups) == sorted(f"group:{g.name}" for g in project.compute_groups)
+    associations = project.storage.fsx.associations if project.storage.fsx.existing is None else []
+    drawn = sorted(e.label.split(" <-> ")[0] for e in graph.edges_of_kind("association"))
+    assert drawn == sorted(a.file_system_path for a in associations)
+    assert all((e.source, e.target) == ("fsx", "s3") for e in graph.edges_of_kind("association"))
+    ids = {n.id for n in graph.nodes}
+    assert all(e.source in ids and e.target in ids for e in graph.edges)
+    assert len(ids) == len(graph.nodes)
+
+
+def test_an_association_edge_names_its_s3_path() -> None:
+    graph = graph_of(ROOT / "examples" / "p5-odcr.yaml")
+    project = config.load(str(ROOT / "examples" / "p5-odcr.yaml")).project
+    assert len(graph.edges_of_kind("association")) == len(project.storage.fsx.associations) >= 1
+    for edge, a in zip(graph.edges_of_kind("association"), project.storage.fsx.associations):
+        assert edge.label.startswith(a.file_system_path) and "s3://" in edge.label
+
+
+def test_group_labels_carry_gpu_and_efa_counts() -> None:
+    graph = graph_of(ROOT / "projects" / "default.yaml")
+    [train] = graph.of_kind("compute-group")
+    assert "2 x p5.48xlarge" in train.label and "16 GPUs" in train.label and "32 EFA per node" in train.label
+    [vpc] = graph.clusters
+    assert labels(vpc) == ["VPC 10.0.0.0/16", "use1-az6", "public subnet 10.0.0.0/24", "compute subnet 10.0.4.0/22",
+                           "cluster placement group train"]
+    assert {n.kind for n in graph.nodes} >= {"head-node", "fsx", "s3", "prometheus", "grafana", "nat"}
+
+
+def test_a_local_zone_project_draws_two_zones_and_its_blocks() -> None:
+    graph = graph_of(ROOT / "examples" / "p6e-gb200-ultraserver.yaml")
+    [vpc] = graph.clusters
+    zones = [c.label for c in vpc.clusters]
+    assert zones == ["use1-az4 (parent zone)", "use1-dfw2-az1 (Local Zone us-east-1-dfw-2a)"]
+    found = labels(vpc)
+    assert "capacity block cr-0c0c0c0c0c0c0c0c0" in found and "capacity block cr-0d0d0d0d0d0d0d0d0" in found
+    services = next(c for c in vpc.clusters[0].clusters if c.label.startswith("services subnet"))
+    assert "fsx" in services.nodes  # FSx sits in the parent zone, not the Local Zone
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is not installed (CI installs it: .ci/run)")
+@pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG"), (".svg", b"<?xml")])
+def test_the_command_writes_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str, magic: bytes) -> None:
+    monkeypatch.setenv("FMCLUSTER_PROJECTS_DIR", str(ROOT / "projects"))
+    target = tmp_path / "out" / f"default{suffix}"
+    result = runner.invoke(app, ["diagram", "default", "--out", str(target)])
+    assert result.exit_code == 0, result.output
+    data = target.read_bytes()
+    assert data.startswith(magic) and len(data) > 2_000
+    if suffix == ".svg":
+        assert b"train: 2 x p5.48xlarge" in data and b"FSx for Lustre" in data
+    assert not (tmp_path / "out" / "default").exists()  # the DOT source is not left behind
+
+
+def test_the_command_refuses_other_formats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FMCLUSTER_PROJECTS_DIR", str(ROOT / "projects"))
+    result = runner.invoke(app, ["diagram", "default", "--out", str(tmp_path / "x.pdf")])
+    assert result.exit_code == 2 and "must end in .png or .svg" in result.stderr and not (tmp_path / "x.pdf").exists()
