@@ -201,11 +201,16 @@ case " $* " in
   *driver_version*) for ((g = 0; g < T_GPUS; g++)); do echo "${T_DRIVER}"; done ;;
   *persistence_mode*) for ((g = 0; g < T_GPUS; g++)); do [[ -e "${state}/persistence-off" ]] && echo Disabled || echo Enabled; done ;;
   *remapped_rows*) for ((g = 0; g < T_GPUS; g++)); do
-      if [[ -e "${state}/remap-pending" && ${g} == 0 ]]; then echo "00000000:53:00.0, Yes, No"; else echo "00000000:5${g}:00.0, No, No"; fi; done ;;
-  *retired_pages*) for ((g = 0; g < T_GPUS; g++)); do echo "00000000:5${g}:00.0, [N/A]"; done ;;
+      if [[ -e "${state}/remap-pending" && ${g} == 0 ]]; then echo "00000000:53:00.0, Yes, No"
+      elif [[ -e "${state}/remap-failed" && ${g} == 2 ]]; then echo "00000000:52:00.0, No, Yes"
+      else echo "00000000:5${g}:00.0, No, No"; fi; done ;;
+  *retired_pages*) for ((g = 0; g < T_GPUS; g++)); do
+      if [[ -e "${state}/retired-pending" && ${g} == 1 ]]; then echo "00000000:51:00.0, Yes"; else echo "00000000:5${g}:00.0, [N/A]"; fi; done ;;
   " -q ") for ((g = 0; g < T_GPUS; g++)); do
-      st="Completed"; [[ -e "${state}/fabric-bad" ]] && st="In Progress"
-      printf 'GPU 0000000%s:00.0\n    Fabric\n        State                             : %s\n        Status                            : Success\n' "${g}" "${st}"; done ;;
+      st="Completed" ss="Success"
+      [[ -e "${state}/fabric-bad" ]] && st="In Progress"
+      [[ -e "${state}/fabric-na" ]] && st="N/A" ss="N/A"
+      printf 'GPU 0000000%s:00.0\n    Fabric\n        State                             : %s\n        Status                            : %s\n' "${g}" "${st}" "${ss}"; done ;;
   *name*) for ((g = 0; g < T_GPUS; g++)); do echo "${T_GPU_NAME}"; done ;;
 esac
 """,
