@@ -1,0 +1,92 @@
+"""Every catalog type (both architectures) on every OS boots end to end in the sandbox, from an
+image that lacks the NVIDIA driver, Fabric Manager/IMEX and dcgm-exporter, against the real
+versions.yaml; the flavour rotates so each OS meets each flavour. The stubs record what the
+bundle ran: the repository, the package names and versions for that OS, the units enabled."""
+
+from __future__ import annotations
+
+import pytest
+from fmcluster.bootstrap import context
+from support.sandbox import (
+    FSX,
+    REAL,
+    Image,
+    build_sandbox,
+    calls_of,
+    context_for,
+    make_project,
+)
+
+from fmcluster import catalog
+
+ORCHESTRATOR = {flavour: orch for orch, flavour in context.ORCHESTRATOR_FLAVOUR.items()}
+DISTRO = {"ubuntu-22.04": "ubuntu2204", "ubuntu-24.04": "ubuntu2404", "al2023": "amzn2023"}  # NVIDIA's repo paths
+NV_ARCH = {"x86_64": "x86_64", "aarch64": "sbsa"}
+CASES = [
+    (itype, os_name, context.FLAVOURS[(i + j) % len(context.FLAVOURS)])
+    for i, itype in enumerate(catalog.CATALOG)
+    for j, os_name in enumerate(context.OPERATING_SYSTEMS)
+]
+GPU_NAME = {"A100 40GB": "NVIDIA A100-SXM4-40GB", "GB200": "NVIDIA GB200"}
+
+
+def test_the_cases_cover_every_type_os_arch_and_flavour():
+    assert {c[0] for c in CASES} == set(catalog.CATALOG)
+    for os_name in context.OPERATING_SYSTEMS:
+        assert {f for _, o, f in CASES if o == os_name} == set(context.FLAVOURS)
+    assert {catalog.CATALOG[t].architecture for t in catalog.CATALOG} >= {"x86_64", "arm64"}
+
+
+def _installs(res, os_name: str) -> list[str]:
+    tool = "dnf" if os_name == "al2023" else "apt-get"
+    return [c for c in calls_of(res, tool) if " install " in c]
+
+
+@pytest.mark.parametrize("itype, os_name, flavour", CASES, ids=["-".join(c) for c in CASES])
+def test_boots_end_to_end(tmp_path, itype, os_name, flavour):
+    project = make_project(itype, os_name, ORCHESTRATOR[flavour])
+    ctx = context_for(project, "gpu", "compute", flavour, fsx=FSX)
+    i = ctx.instance
+    image = Image(driver=False, fabric_manager=False, dcgm_exporter=False, gpus=i.gpus,
+                  gpu_name=GPU_NAME.get(i.gpu_model, f"NVIDIA {i.gpu_model}"), efa_devices=i.efa_devices,
+                  nvme_drives=i.local_nvme_drives or 4)
+    sb = build_sandbox(tmp_path / "sb", ctx, image)
+    if i.needs_imex:
+        (sb.path / "state/members").write_text("10.0.0.5\n")
+    res = sb.run()
+    assert res.rc == 0, res.out[-3000:]
+    assert (sb.root / "var/lib/fmcluster/health").read_text() == "healthy\n"
+    assert sb.manifest.placeholders == []
+
+    repo = f"https://developer.download.nvidia.com/compute/cuda/repos/{DISTRO[os_name]}/{NV_ARCH[ctx.arch]}"
+    assert any(c.startswith("curl") and c.endswith(f"{repo}/{ctx.nvidia_repo_key.file}") for c in res.calls)
+    installs = _installs(res, os_name)
+    drv = REAL.nvidia_driver.version
+    if os_name == "al2023":
+        assert "dnf -q -y install nvidia-open-" + drv in installs, installs
+        assert (sb.root / "etc/yum.repos.d/fmcluster-nvidia-cuda.repo").read_text().count(f"baseurl={repo}\n") == 1
+        assert "dracut -f" in res.calls
+        assert not calls_of(res, "apt-get")
+    else:
+        assert any(c.endswith(f"install --no-install-recommends nvidia-driver-580-open={drv}-1ubuntu1") for c in installs), installs
+        assert (sb.root / "etc/apt/sources.list.d/fmcluster-nvidia-cuda.list").read_text().endswith(f" {repo}/ /\n")
+        assert "update-initramfs -u" in res.calls
+        assert not calls_of(res, "dnf")
+    joined = " ".join(installs)
+    if i.needs_imex:  # GB200: IMEX, no Fabric Manager
+        assert "nvidia-imex" in joined and "nvidia-fabricmanager" not in joined
+        assert "systemctl enable fmcluster-imex.service fmcluster-imex.timer" in res.calls
+        assert (sb.root / "etc/nvidia-imex/nodes_config.cfg").read_text() == "10.0.0.5\n"
+    else:
+        assert "nvidia-fabricmanager" in joined and "nvidia-imex" not in joined
+        assert "systemctl enable --now nvidia-fabricmanager.service" in res.calls
+    assert "systemctl enable --now nvidia-persistenced.service" in res.calls
+    assert f"{REAL.dcgm_exporter.package}" in joined
+    assert f"systemctl enable {REAL.dcgm_exporter.service}" in res.calls
+    assert "systemctl enable fmcluster-scratch.service" in res.calls
+    assert any(f"--raid-devices={image.nvme_drives}" in c for c in calls_of(res, "mdadm"))
+    # LNet over EFA on this type's EFA devices, and the FSx mount
+    assert [c for c in res.calls if c.startswith("lnetctl net add --net efa")]
+    assert any(c.startswith("mount -t lustre") for c in res.calls)
+    plugin = "/opt/amazon/ofi-nccl/lib" + (f"/{ctx.arch}-linux-gnu" if os_name != "al2023" else "")
+    assert plugin in (sb.root / "etc/profile.d/fmcluster-nccl.sh").read_text()
