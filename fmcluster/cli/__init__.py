@@ -1,5 +1,5 @@
-"""The ``fmcluster`` command. Only ``dashboards push``, ``parallelcluster config --from-stacks`` and
-``plan --prices`` call AWS (through :mod:`fmcluster.aws`); everything else works offline."""
+"""The ``fmcluster`` command. Only ``preflight``, ``capacity search``, ``dashboards push``,
+``parallelcluster config --from-stacks`` and ``plan --prices`` call AWS (through :mod:`fmcluster.aws`); everything else works offline."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ import sys
 
 import typer
 
-from fmcluster.cli import bootstrap, dashboards, diagram, parallelcluster, project
+from fmcluster.cli import (
+    bootstrap,
+    capacity,
+    dashboards,
+    diagram,
+    parallelcluster,
+    preflight,
+    project,
+)
 from fmcluster.cli.project import REPLACEMENT_EXIT
 from fmcluster.errors import ConfigError
 
@@ -18,10 +26,12 @@ app = typer.Typer(help="fmcluster: one YAML file per project -> a GPU training c
 app.command()(project.validate)
 app.command()(project.plan)
 app.command()(project.new)
+app.command()(preflight.preflight)
 app.command()(diagram.diagram)
 app.add_typer(bootstrap.app, name="bootstrap", help="Node bootstrap: pinned versions, rendered bundles.")
 app.add_typer(dashboards.dashboards_app, name="dashboards")
 app.add_typer(parallelcluster.app, name="parallelcluster", help="ParallelCluster: write cluster.yaml.")
+app.add_typer(capacity.app, name="capacity", help="Capacity blocks: search offerings (buys nothing).")
 
 
 def main() -> None:

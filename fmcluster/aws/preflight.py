@@ -1,0 +1,134 @@
+"""``fmcluster preflight``: ask the account, before any money is spent, whether the project can deploy there.
+
+The checks themselves are in :mod:`fmcluster.aws.account_checks`. Each runs under a time limit; one that
+cannot run (access denied, the API absent in the Region, a timeout) is a warning, never a traceback. Only
+missing credentials or a missing Region stop the run (:class:`PreflightError`): without them nothing can
+be asked.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    NoCredentialsError,
+    PartialCredentialsError,
+)
+
+from fmcluster.aws import account_checks as ac
+from fmcluster.aws.account_checks import CHECK_TIMEOUT_S, Clients, Result
+from fmcluster.config.project import Project
+from fmcluster.plan import Plan
+
+__all__ = ["CHECK_TIMEOUT_S", "Check", "Clients", "PreflightError", "Result", "checks_for", "failed", "identity",
+           "preflight", "region_of", "run_check"]
+
+CANNOT_RUN = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "UnauthorizedException",
+              "OptInRequired", "InvalidAction", "UnsupportedOperation", "UnknownOperationException",
+              "UnrecognizedClientException", "NoSuchResourceException"}
+"""Error codes that mean "this check cannot run here", not "the project is wrong"."""
+
+
+class PreflightError(RuntimeError):
+    """Preflight cannot start: no credentials, or no Region to ask."""
+
+
+def region_of(project: Project, session: Any = None) -> str:
+    region = project.region or (session or boto3.session.Session()).region_name
+    if not region:
+        raise PreflightError("preflight needs a Region (hint: set `region:` in the project, or AWS_REGION)")
+    return region
+
+
+def identity(clients: Clients, project: Project) -> Result:
+    """Who is asking; no credentials stop the run with a sentence, not a traceback."""
+    try:
+        me = clients("sts").get_caller_identity()
+    except (NoCredentialsError, PartialCredentialsError):
+        raise PreflightError("no AWS credentials found (hint: `aws configure`, `aws sso login`, AWS_PROFILE, "
+                             "or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)") from None
+    except ClientError as exc:
+        raise PreflightError(f"the AWS credentials were refused: {ac._error(exc)} (hint: refresh them, e.g. "
+                             "`aws sso login`)") from None
+    account = me["Account"]
+    if project.account and project.account != account:
+        return Result("credentials", account, "fail", f"the credentials are for account {account}, the project "
+                      f"names {project.account}", "use credentials for the project's account, or fix `account:`")
+    return ac.passed("credentials", account, f"{me['Arn']} in {clients.region}")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    subject: str
+    run: Callable[[], list[Result]]
+
+
+def checks_for(project: Project, plan: Plan, clients: Clients) -> list[Check]:
+    """The checks this project needs, in the order they are shown."""
+    zone = plan.availability_zone_id
+    out = [Check("zone", zone, lambda: ac.check_zone(clients, zone))]
+    for g in plan.groups:
+        out.append(Check("offered", g.name, lambda g=g: ac.check_offering(clients, zone, g)))
+        if g.reservation_id:
+            out.append(Check("capacity", g.name, lambda g=g: ac.check_reservation(clients, zone, g)))
+        spec = next(c.capacity for c in project.compute_groups if c.name == g.name)
+        if spec.type == "training-plan":
+            out.append(Check("training plan", g.name, lambda g=g, a=spec.arn: ac.check_training_plan(clients, zone, g, a)))
+    if any(g.capacity == "on-demand" for g in plan.groups):
+        out.append(Check("quota", "on-demand P vCPUs", lambda: ac.check_vcpu_quota(clients, plan)))
+    if plan.cluster.orchestrator == "hyperpod":
+        out.append(Check("quota", "HyperPod instances", lambda: ac.check_hyperpod_quota(clients, plan)))
+    if plan.storage.created:
+        out.append(Check("quota", "FSx storage", lambda: ac.check_fsx_quota(clients, plan)))
+    if plan.network.existing:
+        out.append(Check("subnet", plan.network.existing_subnet_id or "", lambda: ac.check_existing_subnet(clients, plan)))
+    if plan.storage.spec.fsx.enabled and plan.storage.spec.fsx.existing is not None:
+        out.append(Check("fsx", plan.storage.spec.fsx.existing.file_system_id, lambda: ac.check_existing_fsx(clients, plan)))
+    grafana = project.observability.grafana
+    if grafana.enabled and grafana.authentication == "AWS_SSO":
+        out.append(Check("identity center", "grafana", lambda: ac.check_identity_center(clients)))
+    return out
+
+
+def run_check(check: Check, timeout: float = CHECK_TIMEOUT_S) -> list[Result]:
+    """Run one check under ``timeout`` seconds; what keeps it from running becomes a warning."""
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    try:
+        return pool.submit(check.run).result(timeout=timeout)
+    except concurrent.futures.TimeoutError:
+        return [Result(check.name, check.subject, "warn", f"no answer within {timeout:g} s", "run preflight again")]
+    except ClientError as exc:
+        what = "not allowed" if ac._code(exc) in CANNOT_RUN else "failed"
+        return [Result(check.name, check.subject, "warn", f"could not check: {ac._error(exc)}",
+                       "grant the read permission named above" if what == "not allowed" else "run preflight again")]
+    except (BotoCoreError, ValueError, KeyError, IndexError) as exc:
+        return [Result(check.name, check.subject, "warn", f"could not check: {exc}", "run preflight again")]
+    finally:
+        pool.shutdown(wait=False)
+
+
+def preflight(project: Project, plan: Plan, clients: Clients, *, timeout: float = CHECK_TIMEOUT_S,
+              on_check: Callable[[Check], None] | None = None) -> list[Result]:
+    """Every check's results, credentials first. Raises :class:`PreflightError` without credentials."""
+    results = [identity(clients, project)]
+    for check in checks_for(project, plan, clients):
+        if on_check:
+            on_check(check)
+        results += run_check(check, timeout)
+    return results
+
+
+def failed(results: Iterable[Result]) -> bool:
+    return any(r.status == "fail" for r in results)
+
+
+def make_clients(region: str, timeout: float = CHECK_TIMEOUT_S) -> Clients:
+    """The clients ``fmcluster preflight`` asks through (tests replace this with moto- or Stubber-backed ones)."""
+    return Clients(region, timeout=timeout)

@@ -1,0 +1,87 @@
+"""``fmcluster capacity search``: capacity block offerings, earliest then cheapest, with the purchase command
+and the ``capacity:`` block to paste. Calls EC2 (``DescribeCapacityBlockOfferings``); buys nothing."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from fmcluster.cli.project import OUTPUT_OPT, Output
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+out = Console()
+err = Console(stderr=True)
+
+
+def _date(value: str | None, option: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not a date like 2026-12-01 or 2026-12-01T12:00", param_hint=option) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+@app.command()
+def search(
+    instance_type: str = typer.Option(..., "--instance-type", help="e.g. p5en.48xlarge"),
+    count: int = typer.Option(..., "--count", min=1, max=64, help="Instances in the block (up to 64)."),
+    days: int = typer.Option(..., "--days", min=1, help="Length: 1 to 14 days, or a multiple of 7 up to 182."),
+    start_after: str | None = typer.Option(None, "--start-after", help="Earliest start (ISO date, UTC)."),
+    end_before: str | None = typer.Option(None, "--end-before", help="Latest end (ISO date, UTC)."),
+    ultraserver: str | None = typer.Option(None, "--ultraserver", help="UltraServer type, e.g. u-p6e-gb200x72."),
+    ultraserver_count: int | None = typer.Option(None, "--ultraserver-count", min=1, help="UltraServers in the block."),
+    region: str | None = typer.Option(None, "--region", help="Default: your AWS configuration's Region."),
+    output: Output = OUTPUT_OPT,
+) -> None:
+    """Search EC2 Capacity Block offerings, earliest first, then cheapest, with total and per GPU-hour price.
+
+    Prints the command that buys the first offering and the capacity: block to paste into the project file.
+    Nothing is bought. Needs credentials.
+
+    Example: fmcluster capacity search --instance-type p5.48xlarge --count 4 --days 7 --start-after 2026-12-01
+    """
+    # boto3 loads only for the commands that call AWS.
+    from fmcluster.aws import capacity
+
+    try:
+        ec2 = capacity.make_client(region)
+        region = ec2.meta.region_name
+        offers = capacity.search(ec2, instance_type, count, days, start_after=_date(start_after, "--start-after"),
+                                 end_before=_date(end_before, "--end-before"), ultraserver_type=ultraserver,
+                                 ultraserver_count=ultraserver_count)
+    except capacity.CapacityError as exc:
+        err.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    if output is Output.json:
+        print(json.dumps({"region": region, "offerings": [o.as_dict(region) for o in offers]}, indent=2))
+        return
+    if not offers:
+        out.print(f"no capacity block offerings for {count} x {instance_type} for {days} days in {region} "
+                  "(hint: move the dates, shorten the block, or try fewer instances or another Region)",
+                  highlight=False, markup=False, soft_wrap=True)
+        return
+    table = Table(box=None, pad_edge=False, padding=(0, 1), header_style="underline")
+    for column in ("start (UTC)", "end (UTC)", "zone ID", "instances", "total", "per GPU-h", "offering"):
+        table.add_column(column, justify="right" if column in ("instances", "total", "per GPU-h") else "left",
+                         overflow="fold")
+    for o in offers:
+        per = "" if o.per_gpu_hour is None else f"{o.per_gpu_hour:,.2f}"
+        kind = f"{o.instance_count} x {o.instance_type}"
+        if o.ultraserver_type:
+            kind += f" ({o.ultraserver_count} x {o.ultraserver_type})"
+        table.add_row(*(Text(c) for c in (f"{o.start:%Y-%m-%d %H:%M}", f"{o.end:%Y-%m-%d %H:%M}",
+                                          f"{o.zone_id or '?'} ({o.zone})", kind, f"{o.upfront_fee:,.2f} {o.currency}",
+                                          per, o.offering_id)))
+    out.print(table)
+    first = offers[0]
+    out.print("\nto buy the first (this charges the upfront fee):", highlight=False, markup=False)
+    out.print(first.purchase_command(region), highlight=False, markup=False, soft_wrap=True)
+    out.print("\nthen in the project file:", highlight=False, markup=False)
+    out.print(first.capacity_yaml(), highlight=False, markup=False, end="")
