@@ -1,5 +1,6 @@
 """The ``fmcluster`` command. Only ``preflight``, ``capacity search``, ``dashboards push``,
-``parallelcluster config --from-stacks`` and ``plan --prices`` call AWS (through :mod:`fmcluster.aws`); everything else works offline."""
+``parallelcluster config --from-stacks`` and ``plan --prices`` call AWS (through :mod:`fmcluster.aws`);
+everything else works offline."""
 
 from __future__ import annotations
 
