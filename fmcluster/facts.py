@@ -73,6 +73,10 @@ KMS_KEY_ARN = r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$"
 
 # --- FSx for Lustre ------------------------------------------------------------------------------
 
+LUSTRE_PORT_RANGES = ((988, 988), (1018, 1023))
+"""FSx for Lustre clients reach the file servers on TCP 988 and 1018-1023 (FACTS.md section 3)."""
+LUSTRE_PORTS = tuple(port for low, high in LUSTRE_PORT_RANGES for port in range(low, high + 1))
+
 FSX_SSD_FIRST_SIZES = (1200, 2400)
 FSX_SSD_STEP_GIB = 2400
 """SSD file systems: 1,200 or 2,400 GiB, then multiples of 2,400 GiB (FACTS.md section 3)."""

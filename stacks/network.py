@@ -22,10 +22,8 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from fmcluster.contracts import NETWORK_OUTPUTS, NetworkContract, export_name
+from fmcluster.facts import LUSTRE_PORT_RANGES
 from fmcluster.plan import NetworkPlan
-
-LUSTRE_PORTS = ((988, 988), (1018, 1023))
-"""FSx for Lustre: TCP 988 and 1018-1023 (FACTS.md section 3)."""
 
 
 class NetworkStack(Stack):
@@ -139,7 +137,7 @@ class NetworkStack(Stack):
             self, "StorageSecurityGroup", vpc=vpc, allow_all_outbound=True,
             description=f"{name}: FSx for Lustre file servers",
         )
-        for low, high in LUSTRE_PORTS:
+        for low, high in LUSTRE_PORT_RANGES:
             port = ec2.Port.tcp(low) if low == high else ec2.Port.tcp_range(low, high)
             # EC2 allows only a-zA-Z0-9 ._-:/()#,@[]+=&;{}!$* in rule descriptions.
             ports = f"TCP {low}" if low == high else f"TCP {low}-{high}"

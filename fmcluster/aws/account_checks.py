@@ -22,7 +22,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from fmcluster import catalog
-from fmcluster.facts import LOCAL_ZONES
+from fmcluster.facts import LOCAL_ZONES, LUSTRE_PORTS
 from fmcluster.plan import GroupPlan, Plan
 
 Status = Literal["pass", "warn", "fail"]
@@ -30,8 +30,6 @@ Status = Literal["pass", "warn", "fail"]
 CHECK_TIMEOUT_S = 30.0
 """The longest one check may take (botocore's own connect and read timeouts are shorter)."""
 
-LUSTRE_PORTS = (988, 1018, 1019, 1020, 1021, 1022, 1023)
-"""FSx for Lustre clients reach the file system on TCP 988 and 1018-1023 (FACTS.md section 3)."""
 
 EC2_P_QUOTA = "Running On-Demand P instances"
 """The Service Quotas name of the vCPU quota for on-demand P instances (every type in the catalog is a P type)."""
