@@ -36,7 +36,10 @@ what CloudFormation does; none of them deploys anything on moto's behalf:
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
+import time
 from typing import Any
 
 from moto.cloudformation import models as cfn
@@ -174,7 +177,18 @@ NatGateway.delete = lambda self, a, r: ec2_backends[a][r].delete_nat_gateway(sel
 VPCEndPoint.delete = _delete_endpoint
 ElasticAddress.delete = lambda self, a, r: ec2_backends[a][r].release_address(allocation_id=self.allocation_id)
 
+
+
+def _exit_with_parent() -> None:
+    """Stop when the test that started this server is gone (killed pytest, crashed worker)."""
+    parent = os.getppid()
+    while os.getppid() == parent:
+        time.sleep(1)
+    os._exit(0)
+
+
 if __name__ == "__main__":
     from moto.server import main
 
+    threading.Thread(target=_exit_with_parent, daemon=True).start()
     sys.exit(main(sys.argv[1:]))
