@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from fmcluster import config
+from fmcluster import catalog, config
 from fmcluster.bootstrap import context, render
 from fmcluster.bootstrap import versions as pinned
 from fmcluster.errors import ConfigError
@@ -36,20 +37,43 @@ def versions() -> None:
 
 @app.command(name="render")
 def render_cmd(
-    project: Annotated[str, typer.Argument(help="A project name under projects/, or a path to a YAML file.")],
-    out: Annotated[Path, typer.Option("--out", help="Directory to write the bundles into.")],
+    project: Annotated[Optional[str], typer.Argument(help="A project name under projects/, or a path to a YAML file.")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Directory to write the bundles into.")] = Path("bundles"),
     group: Annotated[Optional[list[str]], typer.Option("--group", help="Only these compute groups (repeatable).")] = None,
     role: Annotated[Optional[list[str]], typer.Option("--role", help="Only these roles: head, login, compute.")] = None,
     flavour: Annotated[Optional[str], typer.Option(help="Override the flavour: self-managed, parallelcluster, hyperpod.")] = None,
+    matrix: Annotated[bool, typer.Option("--matrix", help="Render every OS x instance type x flavour (no PROJECT), "
+                                         "with OUT/SUMMARY.md and OUT/summary.json, for reviewers.")] = False,
 ) -> None:
-    """Render the bootstrap bundles of PROJECT into OUT/<group>-<role>/ for inspection."""
+    """Render the bootstrap bundles of PROJECT into OUT/<group>-<role>/ for inspection.
+
+    The bundles are the ones a deployment publishes: under self-managed and HyperPod nodes they
+    mount the project's FSx for Lustre (its identity given at boot when this deployment creates it);
+    ParallelCluster mounts FSx itself.
+    """
+    if matrix:
+        if project is not None or group or role or flavour:
+            typer.echo("--matrix renders every OS, instance type and flavour; give no PROJECT, --group, --role or --flavour",
+                       err=True)
+            raise typer.Exit(2)
+        try:
+            rows = render_matrix(out)
+        except pinned.BootstrapError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        typer.echo(f"{out}: {len(rows)} bundles; summary in {out / 'SUMMARY.md'}")
+        return
+    if project is None:
+        typer.echo("give a PROJECT (or --matrix)", err=True)
+        raise typer.Exit(2)
     try:
         loaded = config.load(project)
     except ConfigError as exc:
         typer.echo(exc.report(), err=True)
         raise typer.Exit(exc.exit_code) from None
     proj = loaded.project
-    cluster = make_plan(proj).cluster
+    plan = make_plan(proj)
+    cluster = plan.cluster
     roles = role or ["compute"]
     for r in roles:
         if r not in context.ROLES:
@@ -58,19 +82,84 @@ def render_cmd(
     if flavour is not None and flavour not in context.FLAVOURS:
         typer.echo(f"unknown flavour {flavour!r}; one of: {', '.join(context.FLAVOURS)}", err=True)
         raise typer.Exit(2)
+    effective = flavour or context.ORCHESTRATOR_FLAVOUR[cluster.orchestrator]
+    fsx = _deployed_fsx(plan.storage.spec) if effective != "parallelcluster" else None
     groups = group or [g.name for g in proj.compute_groups]
     try:
         for g in groups:
             for r in roles:
-                ctx = context.context_for(cluster, g, r, flavour)  # type: ignore[arg-type]
+                ctx = context.context_for(cluster, g, r, flavour, fsx=fsx)  # type: ignore[arg-type]
                 target = out / f"{g}-{r}"
                 manifest = render.render_bundle(ctx, target)
                 typer.echo(
                     f"{target}: {len(manifest.steps)} steps, entry {manifest.entry_bytes} bytes"
                     + (f", {len(manifest.placeholders)} checksums not pinned" if manifest.placeholders else "")
                 )
+                if fsx is not None and fsx.at_boot:
+                    typer.echo(f"  mounts FSx at {fsx.mount_path}; its identity comes at boot "
+                               f"({', '.join(context.FSX_BOOT_ENV)} in the user data)")
                 for key in manifest.placeholders:
                     typer.echo(f"  not pinned: {key} (the node refuses to download it unless its image has it)")
     except pinned.BootstrapError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+
+
+def _deployed_fsx(spec) -> context.FsxMount | None:
+    """The FSx mount the deployed bundle has (as the app passes it): an existing file system's
+    identity from the project file; one this deployment creates gets its identity at boot."""
+    fsx = spec.fsx
+    if not fsx.enabled:
+        return None
+    if fsx.existing is not None:
+        e = fsx.existing
+        return context.FsxMount(file_system_id=e.file_system_id, dns_name=e.dns_name, mount_name=e.mount_name,
+                                mount_path=fsx.mount_path, efa_enabled=e.efa_enabled)
+    return context.FsxMount(mount_path=fsx.mount_path, efa_enabled=fsx.efa_enabled)
+
+
+MATRIX_PROJECT = """\
+name: matrix
+availability_zone_id: use1-az6
+os: {os}
+compute_groups:
+  - name: gpu
+    instance_type: {itype}
+    count: 2
+orchestrator:
+  type: {orchestrator}
+"""
+
+
+def render_matrix(out: Path) -> list[dict]:
+    """Every OS x catalog type x flavour, compute role, into OUT/<os>/<type>/<flavour>/. Bundles of
+    flavours that mount FSx mount an EFA-enabled one whose identity comes at boot (the widest path)."""
+    orchestrator = {f: o for o, f in context.ORCHESTRATOR_FLAVOUR.items()}
+    rows = []
+    for os_name in context.OPERATING_SYSTEMS:
+        for itype in catalog.CATALOG:
+            for flavour in context.FLAVOURS:
+                text = MATRIX_PROJECT.format(os=os_name, itype=itype, orchestrator=orchestrator[flavour])
+                cluster = make_plan(config.parse(text).project).cluster
+                fsx = None if flavour == "parallelcluster" else context.FsxMount(efa_enabled=True)
+                ctx = context.context_for(cluster, "gpu", "compute", flavour, fsx=fsx)
+                target = out / os_name / itype / flavour
+                manifest = render.render_bundle(ctx, target)
+                rows.append({
+                    "os": os_name, "instance_type": itype, "arch": ctx.arch, "flavour": flavour,
+                    "path": str(target.relative_to(out)), "steps": [s.name for s in manifest.steps],
+                    "entry_bytes": manifest.entry_bytes, "sums_sha256": manifest.sums_sha256,
+                    "placeholders": manifest.placeholders, "optional_unpinned": manifest.optional_unpinned,
+                })
+    (out / "summary.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+    lines = ["# Bootstrap matrix", "",
+             f"{len(rows)} compute bundles: every OS x catalog instance type x flavour. Flavours other than "
+             "parallelcluster mount an EFA-enabled FSx for Lustre whose identity comes at boot.", "",
+             "| OS | instance type | arch | flavour | steps | entry bytes | not pinned (stops) | optional, not pinned |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        steps = " ".join(s.split("-", 1)[0] for s in r["steps"])
+        lines.append(f"| {r['os']} | {r['instance_type']} | {r['arch']} | {r['flavour']} | {steps} | {r['entry_bytes']} | "
+                     f"{', '.join(r['placeholders']) or '-'} | {', '.join(r['optional_unpinned']) or '-'} |")
+    (out / "SUMMARY.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return rows

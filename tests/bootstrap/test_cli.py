@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fmcluster.bootstrap import versions
+from fmcluster.bootstrap import context, versions
 from typer.testing import CliRunner
 
+from fmcluster import catalog
 from fmcluster.cli.bootstrap import app
 
 PROJECT = """\
@@ -58,3 +59,46 @@ def test_render_rejects_an_unknown_role(tmp_path: Path):
     result = CliRunner().invoke(app, ["render", str(project), "--out", str(tmp_path / "o"), "--role", "worker"])
     assert result.exit_code == 2
     assert "unknown role 'worker'" in result.output
+
+
+FSX_PROJECT = PROJECT.replace("orchestrator:\n  type: hyperpod\n", "orchestrator:\n  type: none\n") + """\
+storage:
+  fsx:
+    mount_path: /lustre
+"""
+
+
+def test_render_has_the_fsx_mount_step_the_deployed_bundle_has(tmp_path: Path):
+    project = tmp_path / "llm.yaml"
+    project.write_text(FSX_PROJECT)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["render", str(project), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "train-compute/manifest.json").read_text())
+    assert "70-lustre" in [s["name"] for s in manifest["steps"]]
+    lustre = (out / "train-compute/steps/70-lustre.sh").read_text()
+    assert "/lustre" in lustre and "FMC_FSX_ID" in lustre  # the identity comes at boot
+    assert "identity comes at boot (FMC_FSX_ID, FMC_FSX_DNS, FMC_FSX_MOUNT_NAME" in result.output
+    # ParallelCluster mounts FSx itself: no Lustre step there, as deployed
+    result = CliRunner().invoke(app, ["render", str(project), "--out", str(out), "--flavour", "parallelcluster"])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "train-compute/manifest.json").read_text())
+    assert "70-lustre" not in [s["name"] for s in manifest["steps"]]
+
+
+def test_render_matrix_renders_every_os_type_and_flavour_with_a_summary(tmp_path: Path):
+    out = tmp_path / "matrix"
+    result = CliRunner().invoke(app, ["render", "--matrix", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = json.loads((out / "summary.json").read_text())
+    want = {(o, t, f) for o in context.OPERATING_SYSTEMS for t in catalog.CATALOG for f in context.FLAVOURS}
+    assert {(r["os"], r["instance_type"], r["flavour"]) for r in rows} == want
+    for r in rows:
+        manifest = json.loads((out / r["path"] / "manifest.json").read_text())
+        assert (manifest["os"], manifest["instance_type"], manifest["flavour"]) == (r["os"], r["instance_type"], r["flavour"])
+        assert r["placeholders"] == []
+        assert ("70-lustre" in r["steps"]) == (r["flavour"] != "parallelcluster")
+    assert {r["arch"] for r in rows} == {"x86_64", "aarch64"}
+    summary = (out / "SUMMARY.md").read_text()
+    assert summary.count("\n| ") == len(rows) + 1  # header + one row per bundle
+    assert CliRunner().invoke(app, ["render", "--matrix", "x.yaml", "--out", str(out)]).exit_code == 2
