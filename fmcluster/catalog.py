@@ -293,3 +293,20 @@ CATALOG: dict[str, InstanceType] = {
 def get(name: str) -> InstanceType:
     """The catalog entry for ``name``; ``KeyError`` when it is not in the catalog."""
     return CATALOG[name]
+
+
+HYPERPOD_PREFIX = "ml."
+"""SageMaker names an EC2 type with this prefix (``ml.p5.48xlarge``)."""
+
+HYPERPOD_TYPES: frozenset[str] = frozenset({
+    "p4d.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge", "p6-b300.48xlarge",
+    "p6e-gb200.36xlarge",
+})
+"""Catalog types SageMaker HyperPod offers: those whose ``ml.`` name is in boto3's ``ClusterInstanceType``
+enum (botocore's sagemaker service model, boto3 1.44; FACTS.md section 5). HyperPod has no ``ml.u-*`` type:
+GB200 UltraServers come as p6e-gb200.36xlarge instances through a training plan."""
+
+
+def hyperpod_type(name: str) -> str:
+    """The SageMaker name of a catalog type (``p5.48xlarge`` -> ``ml.p5.48xlarge``)."""
+    return HYPERPOD_PREFIX + name

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from fmcluster.checks import (
     bootstrap,
     capacity,
+    hyperpod,
     limits,
     mounts,
     network,
@@ -27,7 +28,7 @@ from fmcluster.errors import ConfigError, Problem
 from fmcluster.plan import Plan, make_plan
 
 CHECKS: dict[str, Check] = collect(
-    (network, zones, capacity, observability, storage, mounts, limits, orchestrator, parallelcluster))
+    (network, zones, capacity, observability, storage, mounts, limits, orchestrator, parallelcluster, hyperpod))
 
 
 @check("suppressed-warning-exists", "warning")

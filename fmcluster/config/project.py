@@ -8,6 +8,7 @@ from pydantic import Field, field_validator
 
 from fmcluster.config.base import Model, located
 from fmcluster.config.compute import ComputeGroup
+from fmcluster.config.hyperpod import HyperPodSettings
 from fmcluster.config.network import Network
 from fmcluster.config.observability import ObservabilityConfig as Observability
 from fmcluster.config.parallelcluster import ParallelClusterSettings
@@ -36,6 +37,15 @@ class Orchestrator(Model):
     parallelcluster: ParallelClusterSettings | None = Field(
         default=None, description="ParallelCluster settings (orchestrator.type: parallelcluster); defaults apply when absent."
     )
+
+    hyperpod: HyperPodSettings | None = Field(
+        default=None, description="HyperPod settings (orchestrator.type: hyperpod); defaults apply when absent."
+    )
+
+    @property
+    def hp(self) -> HyperPodSettings:
+        """The HyperPod settings; their defaults when the section is absent."""
+        return self.hyperpod if self.hyperpod is not None else HyperPodSettings()
 
     @property
     def pcluster(self) -> ParallelClusterSettings:

@@ -112,6 +112,8 @@ def make_plan(project: Project) -> Plan:
             fsx_mount_path=project.storage.fsx.mount_path if storage.fsx else None,
             pcluster=project.orchestrator.pcluster,
             tags=dict(project.tags),
+            hyperpod=project.orchestrator.hp,
+            account=project.account,
         ),
         observability=ObservabilityPlan(
             project=project.name,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from fmcluster.config.hyperpod import HyperPodSettings
 from fmcluster.config.parallelcluster import ParallelClusterSettings
 from fmcluster.facts import OPERATING_SYSTEMS, OperatingSystem, OsFacts
 from fmcluster.plan.groups import GroupPlan
@@ -30,6 +31,9 @@ class ClusterPlan:
     """ParallelCluster settings (their defaults unless ``orchestrator.parallelcluster`` sets them)."""
     tags: dict[str, str] = field(default_factory=dict)
     """The project's own tags, in file order."""
+    hyperpod: HyperPodSettings = field(default_factory=HyperPodSettings)
+    """HyperPod settings (their defaults unless ``orchestrator.hyperpod`` sets them)."""
+    account: str | None = None
 
     @property
     def os_facts(self) -> OsFacts:
@@ -39,6 +43,11 @@ class ClusterPlan:
     def pcluster_name(self) -> str:
         """The ParallelCluster cluster name: never the ``NAME-cluster`` stack's name."""
         return self.pcluster.cluster_name or f"{self.project}-slurm"
+
+    @property
+    def hyperpod_name(self) -> str:
+        """The HyperPod cluster name: never the ``NAME-cluster`` stack's name."""
+        return self.hyperpod.cluster_name or f"{self.project}-hyperpod"
 
     def group(self, name: str) -> GroupPlan:
         return next(g for g in self.groups if g.name == name)

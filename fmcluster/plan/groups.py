@@ -78,6 +78,8 @@ class GroupPlan:
     """Instance-store NVMe drives; None = unconfirmed (found at boot)."""
     ami_id: str | None
     root_volume_gib: int
+    training_plan_arn: str | None = None
+    """The SageMaker training plan the group's capacity comes from (HyperPod), or None."""
 
     @property
     def kernel_arch(self) -> KernelArch:
@@ -135,6 +137,7 @@ def plan_group(group: ComputeGroup) -> GroupPlan:
         local_nvme_drives=instance.local_nvme_drives,
         ami_id=group.ami_id,
         root_volume_gib=group.root_volume_gib,
+        training_plan_arn=getattr(group.capacity, "arn", None),
     )
 
 

@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 from support import BASE
 
-from fmcluster import checks, config, pcluster_facts
+from fmcluster import catalog, checks, config, pcluster_facts
+from fmcluster.checks import orchestrator
 from fmcluster.errors import ConfigError
 from fmcluster.plan import make_plan
 
 BLOCK = "    capacity: {type: capacity-block, reservation_id: cr-0123456789abcdef0}\n"
+HP = "orchestrator: {type: hyperpod}\n"
 EXISTING = "network:\n  existing: {vpc_id: vpc-0123456789abcdef0, compute_subnet_id: subnet-0123456789abcdef0}\n"
 
 CASES = [
@@ -56,7 +58,22 @@ CASES = [
     ("placement-group-with-reservation", "error",
      BASE + "    placement_group: true\n    capacity: {type: reservation, reservation_id: cr-0123456789abcdef0}\n",
      "compute_groups[0].placement_group"),
-    ("orchestrator-not-built", "error", BASE + "orchestrator: {type: hyperpod}\n", "orchestrator.type"),
+    ("hyperpod-capacity", "error", BASE + BLOCK + HP, "compute_groups[0].capacity"),
+    ("hyperpod-head-capacity", "error",
+     BASE + "orchestrator:\n  type: hyperpod\n  hyperpod:\n    controller:\n      capacity: {type: training-plan, "
+            "arn: 'arn:aws:sagemaker:us-east-1:111122223333:training-plan/tp1'}\n",
+     "orchestrator.hyperpod.controller.capacity"),
+    ("hyperpod-ultraserver", "error",
+     BASE.replace("p5.48xlarge", "p6e-gb200.36xlarge").replace("count: 2", "count: 12") + HP, "compute_groups[0].count"),
+    ("hyperpod-groups", "error", BASE + "orchestrator:\n  type: hyperpod\n  hyperpod:\n    groups: {trian: {}}\n",
+     "orchestrator.hyperpod.groups.trian"),
+    ("hyperpod-lifecycle-bucket", "error",
+     BASE + "orchestrator:\n  type: hyperpod\n  hyperpod: {lifecycle_bucket_name: my-lifecycle-scripts}\n",
+     "orchestrator.hyperpod.lifecycle_bucket_name"),
+    ("hyperpod-efa-file-system", "error",
+     BASE + HP + "storage: {fsx: {efa_enabled: true, metadata: {mode: AUTOMATIC}}}\n", "storage.fsx.efa_enabled"),
+    ("hyperpod-settings-unused", "warning", BASE + "orchestrator: {hyperpod: {node_recovery: None}}\n",
+     "orchestrator.hyperpod"),
     ("local-zone-known", "error", BASE.replace("use1-az6", "use1-mia1-az1"), "availability_zone_id"),
     ("local-zone-network", "error",
      BASE.replace("use1-az6", "use1-dfw2-az1") + "storage: {fsx: {efa_enabled: true, metadata: {mode: AUTOMATIC}}}\n",
@@ -152,10 +169,23 @@ def test_training_plan_needs_hyperpod(tmp_path: Path) -> None:
     text = BASE + "    capacity: {type: training-plan, arn: 'arn:aws:sagemaker:us-east-1:111122223333:training-plan/tp1'}\n"
     p = _only_error(text, tmp_path, "compute_groups[0].capacity")
     assert p.check == "training-plan-needs-hyperpod"
-    # with HyperPod the training plan is fine, but HyperPod itself is not built yet: refused, never ignored
-    with pytest.raises(ConfigError) as refused:
-        checks.validate(config.parse(text + "orchestrator: {type: hyperpod}\n"))
-    assert [p.check for p in refused.value.problems] == ["orchestrator-not-built"]
+    # with HyperPod the training plan is what the group runs on
+    _, warnings = checks.validate(config.parse(text + HP))
+    assert "training-plan-needs-hyperpod" not in {p.check for p in warnings}
+
+
+def test_an_orchestrator_without_a_stack_is_refused_not_ignored(monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
+    monkeypatch.setattr(orchestrator, "BUILT", ("none", "parallelcluster"))
+    found = [(p.check, p.path) for p in _problems(BASE + HP, tmp_path)]
+    assert ("orchestrator-not-built", "orchestrator.type") in found
+
+
+def test_hyperpod_refuses_a_type_it_does_not_offer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Every catalog type is offered today; a catalog that grows past HyperPod's list is refused per group."""
+    monkeypatch.setattr(catalog, "HYPERPOD_TYPES", frozenset({"p5en.48xlarge"}))
+    [p] = [p for p in _problems(BASE + HP, tmp_path) if p.check == "hyperpod-instance-type"]
+    assert "ml.p5.48xlarge" in p.message and "p5en.48xlarge" in p.hint
 
 
 def test_throughput_warning_names_the_bound_and_the_smallest_fsx_that_meets_it(tmp_path: Path) -> None:

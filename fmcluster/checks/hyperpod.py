@@ -1,0 +1,136 @@
+"""Checks for ``orchestrator.type: hyperpod``: what SageMaker's CreateCluster would refuse, or what would
+build a different cluster than meant, reported with the file and line of the field to change."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fmcluster import catalog
+from fmcluster.checks.registry import Finding, check
+from fmcluster.config.hyperpod import BUCKET_PREFIX, CONTROLLER, LOGIN
+from fmcluster.config.loader import LoadedProject
+from fmcluster.contracts import STACKS, stack_name
+from fmcluster.plan import Plan
+
+HP = ("orchestrator", "hyperpod")
+
+
+def _active(loaded: LoadedProject) -> bool:
+    return loaded.project.orchestrator.type == "hyperpod"
+
+
+@check("hyperpod-instance-type", "error")
+def instance_types(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    if not _active(loaded):
+        return
+    for i, group in enumerate(loaded.project.compute_groups):
+        if group.instance_type not in catalog.HYPERPOD_TYPES:
+            offered = ", ".join(sorted(catalog.HYPERPOD_TYPES))
+            yield Finding(("compute_groups", i, "instance_type"),
+                          f"SageMaker HyperPod does not offer {catalog.hyperpod_type(group.instance_type)}",
+                          f"use a type HyperPod offers ({offered}), or orchestrator.type parallelcluster or none")
+
+
+@check("hyperpod-capacity", "error")
+def capacity(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """HyperPod takes on-demand capacity or a SageMaker training plan; EC2 reservations and blocks it cannot use."""
+    if not _active(loaded):
+        return
+    for i, group in enumerate(loaded.project.compute_groups):
+        if group.capacity.type in ("capacity-block", "reservation"):
+            yield Finding(("compute_groups", i, "capacity"),
+                          f"a HyperPod instance group cannot use an EC2 {group.capacity.type}: CreateCluster takes "
+                          "reserved capacity only as a SageMaker training plan (TrainingPlanArn)",
+                          "buy a training plan (aws sagemaker search-training-plan-offerings, create-training-plan) "
+                          "and write capacity: {type: training-plan, arn: ...}, or use orchestrator parallelcluster")
+
+
+@check("hyperpod-head-capacity", "error")
+def head_capacity(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    if not _active(loaded):
+        return
+    hp = loaded.project.orchestrator.hp
+    for name, group in ((CONTROLLER, hp.controller), (LOGIN, hp.login)):
+        if group is not None and group.capacity.type != "on-demand":
+            what = "a training plan" if group.capacity.type == "training-plan" else f"a {group.capacity.type}"
+            yield Finding(HP + (name, "capacity"),
+                          f"the {name} group cannot run on {what}: training plans and reserved capacity cover the "
+                          "accelerated compute groups; the controller and login nodes are on-demand",
+                          f"remove orchestrator.hyperpod.{name}.capacity")
+
+
+@check("hyperpod-ultraserver", "error")
+def ultraservers(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """GB200 instances come in whole UltraServers through a training plan (x36 = 9, x72 = 18 instances)."""
+    if not _active(loaded):
+        return
+    hp = loaded.project.orchestrator.hp
+    for i, group in enumerate(loaded.project.compute_groups):
+        offers = catalog.get(group.instance_type).ultraservers
+        wanted = hp.group(group.name).ultraserver
+        if wanted and not offers:
+            yield Finding(HP + ("groups", group.name, "ultraserver"),
+                          f"{group.instance_type} does not come in UltraServers", "remove ultraserver")
+            continue
+        sizes = [u for u in offers if wanted in (None, u.name)]
+        if sizes and all(group.count % u.instances for u in sizes):
+            offered = " or ".join(f"{u.instances} ({u.name})" for u in sizes)
+            yield Finding(("compute_groups", i, "count"),
+                          f"{group.count} {group.instance_type} instances are not whole UltraServers; a training plan "
+                          f"gives them in UltraServers of {offered} instances",
+                          f"use a multiple of {min(u.instances for u in sizes)}")
+
+
+@check("hyperpod-groups", "error")
+def groups(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """Settings for compute groups that exist; instance-group names and partitions that do not collide."""
+    if not _active(loaded):
+        return
+    project = loaded.project
+    hp = project.orchestrator.hp
+    names = [g.name for g in project.compute_groups]
+    for name in hp.groups:
+        if name not in names:
+            yield Finding(HP + ("groups", name), f"{name!r} is not a compute group",
+                          f"compute groups: {', '.join(names)}")
+    for i, name in enumerate(names):
+        if name in (CONTROLLER, LOGIN):
+            yield Finding(("compute_groups", i, "name"),
+                          f"compute group name {name!r} is the name of HyperPod's {name} instance group",
+                          "rename the compute group")
+    name = plan.cluster.hyperpod_name
+    if name in {stack_name(project.name, s) for s in STACKS}:
+        yield Finding(HP + ("cluster_name",) if hp.cluster_name else ("name",),
+                      f"cluster name {name!r} is also a stack name", "choose another orchestrator.hyperpod.cluster_name")
+
+
+@check("hyperpod-lifecycle-bucket", "error")
+def lifecycle_bucket(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    hp = loaded.project.orchestrator.hp
+    name = hp.lifecycle_bucket_name
+    if _active(loaded) and name is not None and not name.startswith(BUCKET_PREFIX):
+        yield Finding(HP + ("lifecycle_bucket_name",),
+                      f"lifecycle bucket {name!r} does not start with {BUCKET_PREFIX!r}: the cluster's managed policy "
+                      "(AmazonSageMakerClusterInstanceRolePolicy) reaches only sagemaker-* buckets",
+                      f"name it {BUCKET_PREFIX}{name}, or leave lifecycle_bucket_name out for the default")
+
+
+@check("hyperpod-efa-file-system", "error")
+def efa_file_system(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """HyperPod mounts FSx itself (FsxLustreConfig), without the LNet-over-EFA client set-up."""
+    fsx = plan.storage.spec.fsx
+    existing = fsx.existing is not None and fsx.existing.efa_enabled
+    if _active(loaded) and plan.storage.fsx and (fsx.efa_enabled or existing):
+        where = ("storage", "fsx", "existing", "efa_enabled") if existing else ("storage", "fsx", "efa_enabled")
+        yield Finding(where,
+                      "HyperPod mounts the file system itself (FsxLustreConfig) over TCP; the EFA Lustre client "
+                      "set-up (FSx guide 'configure EFA clients') is not part of it",
+                      "use a file system without EFA for a HyperPod project, or orchestrator.type: none")
+
+
+@check("hyperpod-settings-unused", "warning")
+def settings_unused(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    if loaded.project.orchestrator.hyperpod is not None and not _active(loaded):
+        yield Finding(HP,
+                      f"orchestrator.hyperpod is ignored with orchestrator.type: {loaded.project.orchestrator.type}",
+                      "set orchestrator.type: hyperpod, or remove the section")

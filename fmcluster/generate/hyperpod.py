@@ -1,0 +1,103 @@
+"""The instance groups of a SageMaker HyperPod cluster, from the plan: pure data the stack
+(:mod:`fmcluster.stacks.hyperpod`) turns into ``AWS::SageMaker::Cluster`` and ``fmcluster plan`` prints.
+
+API-driven Slurm (FACTS.md section 5): each group's ``SlurmConfig`` names its node type
+(Controller, Login, Compute) and its one partition; FSx for Lustre comes through
+``FsxLustreConfig``. No ``provisioning_parameters.json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from fmcluster import catalog
+from fmcluster.config.hyperpod import (
+    BUCKET_PREFIX,
+    CONTROLLER,
+    DEEP_HEALTH_CHECKS,
+    LOGIN,
+)
+from fmcluster.plan import ClusterPlan, GroupPlan
+
+LIFECYCLE_PREFIX = "lifecycle"
+"""Key prefix of the lifecycle bundles in the lifecycle bucket: ``lifecycle/<instance group>/``."""
+
+__all__ = ["BUCKET_PREFIX", "CONTROLLER", "LIFECYCLE_PREFIX", "LOGIN", "InstanceGroup", "UltraServerMembership",
+           "instance_groups", "ultraserver"]
+
+NodeType = Literal["Controller", "Login", "Compute"]
+
+
+@dataclass(frozen=True)
+class UltraServerMembership:
+    """How a GB200 group's instances fill UltraServers (NVLink domains)."""
+
+    type: str
+    instances_per_server: int
+    servers: int
+
+
+@dataclass(frozen=True)
+class InstanceGroup:
+    """One HyperPod instance group."""
+
+    name: str
+    node_type: NodeType
+    instance_type: str
+    """The SageMaker (``ml.``) type."""
+    count: int
+    partition: str | None
+    training_plan_arn: str | None
+    deep_health_checks: tuple[str, ...]
+    threads_per_core: int
+    ebs_volume_gib: int | None
+    interface_type: str | None
+    """``efa`` | ``efa-only`` for GPU groups; None (no EFA) for controller and login."""
+    ultraserver: UltraServerMembership | None
+    compute_group: str | None
+    """The compute group this instance group is (None for controller and login)."""
+
+    @property
+    def role(self) -> Literal["head", "login", "compute"]:
+        """The bootstrap role of the group's nodes."""
+        return {"Controller": "head", "Login": "login", "Compute": "compute"}[self.node_type]  # type: ignore[return-value]
+
+    @property
+    def lifecycle_prefix(self) -> str:
+        return f"{LIFECYCLE_PREFIX}/{self.name}/"
+
+
+def ultraserver(cluster: ClusterPlan, group: GroupPlan) -> UltraServerMembership | None:
+    """The UltraServers a group's instances fill: the configured type, else the largest that divides the count.
+    None for a type without UltraServers, or a count that fills none whole (a check refuses that)."""
+    offers = catalog.get(group.instance_type).ultraservers
+    if not offers:
+        return None
+    wanted = cluster.hyperpod.group(group.name).ultraserver
+    candidates = [u for u in offers if u.name == wanted] if wanted else sorted(offers, key=lambda u: -u.instances)
+    for offer in candidates:
+        if group.count % offer.instances == 0:
+            return UltraServerMembership(offer.name, offer.instances, group.count // offer.instances)
+    return None
+
+
+def instance_groups(cluster: ClusterPlan) -> list[InstanceGroup]:
+    """Controller, optional login, then one group per compute group, in file order."""
+    hp = cluster.hyperpod
+    out = [InstanceGroup(CONTROLLER, "Controller", hp.controller.instance_type, 1, None, None, (), 2,
+                         hp.controller.ebs_volume_gib, None, None, None)]
+    if hp.login is not None:
+        out.append(InstanceGroup(LOGIN, "Login", hp.login.instance_type, hp.login.count, None, None, (), 2,
+                                 hp.login.ebs_volume_gib, None, None, None))
+    for group in cluster.groups:
+        settings = hp.group(group.name)
+        checks = DEEP_HEALTH_CHECKS if settings.deep_health_checks is None else tuple(settings.deep_health_checks)
+        out.append(InstanceGroup(
+            name=group.name, node_type="Compute", instance_type=catalog.hyperpod_type(group.instance_type),
+            count=group.count, partition=settings.partition or group.name, training_plan_arn=group.training_plan_arn,
+            deep_health_checks=checks, threads_per_core=settings.threads_per_core,
+            ebs_volume_gib=settings.ebs_volume_gib, interface_type=settings.interface_type,
+            ultraserver=ultraserver(cluster, group), compute_group=group.name,
+        ))
+    return out
