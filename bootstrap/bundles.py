@@ -3,6 +3,7 @@
 Self-managed nodes (``orchestrator.type: none``) get one bundle per compute group, run by
 the launch template's user data. ParallelCluster nodes get one archive holding a bundle per
 instance type, and a dispatcher run as ``OnNodeConfigured`` that picks and checks its own.
+HyperPod instance groups get one lifecycle bundle each, uploaded under the group's prefix.
 Bundles go to a folder of the cloud assembly (``cdk.out/fmcluster-bundles/PROJECT/``), from
 which CDK publishes them as assets.
 """
@@ -14,9 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fmcluster.bootstrap.context import BootstrapContext, FsxMount, context_for
-from fmcluster.bootstrap.render import dispatcher_script, entry_script, render_bundle
+from fmcluster.bootstrap.render import (
+    ENTRY_NAME,
+    dispatcher_script,
+    entry_script,
+    render_bundle,
+)
 
 from fmcluster.contracts import MountContract
+from fmcluster.generate.hyperpod import instance_groups
 from fmcluster.plan import ClusterPlan
 
 BUNDLES_DIR = "fmcluster-bundles"
@@ -89,3 +96,26 @@ def _fresh(folder: Path) -> Path:
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     return folder
+
+
+@dataclass(frozen=True)
+class LifecycleBundles:
+    """HyperPod: one bundle per instance group in ``root/<instance group>/``, each run by its own entry script
+    (``on_create``), which finds the bundle beside itself once HyperPod has copied the group's S3 prefix."""
+
+    root: Path
+    sums: dict[str, str]
+    """Instance group -> sha256 of its bundle's SHA256SUMS."""
+    on_create: str = ENTRY_NAME
+
+
+def render_lifecycle_bundles(cluster: ClusterPlan, out_dir: Path) -> LifecycleBundles:
+    """The HyperPod flavour for every instance group: controller (head role), login, and each compute group.
+    HyperPod mounts FSx itself (FsxLustreConfig), so the bundles do not; its image carries the driver and EFA,
+    which the steps find and keep."""
+    root = _fresh(out_dir)
+    sums = {}
+    for group in instance_groups(cluster):
+        ctx = context_for(cluster, group.compute_group, group.role, "hyperpod", fsx=None)
+        sums[group.name] = render_bundle(ctx, root / group.name).sums_sha256
+    return LifecycleBundles(root=root, sums=sums)

@@ -93,13 +93,16 @@ def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
 
     bundle_dir = Path(app.outdir) / bundles.BUNDLES_DIR / name
     if plan.cluster.orchestrator == "parallelcluster":
-        node_bundles: bundles.DispatchedBundles | dict[str, bundles.GroupBundle] = (
+        node_bundles: bundles.DispatchedBundles | bundles.LifecycleBundles | dict[str, bundles.GroupBundle] = (
             bundles.render_dispatched_bundles(plan.cluster, bundle_dir))
+    elif plan.cluster.orchestrator == "hyperpod":
+        node_bundles = bundles.render_lifecycle_bundles(plan.cluster, bundle_dir)
     else:
         fsx = storage_contract.fsx
         at_boot = fsx is not None and Token.is_unresolved(fsx.file_system_id)  # created in this deployment
         node_bundles = bundles.render_group_bundles(plan.cluster, fsx, at_boot, bundle_dir)
-    runs_slurm = plan.cluster.orchestrator == "parallelcluster" and plan.cluster.pcluster.create_cluster
+    runs_slurm = ((plan.cluster.orchestrator == "parallelcluster" and plan.cluster.pcluster.create_cluster)
+                  or plan.cluster.orchestrator == "hyperpod")
     cluster = ClusterStack(app, stack_name(name, "cluster"), plan=plan.cluster, bundles=node_bundles,
                            network=network.contract, storage=storage_contract, metrics=metrics, env=env,
                            termination_protection=protect and runs_slurm)

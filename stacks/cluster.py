@@ -4,7 +4,9 @@
   whose user data fetches the group's bootstrap bundle, and the node role;
 - ``parallelcluster``: the bootstrap bundles and ParallelCluster's cluster
   (:class:`fmcluster.stacks.parallelcluster.ParallelClusterCluster`), which makes its own
-  launch templates, placement groups and node roles.
+  launch templates, placement groups and node roles;
+- ``hyperpod``: a SageMaker HyperPod cluster with its lifecycle bucket and execution role
+  (:class:`fmcluster.stacks.hyperpod.HyperPodCluster`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from aws_cdk import (
     aws_s3_assets as s3_assets,
 )
 from constructs import Construct
-from fmcluster.bootstrap.bundles import DispatchedBundles, GroupBundle
+from fmcluster.bootstrap.bundles import DispatchedBundles, GroupBundle, LifecycleBundles
+from fmcluster.stacks.hyperpod import HyperPodCluster
 from fmcluster.stacks.parallelcluster import ParallelClusterCluster
 
 from fmcluster.contracts import (
@@ -45,7 +48,7 @@ from fmcluster.plan import ClusterPlan, GroupPlan
 
 class ClusterStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, *, plan: ClusterPlan,
-                 bundles: DispatchedBundles | dict[str, GroupBundle], network: NetworkContract,
+                 bundles: DispatchedBundles | LifecycleBundles | dict[str, GroupBundle], network: NetworkContract,
                  storage: StorageContract, metrics: MetricsContract | None = None, **kwargs) -> None:
         super().__init__(scope, construct_id, description=f"fmcluster {plan.project}: compute capacity", **kwargs)
         self.plan = plan
@@ -54,6 +57,9 @@ class ClusterStack(Stack):
         self.launch_templates: dict[str, ec2.CfnLaunchTemplate] = {}
         if isinstance(bundles, DispatchedBundles):
             self._add_parallelcluster(bundles, metrics)
+        elif isinstance(bundles, LifecycleBundles):
+            self.hyperpod = HyperPodCluster(self, "HyperPod", plan=plan, bundles=bundles, network=network,
+                                            storage=storage, metrics=metrics)
         else:
             self.role, self.instance_profile = self._add_node_role()
             for group in plan.groups:

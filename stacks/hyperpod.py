@@ -1,0 +1,219 @@
+"""The SageMaker HyperPod cluster inside ``NAME-cluster`` (``orchestrator.type: hyperpod``).
+
+- a ``sagemaker-``-prefixed bucket the stack owns (retained, encrypted, TLS-only) holding one lifecycle
+  bundle per instance group under ``lifecycle/<group>/``, uploaded by a bucket deployment;
+- the execution role: AWS's managed cluster-instance policy, the VPC interface permissions HyperPod
+  needs in a customer VPC, read of the lifecycle prefix only, ``aps:RemoteWrite`` on the project's workspace;
+- ``AWS::SageMaker::Cluster`` with API-driven Slurm (``SlurmConfig`` per group, ``FsxLustreConfig`` from the
+  storage contract), deep health checks, node recovery and training plans. It depends on the role's policy
+  and the upload, so creation races neither.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import (
+    Acknowledgment,
+    Aws,
+    CfnOutput,
+    CfnTag,
+    DefaultStackSynthesizer,
+    Fn,
+    RemovalPolicy,
+    Stack,
+    Token,
+    Validations,
+)
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_deployment as s3deploy
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+from fmcluster.bootstrap.bundles import LifecycleBundles
+
+from fmcluster.contracts import MetricsContract, NetworkContract, StorageContract
+from fmcluster.facts import PROJECT_TAG
+from fmcluster.generate.hyperpod import LIFECYCLE_PREFIX, InstanceGroup, instance_groups
+from fmcluster.plan import ClusterPlan
+
+MANAGED_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
+"""AWS's managed policy for HyperPod cluster instances (SageMaker developer guide, HyperPod IAM prerequisites)."""
+
+VPC_ACTIONS = ["ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
+               "ec2:DeleteNetworkInterfacePermission", "ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs",
+               "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
+               "ec2:DetachNetworkInterface"]
+"""What a HyperPod execution role needs to attach the nodes to a customer VPC (SageMaker developer guide,
+"IAM role for SageMaker HyperPod": additional permissions for using HyperPod with Amazon VPC)."""
+
+FSX_MOUNT_NAME_MAX = 8
+"""``FsxLustreConfig.MountName`` takes at most 8 characters (cfn-lint schema; FSx makes 8-character names)."""
+
+
+class HyperPodCluster(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, plan: ClusterPlan, bundles: LifecycleBundles,
+                 network: NetworkContract, storage: StorageContract, metrics: MetricsContract | None = None) -> None:
+        super().__init__(scope, construct_id)
+        self.plan = plan
+        settings = plan.hyperpod
+        stack = Stack.of(self)
+        self.groups = instance_groups(plan)
+
+        # The stack ID's first UUID block keeps the default name unique per stack and within 63 characters.
+        stack_uuid = Fn.select(0, Fn.split("-", Fn.select(2, Fn.split("/", Aws.STACK_ID))))
+        self.bucket = s3.Bucket(
+            self, "LifecycleBucket",
+            bucket_name=settings.lifecycle_bucket_name or Fn.join("-", ["sagemaker", plan.project, stack_uuid]),
+            encryption=s3.BucketEncryption.S3_MANAGED, enforce_ssl=True, versioned=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED, removal_policy=RemovalPolicy.RETAIN,
+        )
+        Validations.of(self.bucket).acknowledge(Acknowledgment(
+            id="AwsSolutions::AwsSolutions-S1",
+            reason="The bucket holds only the lifecycle scripts this stack renders and uploads; every change to them "
+                   "is a CloudFormation deployment, recorded there and in CloudTrail.",
+        ))
+        self.upload = s3deploy.BucketDeployment(
+            self, "LifecycleScripts", sources=[s3deploy.Source.asset(str(bundles.root))],
+            destination_bucket=self.bucket, destination_key_prefix=f"{LIFECYCLE_PREFIX}/", prune=True,
+            retain_on_delete=True,
+        )
+        self._acknowledge_upload(stack)
+
+        self.role, policy = self._add_role(metrics)
+        self.cluster = self._add_cluster(network, storage, bundles)
+        self.cluster.node.add_dependency(policy)
+        self.cluster.node.add_dependency(self.upload)
+        CfnOutput(stack, "HyperPodClusterName", value=plan.hyperpod_name, description="SageMaker HyperPod cluster")
+        CfnOutput(stack, "HyperPodClusterArn", value=self.cluster.attr_cluster_arn)
+        CfnOutput(stack, "HyperPodLifecycleUri", value=f"s3://{self.bucket.bucket_name}/{LIFECYCLE_PREFIX}/",
+                  description="Lifecycle bundles, one prefix per instance group")
+
+    # -- the role --------------------------------------------------------------------------------
+
+    def _add_role(self, metrics: MetricsContract | None) -> tuple[iam.Role, iam.Policy]:
+        project = self.plan.project
+        role = iam.Role(
+            self, "ExecutionRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description=f"fmcluster {project}: HyperPod cluster instances",
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(MANAGED_POLICY)],
+        )
+        Validations.of(role).acknowledge(Acknowledgment(
+            id=f"AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{MANAGED_POLICY}]",
+            reason="HyperPod's own managed policy for cluster instances (CloudWatch logs and metrics of the cluster, "
+                   "sagemaker-* lifecycle buckets); AWS maintains it with the service.",
+        ))
+        statements = [
+            iam.PolicyStatement(sid="VpcInterfaces", actions=VPC_ACTIONS, resources=["*"]),
+            iam.PolicyStatement(sid="TagVpcInterfaces", actions=["ec2:CreateTags"],
+                                resources=[f"arn:{Aws.PARTITION}:ec2:*:*:network-interface/*"]),
+            iam.PolicyStatement(sid="ReadLifecycleScripts", actions=["s3:GetObject"],
+                                resources=[self.bucket.arn_for_objects(f"{LIFECYCLE_PREFIX}/*")]),
+            iam.PolicyStatement(sid="ListLifecycleScripts", actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn],
+                                conditions={"StringLike": {"s3:prefix": [f"{LIFECYCLE_PREFIX}/*"]}}),
+        ]
+        if metrics is not None:
+            statements.append(iam.PolicyStatement(sid="RemoteWriteMetrics", actions=["aps:RemoteWrite"],
+                                                  resources=[metrics.workspace_arn]))
+        policy = iam.Policy(self, "ExecutionPolicy", roles=[role], statements=statements)
+        bucket = Stack.of(self).get_logical_id(self.bucket.node.default_child)  # type: ignore[arg-type]
+        for resource, why in (
+            ("*", "the VPC interface actions HyperPod documents for a customer VPC take no resource-level "
+                  "permissions (Describe*) or name interfaces that do not exist yet"),
+            ("arn:<AWS::Partition>:ec2:*:*:network-interface/*",
+             "HyperPod tags the interfaces it creates for the nodes; their IDs are not known before"),
+            (f"<{bucket}.Arn>/{LIFECYCLE_PREFIX}/*", "read-only, under this stack's own lifecycle prefix"),
+        ):
+            Validations.of(policy).acknowledge(Acknowledgment(
+                id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{resource}]", reason=why))
+        return role, policy
+
+    def _acknowledge_upload(self, stack: Stack) -> None:
+        """cdk-nag on CDK's bucket-deployment function (one per stack, outside this construct)."""
+        reasons = {
+            "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+            "AWSLambdaBasicExecutionRole]": "CDK's upload function writes only its own logs; AWS's basic execution "
+                                            "policy is the minimum for that.",
+            "AwsSolutions::AwsSolutions-IAM5[Action::s3:GetBucket*]": "CDK's bucket-deployment grant: read of the "
+                                                                      "CDK asset bucket and the lifecycle bucket only.",
+            "AwsSolutions::AwsSolutions-IAM5[Action::s3:GetObject*]": "CDK's bucket-deployment grant on the asset "
+                                                                      "and lifecycle buckets only.",
+            "AwsSolutions::AwsSolutions-IAM5[Action::s3:List*]": "CDK's bucket-deployment grant on the asset and "
+                                                                 "lifecycle buckets only.",
+            "AwsSolutions::AwsSolutions-IAM5[Action::s3:DeleteObject*]": "prune: the upload removes lifecycle files "
+                                                                         "a new rendering no longer has.",
+            "AwsSolutions::AwsSolutions-IAM5[Action::s3:Abort*]": "CDK's bucket-deployment grant on the lifecycle "
+                                                                  "bucket only (multipart uploads).",
+            "AwsSolutions::AwsSolutions-L1": "The runtime of CDK's own bucket-deployment function is chosen by "
+                                             "aws-cdk-lib and moves with it.",
+        }
+        qualifier = stack.node.try_get_context("@aws-cdk/core:bootstrapQualifier") or DefaultStackSynthesizer.DEFAULT_QUALIFIER
+        if Token.is_unresolved(stack.region):
+            assets = f"arn:<AWS::Partition>:s3:::cdk-{qualifier}-assets-<AWS::AccountId>-<AWS::Region>/*"
+        else:
+            assets = f"arn:{stack.partition}:s3:::cdk-{qualifier}-assets-<AWS::AccountId>-{stack.region}/*"
+        bucket = stack.get_logical_id(self.bucket.node.default_child)  # type: ignore[arg-type]
+        reasons[f"AwsSolutions::AwsSolutions-IAM5[Resource::{assets}]"] = (
+            "CDK's upload function reads the lifecycle bundle's asset from CDK's own asset bucket.")
+        reasons[f"AwsSolutions::AwsSolutions-IAM5[Resource::<{bucket}.Arn>/*]"] = (
+            "CDK's upload function writes the lifecycle bundles into this stack's lifecycle bucket.")
+        for found in stack.node.find_all():
+            if found.node.id.startswith("Custom::CDKBucketDeployment"):
+                for rule, reason in reasons.items():
+                    Validations.of(found).acknowledge(Acknowledgment(id=rule, reason=reason))
+
+    # -- the cluster -----------------------------------------------------------------------------
+
+    def _add_cluster(self, network: NetworkContract, storage: StorageContract,
+                     bundles: LifecycleBundles) -> sagemaker.CfnCluster:
+        plan = self.plan
+        settings = plan.hyperpod
+        security_groups = [network.efa_security_group_id, network.node_security_group_id]
+        # In a Local Zone the controller and login nodes go to the services subnet in the parent zone, beside FSx
+        # (an instance-group VPC override, the way HyperPod spans zones); the GPU nodes stay in the compute subnet.
+        head_vpc = None
+        if network.services_subnet_id != network.compute_subnet_id:
+            head_vpc = sagemaker.CfnCluster.VpcConfigProperty(
+                security_group_ids=security_groups, subnets=[network.services_subnet_id])
+        fsx = storage.fsx
+        groups = [self._group(g, bundles, fsx, head_vpc if g.node_type != "Compute" else None) for g in self.groups]
+        tags = [CfnTag(key=PROJECT_TAG, value=plan.project), *(CfnTag(key=k, value=v) for k, v in plan.tags.items())]
+        return sagemaker.CfnCluster(
+            self, "Cluster",
+            cluster_name=plan.hyperpod_name,
+            instance_groups=groups,
+            orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
+                slurm=sagemaker.CfnCluster.ClusterOrchestratorSlurmConfigProperty(
+                    slurm_config_strategy=settings.slurm_config_strategy)),
+            node_recovery=settings.node_recovery,
+            vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
+                security_group_ids=security_groups, subnets=[network.compute_subnet_id]),
+            tags=tags,
+        )
+
+    def _group(self, group: InstanceGroup, bundles: LifecycleBundles, fsx, override_vpc) -> object:
+        storage_configs = []
+        if group.ebs_volume_gib is not None:
+            storage_configs.append(sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
+                ebs_volume_config=sagemaker.CfnCluster.ClusterEbsVolumeConfigProperty(
+                    volume_size_in_gb=group.ebs_volume_gib)))
+        if fsx is not None:
+            storage_configs.append(sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
+                fsx_lustre_config=sagemaker.CfnCluster.ClusterFsxLustreConfigProperty(
+                    dns_name=fsx.dns_name, mount_name=fsx.mount_name, mount_path=fsx.mount_path)))
+        return sagemaker.CfnCluster.ClusterInstanceGroupProperty(
+            instance_group_name=group.name,
+            instance_type=group.instance_type,
+            instance_count=group.count,
+            execution_role=self.role.role_arn,
+            threads_per_core=group.threads_per_core,
+            life_cycle_config=sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(
+                source_s3_uri=f"s3://{self.bucket.bucket_name}/{group.lifecycle_prefix}", on_create=bundles.on_create),
+            instance_storage_configs=storage_configs or None,
+            on_start_deep_health_checks=list(group.deep_health_checks) or None,
+            training_plan_arn=group.training_plan_arn,
+            slurm_config=sagemaker.CfnCluster.ClusterSlurmConfigProperty(
+                node_type=group.node_type, partition_names=[group.partition] if group.partition else None),
+            network_interface=(sagemaker.CfnCluster.ClusterNetworkInterfaceProperty(interface_type=group.interface_type)
+                               if group.interface_type else None),
+            override_vpc_config=override_vpc,
+        )
