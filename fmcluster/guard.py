@@ -31,7 +31,10 @@ from fmcluster.config.project import Project
 Synthesize = Callable[[str | Path, Path], dict[str, dict]]
 """Project file, output folder -> templates by stack name."""
 
-STATEFUL_TYPES = ("AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation", "AWS::S3::Bucket", "AWS::APS::Workspace")
+STATEFUL_TYPES = ("AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation", "AWS::S3::Bucket", "AWS::APS::Workspace",
+                  "AWS::SageMaker::Cluster")
+"""What the guard judges. A HyperPod cluster holds no data, but replacing it (ClusterName, VpcConfig: create-only in
+cfn-lint's schema, so no SCHEMA_GAPS entry) ends every running job and every node's local state."""
 
 SCHEMA_GAPS: dict[str, dict[str, str]] = {
     # type -> {property path: where the replacement is documented}

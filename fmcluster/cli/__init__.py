@@ -13,6 +13,7 @@ from fmcluster.cli import (
     capacity,
     dashboards,
     diagram,
+    hyperpod,
     parallelcluster,
     preflight,
     project,
@@ -32,6 +33,7 @@ app.command()(diagram.diagram)
 app.add_typer(bootstrap.app, name="bootstrap", help="Node bootstrap: pinned versions, rendered bundles.")
 app.add_typer(dashboards.dashboards_app, name="dashboards")
 app.add_typer(parallelcluster.app, name="parallelcluster", help="ParallelCluster: write cluster.yaml.")
+app.add_typer(hyperpod.app, name="hyperpod", help="SageMaker HyperPod: cluster and node health.")
 app.add_typer(capacity.app, name="capacity", help="Capacity blocks: search offerings (buys nothing).")
 
 

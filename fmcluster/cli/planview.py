@@ -16,6 +16,7 @@ from rich.text import Text
 
 from fmcluster import catalog
 from fmcluster.config.parallelcluster import DEFAULT_HEAD_NODE, DEFAULT_LOGIN_NODE
+from fmcluster.generate import hyperpod
 from fmcluster.generate import parallelcluster as pcluster
 from fmcluster.plan import Plan
 from fmcluster.plan.storage import SCRATCH_2_THROUGHPUT
@@ -206,6 +207,23 @@ def _scheduler(p: Plan, console: Console) -> None:
             _row(lines, f"queue {queue.name}", f"{nodes}; {queue.capacity_type}")
         _row(lines, "on destroy", "the cluster is deleted with its stack" if pc.deletion_policy == "Delete"
              else "the cluster is kept (Retain): delete it with pcluster delete-cluster")
+    elif cluster.orchestrator == "hyperpod":
+        hp = cluster.hyperpod
+        _row(lines, "Slurm", f"SageMaker HyperPod cluster {cluster.hyperpod_name}, created by cdk deploy; "
+                             f"node recovery {hp.node_recovery}, slurm.conf {hp.slurm_config_strategy}")
+        for group in hyperpod.instance_groups(cluster):
+            where = f"partition {group.partition}" if group.partition else group.node_type.lower()
+            detail = f"{group.count} x {group.instance_type}, {where}"
+            if group.deep_health_checks:
+                detail += f"; deep health checks {', '.join(group.deep_health_checks)}"
+            _row(lines, f"group {group.name}", detail)
+            if group.training_plan_arn:
+                _row(lines, "  training plan", group.training_plan_arn)
+            if group.ultraserver:
+                u = group.ultraserver
+                _row(lines, "  UltraServers", f"{u.servers} x {u.type} ({u.instances_per_server} instances each, "
+                                              "one NVLink domain per UltraServer)")
+        _row(lines, "on destroy", "the cluster is deleted with its stack; the lifecycle bucket is kept")
     else:
         _row(lines, cluster.orchestrator, "not built yet (see the orchestrator-not-built error)")
     console.print(lines)

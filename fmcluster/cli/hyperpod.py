@@ -1,0 +1,62 @@
+"""``fmcluster hyperpod status PROJECT``: the HyperPod cluster's state and node health per instance group."""
+
+from __future__ import annotations
+
+import typer
+
+from fmcluster import checks, config
+from fmcluster.errors import ConfigError
+
+app = typer.Typer(help="SageMaker HyperPod: the cluster a hyperpod project builds.", no_args_is_help=True)
+
+
+@app.callback()
+def _group() -> None:
+    """SageMaker HyperPod: the cluster a hyperpod project builds."""
+
+
+@app.command("status")
+def status(
+    project: str = typer.Argument(..., help="Project name (under projects/) or path to a project file."),
+    region: str | None = typer.Option(None, "--region", help="AWS Region. Default: the project's, then your profile's."),
+) -> None:
+    """Cluster status and, per instance group, nodes by status (needs AWS credentials; reads only).
+    Exit 1 when the cluster cannot be read or a group is not all Running."""
+    try:
+        loaded = config.load(project)
+        plan, _ = checks.validate(loaded)
+    except ConfigError as exc:
+        typer.echo(exc.report(), err=True)
+        raise typer.Exit(exc.exit_code) from None
+    if loaded.project.orchestrator.type != "hyperpod":
+        line = loaded.line(("orchestrator", "type"))
+        where = f"{loaded.file}:{line}" if line else str(loaded.file)
+        typer.echo(f"{where}  orchestrator.type  is {loaded.project.orchestrator.type!r}, not 'hyperpod' "
+                   "(hint: this command reads a HyperPod cluster)", err=True)
+        raise typer.Exit(2)
+    # Heavy, and needed only here: boto3 and botocore load for the commands that call AWS.
+    import boto3
+    from botocore.exceptions import BotoCoreError  # botocore, as above
+
+    from fmcluster.aws.hyperpod import (  # botocore, as above
+        HyperPodError,
+        cluster_health,
+    )
+
+    chosen = region or loaded.project.region
+    try:
+        client = boto3.client("sagemaker", region_name=chosen) if chosen else boto3.client("sagemaker")
+        health = cluster_health(client, plan.cluster.hyperpod_name)
+    except HyperPodError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    except BotoCoreError as exc:  # no Region or no credentials
+        typer.echo(f"error: {exc} (hint: set --region, or AWS credentials)", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"cluster {health.name}: {health.status}" + (f" ({health.failure})" if health.failure else ""))
+    for group in health.groups:
+        nodes = ", ".join(f"{n} {s}" for s, n in group.statuses.items()) or "no nodes"
+        mark = "ok" if group.healthy else "!!"
+        typer.echo(f"  {mark} {group.name:<12} {group.instance_type:<24} {group.current}/{group.target}  {nodes}")
+    if health.status != "InService" or not all(g.healthy for g in health.groups):
+        raise typer.Exit(1)
