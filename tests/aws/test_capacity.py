@@ -3,12 +3,14 @@ followed, offerings sorted by start then price, priced per GPU-hour, zone IDs, t
 
 from __future__ import annotations
 
+import importlib
 import json
 from datetime import datetime, timezone
 
 import boto3
 import pytest
 from botocore.stub import Stubber
+from rich.console import Console
 from typer.testing import CliRunner
 
 from fmcluster.aws import capacity
@@ -69,7 +71,8 @@ def test_durations(days: int, ok: bool) -> None:
 def test_the_command_prints_the_purchase_and_the_block(monkeypatch: pytest.MonkeyPatch, ec2) -> None:
     client, stub = ec2
     monkeypatch.setattr(capacity, "make_client", lambda region: client)
-    monkeypatch.setenv("COLUMNS", "160")
+    # the command's console is made at import: give it the width, whatever the terminal was then
+    monkeypatch.setattr(importlib.import_module("fmcluster.cli.capacity"), "out", Console(width=160, color_system=None))
     request = {"InstanceType": "p5.48xlarge", "InstanceCount": 4, "CapacityDurationHours": 168}
     for _ in range(2):
         stub.add_response("describe_capacity_block_offerings", {"CapacityBlockOfferings": [

@@ -4,6 +4,7 @@ Every stubbed call checks the parameters it was sent."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -12,6 +13,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
+from rich.console import Console
 from support import ROOT
 from typer.testing import CliRunner
 
@@ -105,7 +107,8 @@ def test_the_table_for_people_and_exit_1_on_a_fail(aws, monkeypatch: pytest.Monk
     sso_stub.add_response("list_instances", {"Instances": []}, {})
     monkeypatch.setattr(pf, "make_clients", lambda region, timeout: ac.Clients(
         region, overrides={"service-quotas": sq, "sso-admin": sso}))
-    monkeypatch.setenv("COLUMNS", "200")
+    # the command's console is made at import: give it the width, whatever the terminal was then
+    monkeypatch.setattr(importlib.import_module("fmcluster.cli.preflight"), "out", Console(width=200, color_system=None))
     with sq_stub, sso_stub:
         result = runner.invoke(app, ["preflight", "default"])
     assert result.exit_code == 1
