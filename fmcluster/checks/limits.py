@@ -10,8 +10,8 @@ from fmcluster.contracts import stack_name
 from fmcluster.facts import MAX_OUTPUTS_PER_STACK, MAX_RESOURCES_PER_STACK
 from fmcluster.plan import Plan
 
-CLUSTER_FIXED_RESOURCES = 3
-"""The node role, its policy and the instance profile (``stacks/cluster.py``)."""
+CLUSTER_FIXED_RESOURCES = 4
+"""The node role, its policy, the node-health policy and the instance profile (``stacks/cluster.py``)."""
 STORAGE_FIXED_RESOURCES = 6
 """The buckets, their policies, the file system and its log group (``stacks/storage.py``); one more per association."""
 
