@@ -2,9 +2,9 @@
 
 * gpg: the EFA step verifies a detached signature with the real gpg against a throw-away key
   made here (the pinned fingerprint swapped for the throw-away one: AWS's private key is not ours);
-  a tampered tarball and a signature by another key are refused. No gpg-agent may be left behind
-  (Debian's gpg 2.2 starts none for importing and verifying public keys, so that assertion only
-  guards against a gpg or a change that does).
+  a tampered tarball and a signature by another key are refused. gpg runs with --no-autostart:
+  importing a key starts a gpg-agent otherwise, which fails where the temporary home's socket
+  path is too long (as under pytest-xdist here) and is left running where it starts.
 * systemd-analyze verify: every unit and drop-in a booted bundle wrote under /etc/systemd/system,
   with the host's own units beside them (targets) and the package's dcgm-exporter unit stood in.
 """
