@@ -22,6 +22,9 @@ IGNORED_WHEN: dict[str, tuple[str, str]] = {
     # rule id -> (only for templates containing this text, why)
     "E3628": ("p6e-gb200.36xlarge", ("cfn-lint 1.58's per-Region instance-type lists lack p6e-gb200.36xlarge, which "
                                      "is sold only as UltraServer capacity blocks; every other instance type is checked")),
+    "E3644": ("ml.p6e-gb200.36xlarge", ("cfn-lint 1.58's AWS::SageMaker::Cluster instance-type list lacks "
+                                        "ml.p6e-gb200.36xlarge, which boto3's ClusterInstanceType enum (the API's own "
+                                        "list) has; the deployability layer checks it against that enum")),
 }
 
 KNOWN_WARNINGS: dict[tuple[str, str, str], str] = {

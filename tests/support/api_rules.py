@@ -150,11 +150,16 @@ TABLE: dict[str, tuple[str, dict[str, Target]]] = {
     }),
     "AWS::SageMaker::Cluster": ("sagemaker:CreateCluster", {}),
     "AWS::CloudFormation::Stack": ("cloudformation:CreateStack", {}),
+    "AWS::Lambda::LayerVersion": ("lambda:PublishLayerVersion", {}),
+    "AWS::Lambda::Function": ("lambda:CreateFunction", {
+        "Tags[].Key": "lambda:CreateFunction.Tags.Key", "Tags[].Value": "lambda:CreateFunction.Tags.Value"}),
+    "Custom::CDKBucketDeployment": ("cdk:BucketDeployment", {}),
     "Custom::PclusterCluster": ("pcluster:CreateCluster", {
         "ClusterName": "pcluster:CreateCluster.clusterName", "DeletionPolicy": "pcluster:CustomResource.DeletionPolicy"}),
 }
 
-EXTERNAL_APIS = {"pcluster": "the ParallelCluster API and custom resource (not in botocore): DOCUMENTED rules only"}
+EXTERNAL_APIS = {"pcluster": "the ParallelCluster API and custom resource (not in botocore): DOCUMENTED rules only",
+                 "cdk": "aws-cdk-lib's own custom resources (not in botocore): their handler reads the properties"}
 
 NOT_API: dict[str, dict[str, str]] = {
     # resource type ("*" for every type): {property path: why its literals are not checked here}
@@ -165,6 +170,12 @@ NOT_API: dict[str, dict[str, str]] = {
     "Custom::PclusterCluster": {
         "ClusterConfiguration": "ParallelCluster's own schema checks it (tests/stacks/test_parallelcluster.py)",
         "ServiceToken": "the provider's Lambda ARN, a CloudFormation custom-resource field"},
+    "AWS::Lambda::Function": {
+        "Environment.Variables": "the function's own variable names (a map), set by aws-cdk-lib for its handler"},
+    "Custom::CDKBucketDeployment": {
+        key: "aws-cdk-lib's bucket-deployment handler reads it (CDK writes every one); its S3 calls use them as given"
+        for key in ("DestinationBucketKeyPrefix", "DestinationBucketName", "OutputObjectKeys", "Prune", "RetainOnDelete",
+                    "ServiceToken", "SourceBucketNames", "SourceObjectKeys", "WaitForDistributionInvalidation")},
     "AWS::CloudFormation::Stack": {
         "Parameters": "parameters of the nested template (ParallelCluster's provider), which declares their rules"},
 }
