@@ -32,7 +32,7 @@ plan: setup
 	fmcluster plan $(PROJECT)
 
 test: setup pcluster-venv  ## the full test suite: unit tests, cfn-lint, cdk-nag, shellcheck, promtool, ParallelCluster schema, deploy rehearsal
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto  # pytest-xdist: one worker per core
 
 rehearse: setup  ## the deploy rehearsal alone: cdk bootstrap/deploy/destroy against moto on loopback (also in `make test`)
 	$(PY) -m pytest -m rehearsal tests/rehearsal

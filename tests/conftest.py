@@ -8,6 +8,7 @@ import shutil
 import socket
 
 import pytest
+from filelock import FileLock
 import support
 from support import ALL_FILES, BLOCKED, ROOT, Synthesized
 
@@ -33,17 +34,27 @@ def _fail_on_network() -> None:
 
 
 @pytest.fixture(scope="session")
-def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+def synthesized(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Synthesized:
+    """Every project and example, synthesized once per test run: with pytest-xdist the first worker
+    builds the cloud assembly and the others wait for it (a file lock) and read it."""
     from fmcluster.stacks.app import build, new_app
 
-    outdir = tmp_path_factory.mktemp("cdk.out")
-    app = new_app(outdir=str(outdir), context=json.loads((ROOT / "cdk.json").read_text())["context"])
-    build(app, [str(p) for p in ALL_FILES])
-    error = None
-    try:
-        app.synth()
-    except RuntimeError as exc:  # cdk-nag refused; the report says why and the nag test shows it
-        error = str(exc)
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent
+    outdir = shared / "synthesized-cdk.out"
+    outcome = shared / "synthesized-outcome.json"
+    with FileLock(str(shared / "synthesized.lock")):
+        if not outcome.exists():
+            app = new_app(outdir=str(outdir), context=json.loads((ROOT / "cdk.json").read_text())["context"])
+            build(app, [str(p) for p in ALL_FILES])
+            error = None
+            try:
+                app.synth()
+            except RuntimeError as exc:  # cdk-nag refused; the report says why and the nag test shows it
+                error = str(exc)
+            outcome.write_text(json.dumps({"error": error}))
+    error = json.loads(outcome.read_text())["error"]
     manifest = json.loads((outdir / "manifest.json").read_text()) if (outdir / "manifest.json").exists() else {"artifacts": {}}
     templates = {
         name: json.loads((outdir / art["properties"]["templateFile"]).read_text())
