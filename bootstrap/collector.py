@@ -114,17 +114,10 @@ class CollectorContext:
         if self.jobs:
             return self.jobs
         gpu = self.gpu_instance_types
-        jobs = [
-            ScrapeJob(metrics.DCGM.job, metrics.DCGM.port, instance_types=gpu),
-            ScrapeJob(metrics.NODE.job, metrics.NODE.port),
-            ScrapeJob(metrics.EFA.job, metrics.EFA.port, instance_types=gpu),
-        ]
-        if self.slurm:
-            # honor_labels keeps the exporter's own `node` label (the Slurm node name).
-            jobs.append(
-                ScrapeJob(metrics.SLURM.job, metrics.SLURM.port, static_target=f"localhost:{metrics.SLURM.port}",
-                          honor_labels=True)
-            )
+        gpu_jobs = dict(metrics.scrape_targets(gpu=True))
+        every_node = dict(metrics.scrape_targets(gpu=False))
+        jobs = [ScrapeJob(job, port, instance_types=() if job in every_node else gpu)
+                for job, port in gpu_jobs.items()]
         return tuple(jobs)
 
 

@@ -1,6 +1,6 @@
 """Grafana dashboards as code (grafana-foundation-sdk), exported as JSON per project.
 
-Five dashboards per project, each with a Prometheus data-source variable (so no data-source
+Four dashboards per project, each with a Prometheus data-source variable (so no data-source
 UID is baked in) and a ``node`` variable:
 
 - GPU health: XIDs, ECC, row remapping, thermal throttling, GPUs present vs the catalog;
@@ -9,7 +9,6 @@ UID is baked in) and a ``node`` variable:
 - EFA: traffic, RDMA throughput, retransmits and errors;
 - FSx for Lustre: throughput and capacity from CloudWatch ``AWS/FSx``, fill level per mount
   from node_exporter;
-- Slurm: node states and the job queue (only when the project has an orchestrator).
 
 Every Prometheus query may only name metrics from :func:`fmcluster.generate.rules.known_metrics`
 (a test walks every panel).
@@ -267,32 +266,14 @@ def fsx(project: str) -> dashboard.Dashboard:
     )
 
 
-def slurm(project: str) -> dashboard.Dashboard:
-    states = ("alloc", "mix", "idle", "drain", "down", "fail", "comp", "maint")
-    return (
-        _base(project, "slurm", "Slurm")
-        .with_panel(_stat("Jobs running", Query("sum(slurm_queue_running)", "running")))
-        .with_panel(_stat("Jobs pending", Query("sum(slurm_queue_pending)", "pending")))
-        .with_panel(_stat("Nodes down or drained",
-                          Query("sum(slurm_nodes_down) + sum(slurm_nodes_drain) + sum(slurm_nodes_fail)", "nodes")))
-        .with_panel(_stat("Jobs ended by node failure", Query("sum(slurm_queue_node_fail)", "jobs")))
-        .with_panel(_series("Nodes by state", [Query(f"sum(slurm_nodes_{s})", s) for s in states]))
-        .with_panel(_series("Job queue", [
-            Query("sum(slurm_queue_pending)", "pending"),
-            Query("sum(slurm_queue_running)", "running"),
-            Query("sum(slurm_queue_completing)", "completing"),
-            Query("sum(slurm_queue_failed)", "failed"),
-        ]))
-        .with_panel(_table("Nodes down, drained or failing",
-                           Query('group by (node, status) (slurm_node_cpu_total{status=~".*(down|drain|fail).*"})'),
-                           width=24))
-        .build()
-    )
-
-
 def build_dashboards(project: str, *, slurm_enabled: bool = True) -> dict[str, dict[str, Any]]:
-    """Every dashboard of a project as Grafana JSON models, keyed by UID."""
-    builders = [gpu_health, gpu_utilisation, efa, fsx] + ([slurm] if slurm_enabled else [])
+    """Every dashboard of a project as Grafana JSON models, keyed by UID.
+
+    ``slurm_enabled`` adds nothing today: no Slurm exporter is installed on any node
+    (:mod:`fmcluster.generate.metrics`), so there is no Slurm dashboard to build.
+    """
+    del slurm_enabled
+    builders = [gpu_health, gpu_utilisation, efa, fsx]
     models = [json.loads(json.dumps(build(project), cls=JSONEncoder)) for build in builders]
     return {model["uid"]: model for model in models}
 

@@ -1,20 +1,24 @@
-"""The one place that names our exporters: their ports, scrape jobs and the metrics they emit.
+"""THE exporter table: every exporter a node runs, where it comes from, where it listens, and what it emits.
 
-DCGM metrics come from the counters file we ship (``templates/observability/dcgm-counters.csv``);
-the other exporters' metrics are declared here. Dashboards and rules may only query metrics
-listed by :func:`fmcluster.generate.rules.known_metrics` (a test enforces it), so a renamed metric fails a test, not a
-dashboard at 3 a.m.
+Data only. The bootstrap installs what this table lists (``templates/bootstrap/exporters.sh.j2``),
+the collector scrapes exactly these ports (``fmcluster.bootstrap.collector``), and a test
+(``tests/generate/test_exporter_table.py``) parses every PromQL expression of every rule,
+recording rule and dashboard panel and proves each metric it reads is produced by an exporter
+below on the nodes the query concerns.
 
 Sources for the names:
 - node_exporter 1.9 (``node_*`` from its filesystem, uname, cpu, memory, network collectors;
   ``fstype="lustre"`` series come from the filesystem collector, which includes Lustre by default);
-- the EFA node exporter of awsome-distributed-training (HyperPod observability; a node_exporter
-  fork with an ``amazonefa`` collector: ``node_amazonefa_<hw counter>{device, port}``, counters
-  without a ``_total`` suffix; ``retrans_*``, ``unresponsive_remote_events`` and
-  ``impaired_remote_conn_events`` need EFA driver 2.x hardware counters);
-- vpenso/prometheus-slurm-exporter (``slurm_nodes_*`` and ``slurm_queue_*`` gauges, and
-  ``slurm_node_*{node, status}`` per node, ``status`` being sinfo's long state);
-- Prometheus itself (``up``) and CloudWatch's ``AWS/FSx`` namespace for FSx throughput.
+- EFA hardware counters: our own script (``templates/bootstrap/partials/efa_counters.sh.j2``) reads
+  ``/sys/class/infiniband/*/ports/*/hw_counters/*`` and writes ``node_amazonefa_<counter>{device,
+  port}`` for node_exporter's textfile collector -- the names of the ``amazonefa`` collector of the
+  EFA node exporter of awsome-distributed-training, so dashboards written for that exporter read
+  ours. ``retrans_*``, ``unresponsive_remote_events`` and ``impaired_remote_conn_events`` exist only
+  with EFA driver 2.x hardware counters. They arrive through node_exporter's port (no port of their own).
+- dcgm-exporter: the fields of the counters file we ship (``templates/observability/dcgm-counters.csv``);
+- Prometheus itself writes ``up`` for every target it scrapes.
+
+No Slurm exporter is installed on any node, so no rule or dashboard reads Slurm metrics.
 """
 
 from __future__ import annotations
@@ -27,25 +31,27 @@ from fmcluster import templates
 
 DCGM_COUNTERS_CSV = templates.DCGM_COUNTERS
 
+ALL_ROLES: tuple[str, ...] = ("head", "login", "compute")
+"""The bootstrap's node roles (``fmcluster.bootstrap.context.Role``)."""
+
 
 @dataclass(frozen=True)
 class Exporter:
-    """An exporter the collector scrapes."""
+    """One row of the table."""
 
-    job: str
-    """The scrape job name (the ``job`` label)."""
+    name: str
+    source: str
+    """Where the bootstrap gets it and which ``bootstrap/versions.yaml`` key pins its version."""
     port: int
-    where: str
-    """``gpu-nodes``, ``all-nodes`` or ``head-node``."""
+    """The port its metrics are scraped on."""
+    job: str
+    """The scrape job (the ``job`` label of its series)."""
+    roles: tuple[str, ...]
+    """Node roles that run it."""
+    gpu_only: bool
+    """Only on nodes with GPUs (the compute role of GPU groups)."""
+    metrics: frozenset[str]
 
-
-DCGM = Exporter(job="dcgm-exporter", port=9400, where="gpu-nodes")
-NODE = Exporter(job="node-exporter", port=9100, where="all-nodes")
-EFA = Exporter(job="efa-exporter", port=9109, where="gpu-nodes")
-SLURM = Exporter(job="slurm-exporter", port=8080, where="head-node")
-"""vpenso/prometheus-slurm-exporter listens on :8080 by default; it runs on the head node only."""
-
-EXPORTERS: tuple[Exporter, ...] = (DCGM, NODE, EFA, SLURM)
 
 NODE_EXPORTER_METRICS: frozenset[str] = frozenset(
     {
@@ -67,51 +73,30 @@ NODE_EXPORTER_METRICS: frozenset[str] = frozenset(
     }
 )
 
-EFA_EXPORTER_METRICS: frozenset[str] = frozenset(
-    f"node_amazonefa_{counter}"
-    for counter in (
-        "info",
-        "lifespan",
-        "tx_bytes",
-        "rx_bytes",
-        "tx_pkts",
-        "rx_pkts",
-        "rx_drops",
-        "send_bytes",
-        "recv_bytes",
-        "rdma_read_bytes",
-        "rdma_write_bytes",
-        "rdma_write_recv_bytes",
-        "rdma_read_wr_err",
-        "rdma_write_wr_err",
-        "retrans_bytes",
-        "retrans_pkts",
-        "retrans_timeout_events",
-        "unresponsive_remote_events",
-        "impaired_remote_conn_events",
-    )
+EFA_COUNTERS: tuple[str, ...] = (
+    "lifespan",
+    "tx_bytes",
+    "rx_bytes",
+    "tx_pkts",
+    "rx_pkts",
+    "rx_drops",
+    "send_bytes",
+    "recv_bytes",
+    "rdma_read_bytes",
+    "rdma_write_bytes",
+    "rdma_write_recv_bytes",
+    "rdma_read_wr_err",
+    "rdma_write_wr_err",
+    "retrans_bytes",
+    "retrans_pkts",
+    "retrans_timeout_events",
+    "unresponsive_remote_events",
+    "impaired_remote_conn_events",
 )
+"""EFA ``hw_counters`` file names the rules and dashboards read (the script publishes every counter file it finds)."""
 
-SLURM_EXPORTER_METRICS: frozenset[str] = frozenset(
-    {
-        "slurm_nodes_alloc",
-        "slurm_nodes_comp",
-        "slurm_nodes_down",
-        "slurm_nodes_drain",
-        "slurm_nodes_err",
-        "slurm_nodes_fail",
-        "slurm_nodes_idle",
-        "slurm_nodes_maint",
-        "slurm_nodes_mix",
-        "slurm_queue_pending",
-        "slurm_queue_running",
-        "slurm_queue_completing",
-        "slurm_queue_failed",
-        "slurm_queue_node_fail",
-        "slurm_node_cpu_total",
-        "slurm_node_gpu_total",
-    }
-)
+EFA_METRIC_PREFIX = "node_amazonefa_"
+EFA_EXPORTER_METRICS: frozenset[str] = frozenset(EFA_METRIC_PREFIX + counter for counter in EFA_COUNTERS)
 
 PROMETHEUS_METRICS: frozenset[str] = frozenset({"up"})
 """Series Prometheus itself writes for every target."""
@@ -120,7 +105,7 @@ CLOUDWATCH_FSX_METRICS: frozenset[str] = frozenset(
     {"DataReadBytes", "DataWriteBytes", "DataReadOperations", "DataWriteOperations", "MetadataOperations",
      "FreeDataStorageCapacity"}
 )
-"""``AWS/FSx`` CloudWatch metrics (per ``FileSystemId``) the FSx dashboard reads."""
+"""``AWS/FSx`` CloudWatch metrics (per ``FileSystemId``) the FSx dashboard reads (not Prometheus)."""
 
 
 @cache
@@ -145,7 +130,50 @@ def dcgm_metrics() -> frozenset[str]:
     return frozenset(name for name, kind in dcgm_fields().items() if kind != "label")
 
 
+NODE = Exporter(
+    name="node_exporter",
+    source="release tarball from github.com/prometheus/node_exporter, sha256 from its sha256sums.txt "
+           "(versions.yaml node_exporter)",
+    port=9100, job="node-exporter", roles=ALL_ROLES, gpu_only=False, metrics=NODE_EXPORTER_METRICS,
+)
+EFA = Exporter(
+    name="efa-counters",
+    source="bundle file files/fmcluster-efa-counters (our script; node_exporter's textfile collector serves it)",
+    port=NODE.port, job=NODE.job, roles=("compute",), gpu_only=True, metrics=EFA_EXPORTER_METRICS,
+)
+DCGM = Exporter(
+    name="dcgm-exporter",
+    source="NVIDIA CUDA repository package datacenter-gpu-manager-exporter (signed repository; "
+           "versions.yaml dcgm_exporter)",
+    port=9400, job="dcgm-exporter", roles=("compute",), gpu_only=True, metrics=dcgm_metrics(),
+)
+PROMETHEUS = Exporter(
+    name="prometheus-agent",
+    source="the collector itself: Prometheus writes `up` for every target it scrapes",
+    port=NODE.port, job=NODE.job, roles=ALL_ROLES, gpu_only=False, metrics=PROMETHEUS_METRICS,
+)
+
+EXPORTERS: tuple[Exporter, ...] = (NODE, EFA, DCGM, PROMETHEUS)
+"""THE table."""
+
+
+def scrape_targets(*, gpu: bool) -> tuple[tuple[str, int], ...]:
+    """The distinct (job, port) pairs a node (with or without GPUs) is scraped on, in table order."""
+    seen: dict[tuple[str, int], None] = {}
+    for exporter in EXPORTERS:
+        if exporter is PROMETHEUS or (exporter.gpu_only and not gpu):
+            continue
+        seen.setdefault((exporter.job, exporter.port), None)
+    return tuple(seen)
+
+
+def produced(*, gpu: bool | None = None) -> frozenset[str]:
+    """Metrics the table's exporters emit: on GPU nodes (``gpu=True``), on every node (``False``), or anywhere."""
+    return frozenset(
+        name for e in EXPORTERS if gpu is None or gpu or not e.gpu_only for name in e.metrics
+    )
+
+
 def exporter_metrics() -> frozenset[str]:
     """Every metric our exporters (and Prometheus itself) emit."""
-    return dcgm_metrics() | NODE_EXPORTER_METRICS | EFA_EXPORTER_METRICS | SLURM_EXPORTER_METRICS | PROMETHEUS_METRICS
-
+    return produced()

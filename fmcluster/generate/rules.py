@@ -70,7 +70,8 @@ def rule_groups(*, fsx: bool = True, slurm: bool = True, extra_files: Iterable[P
     """Every rule group for a project.
 
     ``fsx=False`` drops the FSx group (a project without FSx would see FsxMountMissing on every
-    node); ``slurm=False`` drops the Slurm group (no orchestrator). ``extra_files`` are the
+    node); ``slurm=False`` drops the Slurm group (no orchestrator; no Slurm exporter is installed
+    today, so no Slurm group ships). ``extra_files`` are the
     project's own rule files, appended as they are.
     """
     groups: list[dict[str, Any]] = [catalog_rule_group()]

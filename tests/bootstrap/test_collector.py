@@ -65,9 +65,9 @@ def test_jobs_ports_and_discovery_filters() -> None:
     assert "instance-type" not in node_filter
     targets = {r.get("target_label") for r in jobs["dcgm-exporter"]["relabel_configs"]}
     assert {"node", "instance_type", "instance_id"} <= targets
-    slurm = jobs["slurm-exporter"]
-    assert slurm["honor_labels"] is True
-    assert slurm["static_configs"][0]["targets"] == [f"localhost:{metrics.SLURM.port}"]
+    # EFA counters come through node_exporter's port: nothing is scraped on a port nothing listens on
+    assert {(name, job["ec2_sd_configs"][0]["port"]) for name, job in jobs.items()} == {
+        ("node-exporter", 9100), ("dcgm-exporter", 9400)}
 
 
 def test_remote_write_uses_sigv4_and_the_workspace_endpoint() -> None:
@@ -84,10 +84,9 @@ def test_offline_render_uses_a_placeholder_endpoint() -> None:
     assert collector.PLACEHOLDER_WORKSPACE_ID in config["remote_write"][0]["url"]
 
 
-def test_no_slurm_job_without_an_orchestrator() -> None:
-    project = parse(PROJECT.replace("orchestrator: {type: parallelcluster}\n", "")).project
-    config = yaml.safe_load(render_collector_config(CollectorContext.from_plan(make_plan(project).cluster)))
-    assert "slurm-exporter" not in {job["job_name"] for job in config["scrape_configs"]}
+def test_no_slurm_job_while_no_slurm_exporter_is_installed() -> None:
+    config = yaml.safe_load(render_collector_config(_context()))
+    assert not [job for job in config["scrape_configs"] if "slurm" in job["job_name"]]
 
 
 def test_scrape_interval_and_timeout() -> None:

@@ -168,7 +168,8 @@ def test_efa_counters_collector_writes_textfile_metrics(tmp_path: Path):
     proc = subprocess.run(["bash", str(script), "--once"], env={"FMC_ROOT": str(tmp_path), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     out = (tmp_path / "var/lib/fmcluster/textfile/efa.prom").read_text()
-    assert 'node_efa_hw_counter{device="rdmap16s27",port="1",counter="rdma_read_bytes"} 42' in out
+    assert 'node_amazonefa_rdma_read_bytes{device="rdmap16s27",port="1"} 42' in out
+    assert '# TYPE node_amazonefa_rdma_read_bytes untyped' in out
     assert "junk" not in out
 
 

@@ -58,11 +58,11 @@ def test_the_scanner_catches_an_unknown_metric() -> None:
 
 def test_dashboards_cover_the_issue(models: dict[str, dict]) -> None:
     titles = {m["title"].split(" / ", 1)[1] for m in models.values()}
-    assert titles == {"GPU health", "GPU utilisation", "EFA", "FSx for Lustre", "Slurm"}
+    assert titles == {"GPU health", "GPU utilisation", "EFA", "FSx for Lustre"}
     text = json.dumps(models)
     for metric in ("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
                    "DCGM_FI_DEV_THERMAL_VIOLATION", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_DEV_GPU_UTIL",
-                   "node_amazonefa_retrans_pkts", "DataReadBytes", "slurm_queue_pending"):
+                   "node_amazonefa_retrans_pkts", "DataReadBytes"):
         assert metric in text, metric
 
 
@@ -81,8 +81,9 @@ def test_uids_are_stable_and_short() -> None:
     assert list(dashboards.build_dashboards(long_name)) == list(uids)
 
 
-def test_slurm_dashboard_only_with_an_orchestrator() -> None:
-    assert "fmc-x-slurm" not in dashboards.build_dashboards("x", slurm_enabled=False)
+def test_no_slurm_dashboard_while_no_slurm_exporter_is_installed() -> None:
+    for enabled in (True, False):
+        assert not [uid for uid in dashboards.build_dashboards("x", slurm_enabled=enabled) if "slurm" in uid]
 
 
 def test_export_writes_one_json_file_per_dashboard(tmp_path: Path) -> None:
