@@ -7,6 +7,13 @@ head node itself, labels every series with ``node`` (short private DNS name = ho
 ``instance_id``, ``instance_type`` and ``availability_zone_id``, and remote-writes with SigV4 to
 the project's Amazon Managed Prometheus workspace.
 
+Per node (``discovery="local"``, what the bootstrap installs on every node of every orchestrator):
+each node runs its own agent that scrapes its own exporters on localhost and remote-writes for
+itself, so no discovery, no cross-account view and no single collector to lose. The node names
+itself through external labels expanded from the unit's environment (``node``, ``instance_id``,
+``instance_type``); a dead node is seen by the heartbeat rule on ``up`` (its series stop arriving).
+See :func:`render_node_agent_config`.
+
 HyperPod nodes run in a service account, where EC2 discovery cannot see them: there use
 ``discovery="file"`` and have the controller write a file_sd JSON list of its nodes
 (``[{"targets": ["10.1.2.3"], "labels": {"node": "ip-10-1-2-3", "instance_type": "ml.p5.48xlarge"}}]``).
@@ -29,6 +36,9 @@ TEMPLATE = "prometheus-agent.yml.j2"
 PLACEHOLDER_WORKSPACE_ID = "ws-00000000-0000-0000-0000-000000000000"
 """Stands in for the workspace ID when the config is rendered offline (no deployed workspace yet)."""
 DEFAULT_FILE_SD_PATH = "/etc/prometheus/file_sd/nodes.json"
+NODE_REMOTE_WRITE_MARKER = "https://fmcluster.invalid/remote-write-url"
+"""Stands in for the remote-write URL in a node's agent config; the exporters step puts the real one in
+(``FMC_METRICS_REMOTE_WRITE_URL`` at boot: the workspace is not known when the bundle is rendered)."""
 _DURATION = re.compile(r"^([0-9]+)([smh])$")
 
 
@@ -61,14 +71,14 @@ class CollectorContext:
     """The workspace's ``PrometheusEndpoint`` (ends with ``/``); ``None`` renders a placeholder."""
     scrape_interval: str = "30s"
     slurm: bool = True
-    discovery: Literal["ec2", "file"] = "ec2"
+    discovery: Literal["ec2", "file", "local"] = "ec2"
     file_sd_path: str = DEFAULT_FILE_SD_PATH
     jobs: tuple[ScrapeJob, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if not _DURATION.match(self.scrape_interval):
             raise ValueError(f"scrape_interval {self.scrape_interval!r} is not a duration like 30s or 1m")
-        if not self.gpu_instance_types:
+        if not self.gpu_instance_types and self.discovery != "local":
             raise ValueError("gpu_instance_types is empty: the collector needs the GPU instance types to scrape")
         if self.prometheus_endpoint is not None and not self.prometheus_endpoint.startswith("https://"):
             raise ValueError(f"prometheus_endpoint must be an https URL, got {self.prometheus_endpoint!r}")
@@ -100,6 +110,8 @@ class CollectorContext:
 
     @property
     def remote_write_url(self) -> str:
+        if self.discovery == "local" and self.prometheus_endpoint is None:
+            return NODE_REMOTE_WRITE_MARKER
         endpoint = self.prometheus_endpoint or placeholder_endpoint(self.region)
         return endpoint.rstrip("/") + "/api/v1/remote_write"
 
@@ -114,6 +126,8 @@ class CollectorContext:
         if self.jobs:
             return self.jobs
         gpu = self.gpu_instance_types
+        if self.discovery == "local":  # gpu_instance_types non-empty = this node has GPUs
+            return tuple(ScrapeJob(job, port) for job, port in metrics.scrape_targets(gpu=bool(gpu)))
         gpu_jobs = dict(metrics.scrape_targets(gpu=True))
         every_node = dict(metrics.scrape_targets(gpu=False))
         jobs = [ScrapeJob(job, port, instance_types=() if job in every_node else gpu)
@@ -138,7 +152,7 @@ def render_collector_config(context: CollectorContext) -> str:
     return template.render(
         project=context.project,
         project_tag_key=PROJECT_TAG,
-        region=context.region,
+        region=None if context.discovery == "local" else context.region,
         scrape_interval=context.scrape_interval,
         scrape_timeout=context.scrape_timeout,
         jobs=context.scrape_jobs(),
@@ -146,3 +160,14 @@ def render_collector_config(context: CollectorContext) -> str:
         file_sd_path=context.file_sd_path,
         remote_write_url=context.remote_write_url,
     )
+
+
+def render_node_agent_config(project: str, *, gpu: bool, scrape_interval: str = "30s") -> str:
+    """The agent config one node runs: its own exporters (GPU ones when ``gpu``), remote-written for itself.
+
+    The remote-write URL is :data:`NODE_REMOTE_WRITE_MARKER` and the SigV4 region comes from the
+    unit's ``AWS_REGION``: both are known only at boot.
+    """
+    return render_collector_config(CollectorContext(
+        project=project, region="", gpu_instance_types=("this-node",) if gpu else (),
+        scrape_interval=scrape_interval, slurm=False, discovery="local"))

@@ -219,6 +219,7 @@ class BootstrapContext(_Frozen):
             "efa_installer": (v.efa_installer.tarball, "efa_installer.tarball", v.efa_installer.version),
             "gdrcopy": (v.gdrcopy.source, "gdrcopy.source", v.gdrcopy.version),
             "node_exporter": (v.node_exporter.tarball, "node_exporter.tarball", v.node_exporter.version),
+            "prometheus": (v.prometheus.tarball, "prometheus.tarball", v.prometheus.version),
             "enroot_deb": (v.enroot.deb, "enroot.deb", v.enroot.version),
             "enroot_deb_caps": (v.enroot.deb_caps, "enroot.deb_caps", v.enroot.version),
             "enroot_rpm": (v.enroot.rpm, "enroot.rpm", v.enroot.version),
@@ -328,6 +329,7 @@ def context_for(
 STEP_OF_COMPONENT = {
     "efa_installer": "30-efa",
     "node_exporter": "90-exporters",
+    "prometheus": "90-exporters",
     "gdrcopy": "40-gdrcopy",
     "enroot": "80-containers",
     "pyxis": "80-containers",
@@ -345,7 +347,7 @@ def _relevant(ctx: BootstrapContext, key: str) -> bool:
         return key.startswith("enroot.deb" if ctx.os_family == "ubuntu" else "enroot.rpm")
     if component == "pyxis":
         return ctx.slurm
-    if component == "node_exporter":
+    if component in ("node_exporter", "prometheus"):
         return ctx.options.exporters
     return True
 

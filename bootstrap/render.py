@@ -29,6 +29,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from fmcluster.bootstrap.collector import (
+    NODE_REMOTE_WRITE_MARKER,
+    render_node_agent_config,
+)
 from fmcluster.bootstrap.context import (
     FSX_BOOT_ENV,
     BootstrapContext,
@@ -116,7 +120,9 @@ def render_files(ctx: BootstrapContext) -> dict[str, str]:
     """Relative path -> content of every file SHA256SUMS covers (steps and data files)."""
     files: dict[str, str] = {}
     for step in ctx.steps():
-        files[f"steps/{step.name}.sh"] = _render(step.template, ctx, step=step)
+        files[f"steps/{step.name}.sh"] = _render(step.template, ctx, step=step, marker=NODE_REMOTE_WRITE_MARKER)
+    if ctx.options.exporters:
+        files["files/prometheus-agent.yml"] = render_node_agent_config(ctx.project, gpu=ctx.gpu)
     if ctx.gpu and ctx.options.exporters:
         if not DCGM_COUNTERS_FILE.is_file():
             raise BootstrapError(

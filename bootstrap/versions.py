@@ -146,6 +146,10 @@ class NodeExporter(_Component):
     tarball: Artifact
 
 
+class Prometheus(_Component):
+    tarball: Artifact
+
+
 class DcgmExporter(_Component):
     port: int
     package: str = Field(pattern=r"^[a-z0-9][a-z0-9.+-]*$")
@@ -194,6 +198,7 @@ class Versions(_Frozen):
     nccl: _Component
     gdrcopy: Gdrcopy
     node_exporter: NodeExporter
+    prometheus: Prometheus
     dcgm_exporter: DcgmExporter
     efa_exporter: EfaExporter
     enroot: Enroot

@@ -10,8 +10,9 @@ from pathlib import Path
 import jinja2
 import pytest
 import yaml
-from fmcluster.bootstrap import collector
+from fmcluster.bootstrap import collector, render
 from fmcluster.bootstrap.collector import CollectorContext, render_collector_config
+from support.sandbox import context_for, make_project
 
 from fmcluster.config import parse
 from fmcluster.generate import metrics
@@ -109,3 +110,39 @@ def test_template_uses_strict_undefined() -> None:
     assert env.undefined is jinja2.StrictUndefined
     with pytest.raises((jinja2.UndefinedError, TypeError)):  # tojson of an undefined value raises TypeError
         env.get_template(collector.TEMPLATE).render(project="x")
+
+
+# --- the per-node agent every node runs -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("gpu", [True, False])
+def test_node_agent_config_passes_promtool_and_scrapes_only_this_nodes_exporters(
+        promtool: str, tmp_path: Path, gpu: bool) -> None:
+    text = collector.render_node_agent_config("llama", gpu=gpu)
+    path = tmp_path / "agent.yml"
+    path.write_text(text)
+    result = _check(promtool, path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    config = yaml.safe_load(text)
+    targets = {job["job_name"]: job["static_configs"][0]["targets"] for job in config["scrape_configs"]}
+    want = {job: [f"localhost:{port}"] for job, port in metrics.scrape_targets(gpu=gpu)}
+    assert targets == want
+    assert ("dcgm-exporter" in targets) is gpu
+    # a node names itself: the rules group and alert by node, instance_id and instance_type
+    assert config["global"]["external_labels"] == {
+        "project": "llama", "node": "${FMC_NODE}", "instance_id": "${FMC_INSTANCE_ID}",
+        "instance_type": "${FMC_INSTANCE_TYPE}"}
+    (remote,) = config["remote_write"]
+    assert remote["url"] == collector.NODE_REMOTE_WRITE_MARKER and remote["sigv4"] == {}
+
+
+def test_every_node_bundle_carries_the_agent_and_the_step_installs_it() -> None:
+    for role, group in (("compute", "gpu"), ("head", None)):
+        ctx = context_for(make_project(), group, role)
+        files = render.render_files(ctx)
+        assert yaml.safe_load(files["files/prometheus-agent.yml"]) == yaml.safe_load(
+            collector.render_node_agent_config(ctx.project, gpu=ctx.gpu))
+        step = files["steps/90-exporters.sh"]
+        assert "install_prometheus_agent" in step and collector.NODE_REMOTE_WRITE_MARKER in step
+        assert ctx.artifacts()["prometheus"].sha256 in step
+        assert "--enable-feature=agent,expand-external-labels" in step

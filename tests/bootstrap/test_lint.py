@@ -65,7 +65,7 @@ def _structure(ctx: context.BootstrapContext) -> tuple:
 
 
 def _scripts(ctx: context.BootstrapContext) -> dict[str, str]:
-    files = {k: v for k, v in render.render_files(ctx).items() if not k.endswith(".csv")}
+    files = {k: v for k, v in render.render_files(ctx).items() if not k.endswith((".csv", ".yml"))}
     files[render.ENTRY_NAME] = render.entry_script(ctx, "0" * 64)
     return files
 
