@@ -283,8 +283,10 @@ def rehearse(r: Rehearsal, project) -> None:
     r.cdk("synth", "--quiet", "-o", str(r.assembly), "-c", f"project={r.file}", "-c", "protect=false", "-c", "nag=false")
     stacks = r.stacks()
     blocked = {name: offline_blockers(t) for name, t in stacks.items() if offline_blockers(t)}
-    if project.orchestrator.type != "parallelcluster":
-        assert not blocked, f"only ParallelCluster's cluster stack may need AWS itself: {blocked}"
+    # ParallelCluster's provider template lives in AWS's public bucket; HyperPod's lifecycle scripts are
+    # uploaded by CDK's bucket-deployment Lambda, which moto cannot run offline. Other stacks must deploy.
+    if project.orchestrator.type not in ("parallelcluster", "hyperpod"):
+        assert not blocked, f"only a ParallelCluster or HyperPod cluster stack may need AWS itself: {blocked}"
     executed = [name for name in stacks if name not in blocked]
     app = ("--app", str(r.assembly))
 
