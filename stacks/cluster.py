@@ -61,7 +61,7 @@ class ClusterStack(Stack):
             self.hyperpod = HyperPodCluster(self, "HyperPod", plan=plan, bundles=bundles, network=network,
                                             storage=storage, metrics=metrics)
         else:
-            self.role, self.instance_profile = self._add_node_role()
+            self.role, self.instance_profile = self._add_node_role(metrics)
             for group in plan.groups:
                 self.launch_templates[group.name] = self._add_group(group, bundles[group.name])
 
@@ -80,7 +80,9 @@ class ClusterStack(Stack):
         CfnOutput(self, BOOTSTRAP_ARGS_OUTPUT, value=archive.s3_object_url,
                   description="Archive of the bootstrap bundles, one per instance type")
 
-    def _add_node_role(self) -> tuple[iam.Role, iam.CfnInstanceProfile]:
+    def _add_node_role(self, metrics: MetricsContract | None = None) -> tuple[iam.Role, iam.CfnInstanceProfile]:
+        """The self-managed nodes' role; with ``metrics``, each node's Prometheus agent may remote-write to the
+        project's workspace (that workspace only, nothing else of Amazon Managed Prometheus)."""
         role = iam.Role(
             self, "NodeRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
             description=f"fmcluster {self.plan.project}: GPU nodes (SSM Session Manager, no SSH keys)",
@@ -93,6 +95,11 @@ class ClusterStack(Stack):
         ))
         profile = iam.CfnInstanceProfile(self, "NodeInstanceProfile", roles=[role.role_name])
         self._add_node_health_policy(role)
+        if metrics is not None:
+            iam.Policy(self, "NodeMetricsPolicy", roles=[role], statements=[
+                iam.PolicyStatement(sid="RemoteWriteOwnMetrics", actions=["aps:RemoteWrite"],
+                                    resources=[metrics.workspace_arn]),
+            ])
         return role, profile
 
     def _add_node_health_policy(self, role: iam.Role) -> None:

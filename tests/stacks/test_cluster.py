@@ -84,7 +84,7 @@ def test_node_role_has_ssm_and_nothing_else(synthesized: Synthesized) -> None:
         "AssumeRolePolicyDocument": Match.object_like({"Statement": [Match.object_like({"Principal": {"Service": "ec2.amazonaws.com"}})]}),
         "ManagedPolicyArns": [Match.object_like({"Fn::Join": ["", Match.array_with([Match.string_like_regexp("AmazonSSMManagedInstanceCore")])]})],
     })
-    t.resource_count_is("AWS::IAM::Policy", 2)  # read of its bootstrap bundle (below), and the health policy
+    t.resource_count_is("AWS::IAM::Policy", 3)  # read of its bootstrap bundle (below), the health policy, remote write
     health = next(r for lid, r in synthesized.template("p4d-on-demand-cluster")["Resources"].items()
                   if lid.startswith("NodeHealthPolicy"))["Properties"]["PolicyDocument"]["Statement"]
     by_sid = {st["Sid"]: st for st in health}
