@@ -56,8 +56,9 @@ class DispatchedBundles:
 
 
 def render_group_bundles(cluster: ClusterPlan, fsx: MountContract | None, fsx_at_boot: bool,
-                         out_dir: Path) -> dict[str, GroupBundle]:
-    """One bundle per compute group, mounting ``fsx`` (whose identity comes at boot when ``fsx_at_boot``)."""
+                         out_dir: Path, remote_write_url: str | None = None) -> dict[str, GroupBundle]:
+    """One bundle per compute group, mounting ``fsx`` (whose identity comes at boot when ``fsx_at_boot``);
+    the nodes' metrics agent remote-writes to ``remote_write_url`` (the project's workspace), also known at boot."""
     mount, boot_env = None, {}
     if fsx is not None:
         if fsx_at_boot:  # created in this deployment: CloudFormation fills the IDs into the user data
@@ -67,6 +68,8 @@ def render_group_bundles(cluster: ClusterPlan, fsx: MountContract | None, fsx_at
         else:
             mount = FsxMount(file_system_id=fsx.file_system_id, dns_name=fsx.dns_name, mount_name=fsx.mount_name,
                              mount_path=fsx.mount_path, efa_enabled=fsx.efa_enabled)
+    if remote_write_url is not None:
+        boot_env["FMC_METRICS_REMOTE_WRITE_URL"] = remote_write_url
     bundles = {}
     for group in cluster.groups:
         ctx = context_for(cluster, group.name, "compute", fsx=mount)

@@ -100,7 +100,8 @@ def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
     else:
         fsx = storage_contract.fsx
         at_boot = fsx is not None and Token.is_unresolved(fsx.file_system_id)  # created in this deployment
-        node_bundles = bundles.render_group_bundles(plan.cluster, fsx, at_boot, bundle_dir)
+        node_bundles = bundles.render_group_bundles(plan.cluster, fsx, at_boot, bundle_dir,
+                                                    metrics.remote_write_url if metrics else None)
     runs_slurm = ((plan.cluster.orchestrator == "parallelcluster" and plan.cluster.pcluster.create_cluster)
                   or plan.cluster.orchestrator == "hyperpod")
     cluster = ClusterStack(app, stack_name(name, "cluster"), plan=plan.cluster, bundles=node_bundles,

@@ -159,3 +159,13 @@ def test_nodes_carry_the_project_tag(synthesized: Synthesized) -> None:
     for spec in data["TagSpecifications"]:
         tags = {t["Key"]: t["Value"] for t in spec["Tags"]}
         assert tags["fmcluster:project"] == "p5-odcr" and tags["team"] == "pretraining", spec["ResourceType"]
+
+
+def test_the_nodes_metrics_agent_gets_the_projects_remote_write_url(synthesized: Synthesized) -> None:
+    """The agent remote-writes to the project's own workspace: its URL reaches the user data at deploy time."""
+    parts = synthesized.launch_templates("p4d-on-demand")["p4d-on-demand-dev"]["UserData"]["Fn::Base64"]["Fn::Join"][1]
+    text = "".join(p if isinstance(p, str) else "\x00" for p in parts)
+    line = next(line for line in text.splitlines() if "FMC_METRICS_REMOTE_WRITE_URL=" in line)
+    assert line.strip().startswith("export FMC_METRICS_REMOTE_WRITE_URL=") and line.rstrip().endswith('api/v1/remote_write"')
+    tokens = [p for p in parts if not isinstance(p, str)]
+    assert any("p4d-on-demand-observability" in str(t) and "PrometheusEndpoint" in str(t) for t in tokens)
