@@ -22,7 +22,8 @@ def cluster_stack_counts(plan: Plan) -> tuple[int, int]:
     Per compute group: a launch template and its ID output, and with a placement group the group and its
     name output. ``tests/checks/test_limits.py`` synthesizes a project and compares.
     """
-    resources = CLUSTER_FIXED_RESOURCES + sum(1 + g.placement_group for g in plan.groups)
+    metrics_policy = 1 if plan.observability.enabled else 0  # the agents' aps:RemoteWrite policy
+    resources = CLUSTER_FIXED_RESOURCES + metrics_policy + sum(1 + g.placement_group for g in plan.groups)
     outputs = sum(1 + g.placement_group for g in plan.groups)
     return resources, outputs
 

@@ -20,4 +20,4 @@ def test_the_counted_resources_and_outputs_are_the_synthesized_ones(tmp_path: Pa
     template = synthesize(tmp_path / "demo.yaml", tmp_path / "out")["demo-cluster"]
     resources = [r for r in template["Resources"].values() if r["Type"] != "AWS::CDK::Metadata"]
     counted = cluster_stack_counts(make_plan(config.parse(GROUPS).project))
-    assert counted == (len(resources), len(template.get("Outputs", {}))) == (11, 7)  # train, g0 and g2 with placement groups, g1 without
+    assert counted == (len(resources), len(template.get("Outputs", {}))) == (12, 7)  # train, g0 and g2 with placement groups, g1 without

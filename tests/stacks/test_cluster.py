@@ -114,10 +114,12 @@ def test_launch_template_boots_the_rendered_bundle(synthesized: Synthesized) -> 
 
 def test_existing_file_system_is_rendered_into_the_bundle(synthesized: Synthesized) -> None:
     data = synthesized.launch_templates("p5e-existing-vpc")["p5e-existing-vpc-train"]
-    # account and Region are known, so the whole script is a plain string
-    text = data["UserData"]["Fn::Base64"]
+    # account and Region are known: the bundle's URL is plain text; only the metrics URL comes from another stack
+    parts = data["UserData"]["Fn::Base64"]["Fn::Join"][1]
+    text = "".join(p for p in parts if isinstance(p, str))
     assert "FMC_FSX_ID" not in text
     assert "s3://cdk-hnb659fds-assets-111122223333-us-east-2/" in text
+    assert all("PrometheusEndpoint" in str(p) for p in parts if not isinstance(p, str))
 
 
 def _pcluster(synthesized: Synthesized, project: str) -> dict:
