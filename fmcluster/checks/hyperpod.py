@@ -118,10 +118,8 @@ def lifecycle_bucket(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
 @check("hyperpod-efa-file-system", "error")
 def efa_file_system(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     """HyperPod mounts FSx itself (FsxLustreConfig), without the LNet-over-EFA client set-up."""
-    fsx = plan.storage.spec.fsx
-    existing = fsx.existing is not None and fsx.existing.efa_enabled
-    if _active(loaded) and plan.storage.fsx and (fsx.efa_enabled or existing):
-        where = ("storage", "fsx", "existing", "efa_enabled") if existing else ("storage", "fsx", "efa_enabled")
+    where = plan.storage.efa_field
+    if _active(loaded) and where is not None:
         yield Finding(where,
                       "HyperPod mounts the file system itself (FsxLustreConfig) over TCP; the EFA Lustre client "
                       "set-up (FSx guide 'configure EFA clients') is not part of it",

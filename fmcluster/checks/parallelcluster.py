@@ -234,10 +234,8 @@ def retained_cluster_network(loaded: LoadedProject, plan: Plan) -> Iterator[Find
 @check("parallelcluster-efa-file-system", "error")
 def efa_file_system(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     """ParallelCluster mounts FSx itself, without the LNet-over-EFA client set-up: Lustre would run over TCP."""
-    fsx = plan.storage.spec.fsx
-    existing = fsx.existing is not None and fsx.existing.efa_enabled
-    if _active(loaded) and plan.storage.fsx and (fsx.efa_enabled or existing):
-        where = ("storage", "fsx", "existing", "efa_enabled") if existing else ("storage", "fsx", "efa_enabled")
+    where = plan.storage.efa_field
+    if _active(loaded) and where is not None:
         yield Finding(where,
                       "ParallelCluster mounts the file system over TCP; the EFA Lustre client set-up it needs "
                       "(FSx guide 'configure EFA clients') is not wired into ParallelCluster nodes yet",

@@ -39,9 +39,8 @@ def _local_zone_network(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                       f"in a Local Zone ({zone.name}) FSx and the endpoints need a subnet in the parent zone "
                       f"{zone.parent_zone_id}; an existing network gives fmcluster only the compute subnet",
                       "let fmcluster create the network (vpc_cidr), or deploy the compute nodes in a regular zone")
-    fsx = project.storage.fsx
-    if fsx.enabled and (fsx.efa_enabled or (fsx.existing is not None and fsx.existing.efa_enabled)):
-        yield Finding(("storage", "fsx", "efa_enabled") if fsx.efa_enabled else ("storage", "fsx", "existing"),
+    if plan.storage.efa_field is not None:
+        yield Finding(plan.storage.efa_field,
                       f"FSx lives in the parent zone {zone.parent_zone_id} and EFA traffic does not leave a zone: "
                       "the nodes in the Local Zone could only reach it over TCP",
                       "leave efa_enabled off for a Local Zone project")

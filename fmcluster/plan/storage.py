@@ -56,6 +56,16 @@ class StoragePlan:
     """The ``storage:`` section as validated."""
 
     @property
+    def efa_field(self) -> tuple[str, ...] | None:
+        """The project-file field that makes the project's file system EFA-enabled, or None when it is not."""
+        fsx = self.spec.fsx
+        if not fsx.enabled:
+            return None
+        if fsx.existing is not None:
+            return ("storage", "fsx", "existing", "efa_enabled") if fsx.existing.efa_enabled else None
+        return ("storage", "fsx", "efa_enabled") if fsx.efa_enabled else None
+
+    @property
     def stack_needed(self) -> bool:
         """Whether the project needs a storage stack at all (not when bucket and file system both exist)."""
         spec = self.spec
