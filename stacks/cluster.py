@@ -71,7 +71,9 @@ class ClusterStack(Stack):
         dispatcher = s3_assets.Asset(self, "BootstrapDispatcher", path=str(bundles.dispatcher))
         ParallelClusterCluster(
             self, "ParallelCluster", plan=self.plan, network=self.network, storage=self.storage,
-            bootstrap_uri=dispatcher.s3_object_url, bootstrap_args=[archive.s3_object_url],
+            bootstrap_uri=dispatcher.s3_object_url,
+            # the archive of bundles, and the metrics workspace the nodes' agents remote-write to
+            bootstrap_args=[archive.s3_object_url, *([metrics.remote_write_url] if metrics else [])],
             bootstrap_read_arns=[a.bucket.arn_for_objects(a.s3_object_key) for a in (dispatcher, archive)],
             metrics=metrics,
         )

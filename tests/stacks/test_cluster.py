@@ -135,7 +135,9 @@ def test_parallelcluster_nodes_run_the_dispatcher_on_their_bundle(synthesized: S
     [queue] = config["Scheduling"]["SlurmQueues"]
     action = queue["CustomActions"]["OnNodeConfigured"]
     assert str(action["Script"]).endswith(".sh'}")
-    assert len(action["Args"]) == 1 and ".zip" in str(action["Args"][0])
+    assert len(action["Args"]) == 2 and ".zip" in str(action["Args"][0])
+    endpoint, path = action["Args"][1]["Fn::Join"][1]
+    assert "PrometheusEndpoint" in str(endpoint) and path == "api/v1/remote_write"
     [resource] = queue["ComputeResources"]
     assert resource["Efa"] == {"Enabled": True, "GdrSupport": True}
     assert resource["Networking"]["PlacementGroup"]["Enabled"] is True
