@@ -72,8 +72,13 @@ class HyperPodCluster(Construct):
             reason="The bucket holds only the lifecycle scripts this stack renders and uploads; every change to them "
                    "is a CloudFormation deployment, recorded there and in CloudTrail.",
         ))
+        sources = [s3deploy.Source.asset(str(bundles.root))]
+        if metrics is not None:  # known at deploy time only: a file beside each bundle's entry script
+            sources += [s3deploy.Source.data(f"{group}/fmcluster.env",
+                                             f"FMC_METRICS_REMOTE_WRITE_URL={metrics.remote_write_url}\n")
+                        for group in bundles.sums]
         self.upload = s3deploy.BucketDeployment(
-            self, "LifecycleScripts", sources=[s3deploy.Source.asset(str(bundles.root))],
+            self, "LifecycleScripts", sources=sources,
             destination_bucket=self.bucket, destination_key_prefix=f"{LIFECYCLE_PREFIX}/", prune=True,
             retain_on_delete=True,
         )

@@ -224,3 +224,13 @@ def test_the_schema_lists_the_create_only_properties() -> None:
     paths = guard.create_only_paths("AWS::SageMaker::Cluster")
     assert {"/properties/ClusterName", "/properties/VpcConfig"} <= set(paths)
     assert "AWS::SageMaker::Cluster" not in guard.SCHEMA_GAPS  # cfn-lint's schema has them: no gap to fill
+
+
+def test_every_instance_group_learns_the_projects_remote_write_url(synthesized: Synthesized) -> None:
+    """Lifecycle bundles are assets (no tokens): the URL goes beside each bundle, written at deploy time."""
+    resources = synthesized.template("p5en-hyperpod-cluster")["Resources"]
+    upload = next(r for r in resources.values() if r["Type"] == "Custom::CDKBucketDeployment")["Properties"]
+    markers = [m for m in upload["SourceMarkers"] if m]
+    _, resource = _cluster(synthesized, "p5en-hyperpod")
+    assert len(markers) == len(resource["Properties"]["InstanceGroups"])  # one env file per instance group
+    assert all("PrometheusEndpoint" in json.dumps(m) for m in markers)

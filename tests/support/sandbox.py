@@ -39,7 +39,7 @@ SAFE_TOOLS = (
 )
 
 STUBS = (
-    "id", "uname", "df", "curl", "gpg", "apt-get", "apt-cache", "dpkg-query", "dnf", "rpm", "fuser",
+    "id", "hostname", "uname", "df", "curl", "gpg", "apt-get", "apt-cache", "dpkg-query", "dnf", "rpm", "fuser",
     "mount", "umount", "mountpoint", "findmnt", "mdadm", "mkfs.xfs", "blkid", "lsblk", "modprobe",
     "modinfo", "lsmod", "ldconfig", "systemctl", "fi_info", "lnetctl", "ip", "gdrcopy_sanity",
     "dcgmi", "docker", "aws", "useradd", "getent", "make", "sleep", "chown", "apt-mark", "gpgconf",
@@ -62,6 +62,7 @@ state="${SANDBOX}/state"
 # name -> bash snippet, run inside the stub (may print and `exit`). Default: exit 0, no output.
 BEHAVIOURS: dict[str, str] = {
     "id": 'echo 0',
+    "hostname": 'echo ip-10-1-2-3',  # a node's short name, as EC2's private DNS gives it
     "uname": 'case "${1:-}" in -m) echo "${T_ARCH}" ;; -r) echo 6.8.0-1024-aws ;; *) echo Linux ;; esac',
     "df": "printf 'Filesystem 1024-blocks Used Available Capacity Mounted on\\n"
           "/dev/root 209715200 1048576 104857600 1%% /\\n'",
