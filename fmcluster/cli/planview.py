@@ -16,7 +16,7 @@ from rich.text import Text
 
 from fmcluster import catalog
 from fmcluster.config.parallelcluster import DEFAULT_HEAD_NODE, DEFAULT_LOGIN_NODE
-from fmcluster.generate import hyperpod
+from fmcluster.generate import hyperpod, metrics
 from fmcluster.generate import parallelcluster as pcluster
 from fmcluster.plan import Plan
 from fmcluster.plan.storage import SCRATCH_2_THROUGHPUT
@@ -242,6 +242,13 @@ def _monitoring(p: Plan, console: Console) -> None:
         sign_in = ("AWS_SSO: needs IAM Identity Center in the account" if spec.grafana.authentication == "AWS_SSO"
                    else f"{spec.grafana.authentication} sign-in")
         _row(lines, "Grafana", f"Amazon Managed Grafana workspace; {sign_in}")
+    for role, gpu in (("GPU nodes", True), ("other nodes", False)):
+        if gpu or p.cluster.orchestrator != "none":  # without a scheduler there are only the GPU nodes
+            names = [e.name for e in metrics.EXPORTERS if (gpu or not e.gpu_only) and e is not metrics.PROMETHEUS]
+            ports = sorted({port for _, port in metrics.scrape_targets(gpu=gpu)})
+            port_list = f"port{'s' if len(ports) > 1 else ''} {', '.join(map(str, ports))}"
+            _row(lines, role, f"{', '.join(names)} ({port_list}), and a Prometheus agent remote-writing to the "
+                              "workspace")
     console.print(lines)
     console.print()
 

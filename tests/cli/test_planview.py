@@ -149,3 +149,11 @@ def test_placement_groups_and_local_zones_are_explained() -> None:
     gb200 = _flat(render(ROOT / "examples" / "p6e-gb200-ultraserver.yaml"))
     assert "nodes in use1-dfw2-az1 (us-east-1-dfw-2a); the NAT gateway, FSx, the endpoints" in gb200
     assert "services subnet 10.15.1.0/24 in use1-az4" in gb200
+
+
+def test_the_plan_lists_each_roles_exporters_from_the_exporter_table() -> None:
+    text = _flat(render(ROOT / "projects" / "default.yaml"))
+    assert ("GPU nodes node_exporter, efa-counters, dcgm-exporter (ports 9100, 9400), and a Prometheus agent "
+            "remote-writing to the workspace") in text
+    assert "other nodes node_exporter (port 9100)" in text
+    assert "other nodes" not in _flat(render(ROOT / "examples" / "p5-odcr.yaml"))  # no scheduler: GPU nodes only
