@@ -1,0 +1,328 @@
+"""End to end on loopback: the project's own exporters, agent config and rules, run for real.
+
+One GPU node, all on 127.0.0.1 with free ports:
+
+- a real node_exporter (Debian ``prometheus-node-exporter``) whose textfile collector reads what the
+  rendered EFA counters script (``files/fmcluster-efa-counters``) wrote from a fixture sysfs;
+- a small HTTP server serving dcgm-exporter text for every field of the counters file we ship;
+- a Prometheus agent running the rendered per-node config (``render_node_agent_config``) with the
+  bootstrap's flags; the test changes the remote-write URL (to the receiver), removes ``sigv4`` and
+  points the two ``localhost:<table port>`` targets at the free ports the exporters got (asserted to
+  be the table's ports first);
+- a Prometheus receiver (``--web.enable-remote-write-receiver``) loading ``rules_yaml()`` as shipped,
+  evaluating every second.
+
+Asserted through the receiver's HTTP API: every metric the exporter table lists for a GPU node
+arrives, carrying the node's external labels; then injected faults (XID 79, a double-bit ECC
+increment, EFA error counters increasing, node_exporter stopped) each make their alert pending or
+firing. Alerts with a ``for:`` longer than the test (ExporterTargetDown: 10m) are asserted pending.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from fmcluster.bootstrap import collector, render
+from support.sandbox import context_for, make_project
+
+from fmcluster.generate import metrics, rules
+
+PROMETHEUS = shutil.which("prometheus")
+NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
+AMTOOL = shutil.which("amtool")
+
+NODE = "ip-10-0-1-23"
+INSTANCE_ID = "i-0123456789abcdef0"
+INSTANCE_TYPE = "p5.48xlarge"
+GPUS = 8
+EFA_DEVICE = "rdmap16s27"
+WAIT_S = 40.0
+
+# Skipped only outside CI: .ci/run sets CI=true and installs the packages, so there a missing one fails.
+IN_CI = bool(os.environ.get("CI"))
+pytestmark = pytest.mark.skipif(
+    not (PROMETHEUS and NODE_EXPORTER) and not IN_CI,
+    reason="needs the Debian packages prometheus and prometheus-node-exporter (.ci/run installs them)",
+)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _get(port: int, path: str, **params: str) -> Any:
+    url = f"http://127.0.0.1:{port}{path}"
+    if params:
+        url += "?" + urllib.parse.urlencode(params)
+    with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 (loopback only)
+        return json.load(response)
+
+
+def _wait_until(what: str, probe: Callable[[], Any], logs: Callable[[], str], timeout: float = WAIT_S) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = probe()
+        except OSError as exc:  # not listening yet
+            last = exc
+        else:
+            if last:
+                return last
+        time.sleep(0.5)
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}; last: {last!r}\n{logs()}")
+
+
+# --- the static DCGM exporter ---------------------------------------------------------------------
+
+
+@dataclass
+class DcgmState:
+    """What the fake dcgm-exporter reports; tests change it to inject faults."""
+
+    xid: dict[int, int] = field(default_factory=dict)
+    dbe: dict[int, int] = field(default_factory=dict)
+
+
+def dcgm_text(state: DcgmState) -> str:
+    """dcgm-exporter's text format for every field of our counters file, one series per GPU."""
+    fields = metrics.dcgm_fields()
+    driver = [name for name, kind in fields.items() if kind == "label"]
+    lines: list[str] = []
+    for name, kind in fields.items():
+        if kind == "label":
+            continue
+        lines.append(f"# HELP {name} {name}.")
+        lines.append(f"# TYPE {name} {kind}")
+        for gpu in range(GPUS):
+            labels = {
+                "gpu": str(gpu), "UUID": f"GPU-00000000-0000-0000-0000-00000000000{gpu}",
+                "device": f"nvidia{gpu}", "modelName": "NVIDIA H100 80GB HBM3", "Hostname": NODE,
+                **{label: "580.105.08" for label in driver},
+            }
+            value = {"DCGM_FI_DEV_XID_ERRORS": state.xid.get(gpu, 0),
+                     "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": state.dbe.get(gpu, 0),
+                     "DCGM_FI_DEV_GPU_TEMP": 40}.get(name, 0)
+            rendered = ",".join(f'{k}="{v}"' for k, v in labels.items())
+            lines.append(f"{name}{{{rendered}}} {value}")
+    return "\n".join(lines) + "\n"
+
+
+def _dcgm_server(state: DcgmState, port: int) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            body = dcgm_text(state).encode()
+            self.send_response(200 if self.path == "/metrics" else 404)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+# --- the stack ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Stack:
+    tmp: Path
+    receiver_port: int
+    node_exporter: subprocess.Popen
+    dcgm: DcgmState
+    efa_script: Path
+    procs: list[subprocess.Popen]
+
+    def logs(self) -> str:
+        out = []
+        for log in sorted(self.tmp.glob("*.log")):
+            out.append(f"--- {log.name} (tail)\n" + "\n".join(log.read_text(errors="replace").splitlines()[-15:]))
+        return "\n".join(out)
+
+    def set_efa_counter(self, counter: str, value: int) -> None:
+        (self.tmp / "sys/class/infiniband" / EFA_DEVICE / "ports/1/hw_counters" / counter).write_text(f"{value}\n")
+        self.run_efa_script()
+
+    def run_efa_script(self) -> None:
+        proc = subprocess.run(["bash", str(self.efa_script), "--once"], capture_output=True, text=True, timeout=20,
+                              env={"FMC_ROOT": str(self.tmp), "PATH": "/usr/bin:/bin"})
+        assert proc.returncode == 0, proc.stderr
+
+    def alerts(self) -> dict[str, str]:
+        """alertname -> state of this node's active alerts on the receiver."""
+        data = _get(self.receiver_port, "/api/v1/alerts")["data"]["alerts"]
+        return {a["labels"]["alertname"]: a["state"] for a in data if a["labels"].get("node") == NODE}
+
+
+def _spawn(tmp: Path, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+    log = (tmp / f"{name}.log").open("wb")
+    return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            env=env, start_new_session=True)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+def _agent_config(receiver_port: int, ports: dict[int, int]) -> str:
+    """The rendered node agent config; only the remote-write endpoint, sigv4 and the target ports changed."""
+    config = yaml.safe_load(collector.render_node_agent_config("e2e", gpu=True, scrape_interval="1s"))
+    targets = [t for job in config["scrape_configs"] for sc in job["static_configs"] for t in sc["targets"]]
+    assert sorted(targets) == sorted(f"localhost:{port}" for port in ports), targets
+    for job in config["scrape_configs"]:
+        for sc in job["static_configs"]:
+            sc["targets"] = [f"127.0.0.1:{ports[int(t.rsplit(':', 1)[1])]}" for t in sc["targets"]]
+    (write,) = config["remote_write"]
+    assert write["url"] == collector.NODE_REMOTE_WRITE_MARKER and "sigv4" in write
+    del write["sigv4"]
+    write["url"] = f"http://127.0.0.1:{receiver_port}/api/v1/write"
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[Stack]:
+    procs: list[subprocess.Popen] = []
+    server: ThreadingHTTPServer | None = None
+    try:
+        # EFA counters: the rendered script over a fixture sysfs.
+        script = tmp_path / "fmcluster-efa-counters"
+        script.write_text(render.render_files(context_for(make_project(), "gpu", "compute"))["files/fmcluster-efa-counters"])
+        counters = tmp_path / "sys/class/infiniband" / EFA_DEVICE / "ports/1/hw_counters"
+        counters.mkdir(parents=True)
+        for counter in metrics.EFA_COUNTERS:
+            (counters / counter).write_text("0\n")
+        textfile = tmp_path / "var/lib/fmcluster/textfile"
+
+        ports = {name: _free_port() for name in ("receiver", "node_exporter", "dcgm", "agent")}
+        dcgm = DcgmState()
+        server = _dcgm_server(dcgm, ports["dcgm"])
+
+        (tmp_path / "rules.yml").write_text(rules.rules_yaml())
+        (tmp_path / "receiver.yml").write_text(yaml.safe_dump(
+            {"global": {"evaluation_interval": "1s"}, "rule_files": [str(tmp_path / "rules.yml")]}))
+        procs.append(_spawn(tmp_path, "receiver", [
+            PROMETHEUS, f"--config.file={tmp_path / 'receiver.yml'}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{ports['receiver']}", "--web.enable-remote-write-receiver"]))
+
+        node_exporter = _spawn(tmp_path, "node_exporter", [
+            NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{ports['node_exporter']}",
+            f"--collector.textfile.directory={textfile}"])
+        procs.append(node_exporter)
+
+        agent_yml = tmp_path / "agent.yml"
+        agent_yml.write_text(_agent_config(
+            ports["receiver"], {metrics.NODE.port: ports["node_exporter"], metrics.DCGM.port: ports["dcgm"]}))
+        env = {"PATH": "/usr/bin:/bin", "FMC_NODE": NODE, "FMC_INSTANCE_ID": INSTANCE_ID,
+               "FMC_INSTANCE_TYPE": INSTANCE_TYPE}
+        # The bootstrap's unit runs exactly these flags (templates/bootstrap/exporters.sh.j2).
+        procs.append(_spawn(tmp_path, "agent", [
+            PROMETHEUS, "--enable-feature=agent,expand-external-labels", f"--config.file={agent_yml}",
+            f"--storage.agent.path={tmp_path / 'agent-wal'}", f"--web.listen-address=127.0.0.1:{ports['agent']}"],
+            env=env))
+
+        result = Stack(tmp_path, ports["receiver"], node_exporter, dcgm, script, procs)
+        result.run_efa_script()
+        _wait_until("the receiver to load the rules", lambda: _get(ports["receiver"], "/api/v1/rules")["data"]["groups"],
+                    result.logs)
+        yield result
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+
+
+def _names(port: int) -> set[str]:
+    return set(_get(port, "/api/v1/label/__name__/values")["data"])
+
+
+def test_every_table_metric_arrives_and_injected_faults_fire_their_alerts(stack: Stack):
+    expected = metrics.produced(gpu=True)
+    _wait_until("every metric of the exporter table", lambda: expected <= _names(stack.receiver_port), stack.logs)
+    missing = expected - _names(stack.receiver_port)
+    assert not missing
+
+    # Every table metric came from this node's agent, named by the unit's environment (external labels).
+    series = [s for s in _get(stack.receiver_port, "/api/v1/series", **{"match[]": '{node="%s"}' % NODE})["data"]
+              if s["__name__"] in expected]  # not the receiver's own ALERTS series
+    assert {s["__name__"] for s in series} >= expected
+    assert {(s["instance_id"], s["instance_type"], s["project"]) for s in series} == {(INSTANCE_ID, INSTANCE_TYPE, "e2e")}
+    up = {s["job"] for s in series if s["__name__"] == "up"}
+    assert up == {job for job, _port in metrics.scrape_targets(gpu=True)}
+
+    # The catalog rule sees all 8 GPUs of a p5.48xlarge through the shipped recording rule.
+    count = _get(stack.receiver_port, "/api/v1/query", query=f'count(DCGM_FI_DEV_GPU_TEMP{{node="{NODE}"}})')
+    assert count["data"]["result"][0]["value"][1] == str(GPUS)
+
+    faults = {"GpuXid79FellOffBus", "GpuEccDoubleBitErrors", "EfaWorkRequestErrors", "EfaUnresponsiveRemote",
+              "ExporterTargetDown"}
+    time.sleep(3)  # a few evaluations over healthy series
+    before = stack.alerts()
+    assert not faults & set(before), f"fault alerts active before any fault: {before}"
+    assert "NodeNotReporting" not in before
+
+    stack.dcgm.xid[3] = 79
+    stack.dcgm.dbe[5] = 1
+    stack.set_efa_counter("rdma_read_wr_err", 4)
+    stack.set_efa_counter("unresponsive_remote_events", 2)
+    firing = {"GpuXid79FellOffBus", "GpuEccDoubleBitErrors", "EfaWorkRequestErrors", "EfaUnresponsiveRemote"}
+    alerts = _wait_until(f"{sorted(firing)} to fire",
+                         lambda: (a := stack.alerts()) and all(a.get(n) == "firing" for n in firing) and a,
+                         stack.logs)
+    detail = _get(stack.receiver_port, "/api/v1/alerts")["data"]["alerts"]
+    by_name = {a["labels"]["alertname"]: a["labels"] for a in detail if a["labels"].get("node") == NODE}
+    assert by_name["GpuXid79FellOffBus"]["gpu"] == "3" and by_name["GpuXid79FellOffBus"]["xid"] == "79"
+    assert by_name["GpuEccDoubleBitErrors"]["gpu"] == "5"
+    assert by_name["EfaWorkRequestErrors"]["device"] == EFA_DEVICE
+    assert "ExporterTargetDown" not in alerts
+
+    _stop(stack.node_exporter)
+    alerts = _wait_until("ExporterTargetDown for node-exporter (pending: its for: is 10m)",
+                         lambda: (a := stack.alerts()).get("ExporterTargetDown") in ("pending", "firing") and a,
+                         stack.logs)
+    down = [a["labels"] for a in _get(stack.receiver_port, "/api/v1/alerts")["data"]["alerts"]
+            if a["labels"]["alertname"] == "ExporterTargetDown"]
+    assert [(d["job"], d["node"]) for d in down] == [(metrics.NODE.job, NODE)]
+    # dcgm-exporter still answers, so the node as a whole still reports.
+    assert "NodeNotReporting" not in alerts
+
+
+@pytest.mark.skipif(not AMTOOL and not IN_CI, reason="needs amtool (Debian prometheus-alertmanager; .ci/run installs it)")
+def test_amtool_accepts_the_rendered_alertmanager_definition(tmp_path: Path):
+    definition = yaml.safe_load(rules.alertmanager_definition("arn:aws:sns:us-east-1:123456789012:fmcluster-alerts",
+                                                              "us-east-1"))
+    config = tmp_path / "alertmanager.yml"
+    config.write_text(definition["alertmanager_config"])
+    proc = subprocess.run([AMTOOL, "check-config", str(config)], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "SUCCESS" in proc.stdout + proc.stderr
