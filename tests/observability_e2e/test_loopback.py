@@ -2,8 +2,10 @@
 
 One GPU node, all on 127.0.0.1 with free ports:
 
-- a real node_exporter (Debian ``prometheus-node-exporter``) whose textfile collector reads what the
-  rendered EFA counters script (``files/fmcluster-efa-counters``) wrote from a fixture sysfs;
+- a real node_exporter (Debian ``prometheus-node-exporter``) with the bootstrap unit's textfile flag,
+  reading what the rendered EFA counters script (``files/fmcluster-efa-counters``) wrote from a fixture
+  sysfs; its ``--path.procfs`` is a copy of /proc (links) whose ``1/mounts`` adds an FSx for Lustre
+  mount on a plain directory (no root, no Lustre server on loopback);
 - a small HTTP server serving dcgm-exporter text for every field of the counters file we ship;
 - a Prometheus agent running the rendered per-node config (``render_node_agent_config``) with the
   bootstrap's flags; the test changes the remote-write URL (to the receiver), removes ``sigv4`` and
@@ -13,9 +15,10 @@ One GPU node, all on 127.0.0.1 with free ports:
   evaluating every second.
 
 Asserted through the receiver's HTTP API: every metric the exporter table lists for a GPU node
-arrives, carrying the node's external labels; then injected faults (XID 79, a double-bit ECC
-increment, EFA error counters increasing, node_exporter stopped) each make their alert pending or
-firing. Alerts with a ``for:`` longer than the test (ExporterTargetDown: 10m) are asserted pending.
+arrives, carrying the node's external labels; every Prometheus panel of every dashboard runs and
+returns data; injected faults (XID 79, a double-bit ECC increment, EFA error counters increasing, the
+Lustre mount gone, node_exporter stopped) each make their alert pending or firing. Alerts with a
+``for:`` longer than the test (FsxMountMissing, ExporterTargetDown: 10m) are asserted pending.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -41,7 +45,7 @@ import yaml
 from fmcluster.bootstrap import collector, render
 from support.sandbox import context_for, make_project
 
-from fmcluster.generate import metrics, rules
+from fmcluster.generate import dashboards, metrics, rules
 
 PROMETHEUS = shutil.which("prometheus")
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
@@ -154,6 +158,7 @@ class Stack:
     node_exporter: subprocess.Popen
     dcgm: DcgmState
     efa_script: Path
+    procfs: Path
     procs: list[subprocess.Popen]
 
     def logs(self) -> str:
@@ -208,6 +213,30 @@ def _agent_config(receiver_port: int, ports: dict[int, int]) -> str:
     return yaml.safe_dump(config, sort_keys=False)
 
 
+LUSTRE_DEVICE = "10.0.1.5@tcp:/abcdefgh"
+
+
+def _procfs_with_lustre(tmp: Path) -> Path:
+    """/proc for node_exporter, with an FSx for Lustre mount added to ``1/mounts`` (what its filesystem
+    collector reads); every other entry links to the real /proc. The mount point is a plain directory,
+    which statfs answers for: a loopback test has neither root nor a Lustre server to mount."""
+    procfs = tmp / "proc"
+    (procfs / "1").mkdir(parents=True)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            (procfs / entry).symlink_to(Path("/proc") / entry)
+    mountpoint = tmp / "fsx"
+    mountpoint.mkdir()
+    mounts = Path("/proc/1/mounts").read_text()
+    (procfs / "1/mounts").write_text(mounts + f"{LUSTRE_DEVICE} {mountpoint} lustre rw,relatime,flock 0 0\n")
+    return procfs
+
+
+def _unmount_lustre(procfs: Path) -> None:
+    mounts = procfs / "1/mounts"
+    mounts.write_text("".join(line for line in mounts.read_text().splitlines(keepends=True) if " lustre " not in line))
+
+
 @pytest.fixture
 def stack(tmp_path: Path) -> Iterator[Stack]:
     procs: list[subprocess.Popen] = []
@@ -222,6 +251,8 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
             (counters / counter).write_text("0\n")
         textfile = tmp_path / "var/lib/fmcluster/textfile"
 
+        procfs = _procfs_with_lustre(tmp_path)
+
         ports = {name: _free_port() for name in ("receiver", "node_exporter", "dcgm", "agent")}
         dcgm = DcgmState()
         server = _dcgm_server(dcgm, ports["dcgm"])
@@ -235,7 +266,7 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
 
         node_exporter = _spawn(tmp_path, "node_exporter", [
             NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{ports['node_exporter']}",
-            f"--collector.textfile.directory={textfile}"])
+            f"--collector.textfile.directory={textfile}", f"--path.procfs={procfs}"])
         procs.append(node_exporter)
 
         agent_yml = tmp_path / "agent.yml"
@@ -249,7 +280,7 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
             f"--storage.agent.path={tmp_path / 'agent-wal'}", f"--web.listen-address=127.0.0.1:{ports['agent']}"],
             env=env))
 
-        result = Stack(tmp_path, ports["receiver"], node_exporter, dcgm, script, procs)
+        result = Stack(tmp_path, ports["receiver"], node_exporter, dcgm, script, procfs, procs)
         result.run_efa_script()
         _wait_until("the receiver to load the rules", lambda: _get(ports["receiver"], "/api/v1/rules")["data"]["groups"],
                     result.logs)
@@ -260,6 +291,36 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
         if server is not None:
             server.shutdown()
             server.server_close()
+
+
+GRAFANA_VARIABLES = {"$node": NODE, "$__rate_interval": "5m", "$__interval": "1m"}
+"""What Grafana substitutes before a panel's query reaches Prometheus."""
+
+
+def _panel_queries() -> Iterator[tuple[str, str]]:
+    for uid, model in dashboards.build_dashboards("e2e").items():
+        for panel in model.get("panels", []):
+            for inner in [panel, *panel.get("panels", [])]:
+                for target in inner.get("targets", []):
+                    if target["datasource"]["type"] == "prometheus":
+                        expr = target["expr"]
+                        for variable, value in GRAFANA_VARIABLES.items():
+                            expr = expr.replace(variable, value)
+                        assert "$" not in expr, f"{uid}/{inner['title']}: unsubstituted variable in {expr}"
+                        yield f"{uid}/{inner['title']}", expr
+
+
+def _empty_panels(port: int, queries: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The (where, query) of ``queries`` that return no data; a query the receiver rejects fails the test."""
+    empty = []
+    for where, expr in queries:
+        try:
+            result = _get(port, "/api/v1/query", query=expr)["data"]["result"]
+        except urllib.error.HTTPError as exc:
+            pytest.fail(f"{where}: {expr}: {exc.read().decode(errors='replace')}")
+        if not result:
+            empty.append((where, expr))
+    return empty
 
 
 def _names(port: int) -> set[str]:
@@ -285,7 +346,7 @@ def test_every_table_metric_arrives_and_injected_faults_fire_their_alerts(stack:
     assert count["data"]["result"][0]["value"][1] == str(GPUS)
 
     faults = {"GpuXid79FellOffBus", "GpuEccDoubleBitErrors", "EfaWorkRequestErrors", "EfaUnresponsiveRemote",
-              "ExporterTargetDown"}
+              "FsxMountMissing", "ExporterTargetDown"}
     time.sleep(3)  # a few evaluations over healthy series
     before = stack.alerts()
     assert not faults & set(before), f"fault alerts active before any fault: {before}"
@@ -305,6 +366,18 @@ def test_every_table_metric_arrives_and_injected_faults_fire_their_alerts(stack:
     assert by_name["GpuEccDoubleBitErrors"]["gpu"] == "5"
     assert by_name["EfaWorkRequestErrors"]["device"] == EFA_DEVICE
     assert "ExporterTargetDown" not in alerts
+
+    # Every Prometheus panel of every dashboard runs on the receiver without error and returns data
+    # from this node. Panels that show problems (non-zero XIDs, nodes without Lustre) are empty on a
+    # healthy node: they must return data once the fault is there (XID now, Lustre below).
+    empty = _empty_panels(stack.receiver_port, _panel_queries())
+    _unmount_lustre(stack.procfs)
+    alerts = _wait_until("FsxMountMissing (pending: its for: is 10m)",
+                         lambda: (a := stack.alerts()).get("FsxMountMissing") in ("pending", "firing") and a,
+                         stack.logs)
+    assert "ExporterTargetDown" not in alerts
+    still_empty = _empty_panels(stack.receiver_port, empty)
+    assert not still_empty, "panels without data:\n" + "\n".join(f"{w}: {e}" for w, e in still_empty)
 
     _stop(stack.node_exporter)
     alerts = _wait_until("ExporterTargetDown for node-exporter (pending: its for: is 10m)",
