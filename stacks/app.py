@@ -83,7 +83,6 @@ def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
     if plan.observability.enabled:
         rules_data = rules.rules_yaml(
             fsx=plan.observability.fsx,  # without FSx, FsxMountMissing would fire on every node
-            slurm=plan.observability.slurm,
             extra_files=extra_rule_files(loaded),
         )
         observability = ObservabilityStack(app, stack_name(name, "observability"), plan=plan.observability,

@@ -8,8 +8,8 @@ import shutil
 import socket
 
 import pytest
-from filelock import FileLock
 import support
+from filelock import FileLock
 from support import ALL_FILES, BLOCKED, ROOT, Synthesized
 
 

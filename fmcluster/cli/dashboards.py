@@ -38,10 +38,6 @@ def _project(ref: str) -> config.Project:
         raise typer.Exit(ConfigError.exit_code) from None
 
 
-def _slurm(project: config.Project) -> bool:
-    return project.orchestrator.type != "none"
-
-
 @dashboards_app.command("export")
 def export(
     project: str = PROJECT_ARG,
@@ -49,7 +45,7 @@ def export(
 ) -> None:
     """Write the project's dashboards as Grafana JSON. Touches no AWS."""
     loaded = _project(project)
-    paths = dashboards.export_dashboards(loaded.name, out_dir, slurm_enabled=_slurm(loaded))
+    paths = dashboards.export_dashboards(loaded.name, out_dir)
     for path in paths:
         out.print(str(path), highlight=False, soft_wrap=True)
 
@@ -80,7 +76,7 @@ def push(
             err.print(f"[red]error[/]: {escape(str(exc))} (hint: deploy it, or pass --workspace-id)", highlight=False,
                       soft_wrap=True)
             raise typer.Exit(1) from None
-    models = dashboards.build_dashboards(loaded.name, slurm_enabled=_slurm(loaded))
+    models = dashboards.build_dashboards(loaded.name)
     try:
         result = grafana.push_dashboards(session.client("grafana"), workspace_id, loaded.name, models,
                                          token_ttl_seconds=token_ttl)

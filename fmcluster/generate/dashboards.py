@@ -266,23 +266,19 @@ def fsx(project: str) -> dashboard.Dashboard:
     )
 
 
-def build_dashboards(project: str, *, slurm_enabled: bool = True) -> dict[str, dict[str, Any]]:
-    """Every dashboard of a project as Grafana JSON models, keyed by UID.
-
-    ``slurm_enabled`` adds nothing today: no Slurm exporter is installed on any node
-    (:mod:`fmcluster.generate.metrics`), so there is no Slurm dashboard to build.
-    """
-    del slurm_enabled
+def build_dashboards(project: str) -> dict[str, dict[str, Any]]:
+    """Every dashboard of a project as Grafana JSON models, keyed by UID (no Slurm dashboard: no node runs a
+    Slurm exporter, :mod:`fmcluster.generate.metrics`)."""
     builders = [gpu_health, gpu_utilisation, efa, fsx]
     models = [json.loads(json.dumps(build(project), cls=JSONEncoder)) for build in builders]
     return {model["uid"]: model for model in models}
 
 
-def export_dashboards(project: str, out_dir: Path, *, slurm_enabled: bool = True) -> list[Path]:
+def export_dashboards(project: str, out_dir: Path) -> list[Path]:
     """Write each dashboard as ``<uid>.json`` under ``out_dir``; return the paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    for uid, model in build_dashboards(project, slurm_enabled=slurm_enabled).items():
+    for uid, model in build_dashboards(project).items():
         path = out_dir / f"{uid}.json"
         path.write_text(json.dumps(model, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         paths.append(path)

@@ -119,7 +119,6 @@ def make_plan(project: Project) -> Plan:
             project=project.name,
             spec=project.observability,
             fsx=storage.fsx,
-            slurm=project.orchestrator.type != "none",
         ),
         checkpoint_bound=plan_checkpoint_bound(storage, hbm_gb, sum(g.gpus for g in groups)),
     )

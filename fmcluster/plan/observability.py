@@ -14,8 +14,6 @@ class ObservabilityPlan:
     """The ``observability:`` section as validated."""
     fsx: bool
     """The project mounts FSx for Lustre (without it, the FSx alerts would fire on every node)."""
-    slurm: bool
-    """An orchestrator runs Slurm (its alerts and exporter apply)."""
 
     @property
     def enabled(self) -> bool:

@@ -183,7 +183,7 @@ def test_push_reuses_the_service_account_and_an_existing_folder(stub_grafana: St
     )
     _token_calls(stubber, "9")
     _delete_token(stubber, "9")
-    models = dashboards.build_dashboards("llama", slurm_enabled=False)
+    models = dashboards.build_dashboards("llama")
     with stubber:
         grafana.push_dashboards(client, WORKSPACE, "llama", models, scheme="http")
         stubber.assert_no_pending_responses()
@@ -229,7 +229,7 @@ def test_cli_export_writes_json(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli.app, ["dashboards", "export", str(project), "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     names = sorted(p.name for p in (tmp_path / "out").glob("*.json"))
-    assert names == sorted(f"{uid}.json" for uid in dashboards.build_dashboards("llama", slurm_enabled=False))
+    assert names == sorted(f"{uid}.json" for uid in dashboards.build_dashboards("llama"))
 
 
 def test_cli_reports_a_bad_project_with_exit_2(tmp_path: Path) -> None:

@@ -82,8 +82,7 @@ def test_uids_are_stable_and_short() -> None:
 
 
 def test_no_slurm_dashboard_while_no_slurm_exporter_is_installed() -> None:
-    for enabled in (True, False):
-        assert not [uid for uid in dashboards.build_dashboards("x", slurm_enabled=enabled) if "slurm" in uid]
+    assert not [uid for uid in dashboards.build_dashboards("x") if "slurm" in uid]
 
 
 def test_export_writes_one_json_file_per_dashboard(tmp_path: Path) -> None:
@@ -96,5 +95,5 @@ def test_export_writes_one_json_file_per_dashboard(tmp_path: Path) -> None:
 @pytest.mark.parametrize("path", PROJECT_FILES, ids=[p.stem for p in PROJECT_FILES])
 def test_dashboards_for_every_project(path: Path, tmp_path: Path) -> None:
     project = load(path).project
-    paths = dashboards.export_dashboards(project.name, tmp_path, slurm_enabled=project.orchestrator.type != "none")
+    paths = dashboards.export_dashboards(project.name, tmp_path)
     assert len(paths) >= 4

@@ -28,13 +28,10 @@ def test_rule_namespace_carries_every_alert(synthesized: Synthesized) -> None:
         data = yaml.safe_load(next(iter(namespaces.values()))["Properties"]["Data"])
         return {r["alert"] for g in data["groups"] for r in g["rules"] if "alert" in r}
 
-    slurm = {r["alert"] for g in rules.rule_groups() if g["name"] == rules.SLURM_GROUP for r in g["rules"] if "alert" in r}
     fsx = {r["alert"] for g in rules.rule_groups() if g["name"] == rules.FSX_GROUP for r in g["rules"] if "alert" in r}
-    assert fsx and not slurm  # no Slurm exporter is installed, so no Slurm rules ship
-    # the default project runs Slurm (ParallelCluster) on FSx: every alert
-    assert shipped("default") == set(rules.alert_names())
-    # a project without an orchestrator has no Slurm to watch
-    assert shipped("p5-odcr") == set(rules.alert_names()) - slurm
+    assert fsx
+    # a project with FSx ships every alert, whatever its orchestrator
+    assert shipped("default") == shipped("p5-odcr") == set(rules.alert_names())
 
 
 def test_alerts_go_to_an_encrypted_tls_only_topic(synthesized: Synthesized) -> None:
