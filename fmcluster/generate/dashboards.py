@@ -10,7 +10,7 @@ UID is baked in) and a ``node`` variable:
 - FSx for Lustre: throughput and capacity from CloudWatch ``AWS/FSx``, fill level per mount
   from node_exporter;
 
-Every Prometheus query may only name metrics from :func:`fmcluster.generate.rules.known_metrics`
+Every Prometheus query may only name metrics the exporter table (:mod:`fmcluster.generate.metrics`) produces
 (a test walks every panel).
 """
 

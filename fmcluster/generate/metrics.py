@@ -172,8 +172,3 @@ def produced(*, gpu: bool | None = None) -> frozenset[str]:
     return frozenset(
         name for e in EXPORTERS if gpu is None or gpu or not e.gpu_only for name in e.metrics
     )
-
-
-def exporter_metrics() -> frozenset[str]:
-    """Every metric our exporters (and Prometheus itself) emit."""
-    return produced()

@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fmcluster import catalog
-from fmcluster import pcluster_facts as support
 from fmcluster.config.parallelcluster import (
     DEFAULT_HEAD_NODE,
     DEFAULT_LOGIN_NODE,
@@ -216,7 +214,3 @@ def _fresh(value: Any) -> Any:
 
 def _unique(items: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(items))
-
-
-def supported(instance_type: str) -> bool:
-    return instance_type in catalog.CATALOG and support.supports_instance_type(instance_type)

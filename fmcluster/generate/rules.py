@@ -19,7 +19,6 @@ from typing import Any
 import yaml
 
 from fmcluster import catalog, templates
-from fmcluster.generate.metrics import exporter_metrics
 
 RULES_DIR = templates.OBSERVABILITY / "rules"
 CATALOG_GROUP = "fmcluster-catalog"
@@ -141,8 +140,3 @@ def alertmanager_definition(topic_arn: str, region: str) -> str:
     }
     body = yaml.safe_dump(config, sort_keys=False, width=120)
     return "alertmanager_config: |\n" + "".join(f"  {line}\n" for line in body.splitlines())
-
-
-def known_metrics() -> frozenset[str]:
-    """What a dashboard or rule may query: exporter metrics plus the series our recording rules write."""
-    return exporter_metrics() | recorded_metrics()

@@ -1,30 +1,44 @@
-"""A small PromQL scanner for tests: which metric names does an expression read?"""
+"""Metric names out of PromQL expressions, read from the syntax tree of a real parser (promql-parser,
+the Rust ``promql-parser`` crate's Python binding): no regular expressions."""
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterator
 
-_FUNCTIONS = {
-    "sum", "max", "min", "avg", "count", "group", "by", "on", "without", "ignoring", "group_left", "group_right",
-    "rate", "irate", "increase", "delta", "and", "or", "unless", "offset", "vector", "topk", "bottomk", "bool",
-    "max_over_time", "min_over_time", "avg_over_time", "label_replace", "clamp_min", "clamp_max", "abs",
-    "histogram_quantile", "count_over_time", "last_over_time", "absent", "time", "scalar", "sort", "sort_desc",
-}
+import promql_parser
+
+GRAFANA_VARIABLES = {"$node": "ip-10-0-0-1", "$__rate_interval": "5m", "$__interval": "1m", "$fsx_id": "fs-0"}
+"""What Grafana substitutes before a query reaches Prometheus."""
+
+
+def selectors(expr: promql_parser.Expr) -> Iterator[promql_parser.VectorSelector]:
+    """Every vector selector of a parsed expression."""
+    if isinstance(expr, promql_parser.VectorSelector):
+        yield expr
+    elif isinstance(expr, promql_parser.MatrixSelector):
+        yield expr.vector_selector
+    elif isinstance(expr, promql_parser.BinaryExpr):
+        yield from selectors(expr.lhs)
+        yield from selectors(expr.rhs)
+    elif isinstance(expr, promql_parser.AggregateExpr):
+        yield from selectors(expr.expr)
+        if expr.param is not None:
+            yield from selectors(expr.param)
+    elif isinstance(expr, promql_parser.Call):
+        for arg in expr.args:
+            yield from selectors(arg)
+    elif isinstance(expr, (promql_parser.ParenExpr, promql_parser.SubqueryExpr, promql_parser.UnaryExpr)):
+        yield from selectors(expr.expr)
+    elif not isinstance(expr, (promql_parser.NumberLiteral, promql_parser.StringLiteral)):
+        raise TypeError(f"unknown PromQL node {type(expr).__name__}: {expr}")
 
 
 def metric_names(expr: str) -> set[str]:
-    """Metric names in a PromQL expression (identifiers that are not functions, keywords or labels)."""
-    stripped = re.sub(r"\{[^}]*\}", "{}", expr)  # drop label matchers
-    stripped = re.sub(r"(by|on|without|ignoring|group_left|group_right)\s*\([^)]*\)", " ", stripped)
-    stripped = re.sub(r'"[^"]*"', "", stripped)
-    stripped = re.sub(r"\[[^\]]*\]", "[]", stripped)
-    stripped = re.sub(r"\boffset\s+[0-9]+[smhdwy]", " ", stripped)
-    stripped = re.sub(r"\b[0-9][0-9.e+-]*\b", " ", stripped)
+    for variable, value in GRAFANA_VARIABLES.items():
+        expr = expr.replace(variable, value)
     names = set()
-    for match in re.finditer(r"[a-zA-Z_:][a-zA-Z0-9_:]*", stripped):
-        word = match.group(0)
-        end = match.end()
-        if word in _FUNCTIONS or (end < len(stripped) and stripped[end:].lstrip().startswith("(")):
-            continue
-        names.add(word)
+    for selector in selectors(promql_parser.parse(expr)):
+        if selector.name is None:
+            raise AssertionError(f"{expr}: a selector without a metric name cannot be checked")
+        names.add(selector.name)
     return names
