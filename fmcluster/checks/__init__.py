@@ -17,7 +17,6 @@ from fmcluster.checks import (
     mounts,
     network,
     observability,
-    orchestrator,
     parallelcluster,
     storage,
     zones,
@@ -28,7 +27,7 @@ from fmcluster.errors import ConfigError, Problem
 from fmcluster.plan import Plan, make_plan
 
 CHECKS: dict[str, Check] = collect(
-    (network, zones, capacity, observability, storage, mounts, limits, orchestrator, parallelcluster, hyperpod))
+    (network, zones, capacity, observability, storage, mounts, limits, parallelcluster, hyperpod))
 
 
 @check("suppressed-warning-exists", "warning")

@@ -224,8 +224,6 @@ def _scheduler(p: Plan, console: Console) -> None:
                 _row(lines, "  UltraServers", f"{u.servers} x {u.type} ({u.instances_per_server} instances each, "
                                               "one NVLink domain per UltraServer)")
         _row(lines, "on destroy", "the cluster is deleted with its stack; the lifecycle bucket is kept")
-    else:
-        _row(lines, cluster.orchestrator, "not built yet (see the orchestrator-not-built error)")
     console.print(lines)
     console.print()
 

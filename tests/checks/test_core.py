@@ -9,7 +9,6 @@ import pytest
 from support import BASE
 
 from fmcluster import catalog, checks, config, pcluster_facts
-from fmcluster.checks import orchestrator
 from fmcluster.errors import ConfigError
 from fmcluster.plan import make_plan
 
@@ -172,13 +171,6 @@ def test_training_plan_needs_hyperpod(tmp_path: Path) -> None:
     # with HyperPod the training plan is what the group runs on
     _, warnings = checks.validate(config.parse(text + HP))
     assert "training-plan-needs-hyperpod" not in {p.check for p in warnings}
-
-
-def test_an_orchestrator_without_a_stack_is_refused_not_ignored(monkeypatch: pytest.MonkeyPatch,
-                                                                tmp_path: Path) -> None:
-    monkeypatch.setattr(orchestrator, "BUILT", ("none", "parallelcluster"))
-    found = [(p.check, p.path) for p in _problems(BASE + HP, tmp_path)]
-    assert ("orchestrator-not-built", "orchestrator.type") in found
 
 
 def test_hyperpod_refuses_a_type_it_does_not_offer(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
