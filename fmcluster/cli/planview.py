@@ -307,7 +307,7 @@ def _cost(p: Plan, console: Console, quote: Quote | None, capacity_offers: objec
     notes.append(f"FSx per hour = GB-month price / {hours_per_month} h")
     notes.append("not included: metadata IOPS, backups, S3, data transfer, NAT, observability")
     if capacity_offers is None and any(g.capacity == "capacity-block" for g in p.groups):
-        notes.append("capacity-block term: from a `capacity search` offering (not built yet)")
+        notes.append("capacity-block term: priced by its offering (`fmcluster capacity search`)")
     when = ", ".join(sorted(fetched)) or "-"
     notes.append(f"prices: AWS Price List API, read {when}")
     notes.append(f"cached in {quote.cache}")
