@@ -188,7 +188,7 @@ def test_plan_prices_say_capacity_blocks_are_priced_by_their_offering(stubbed_cl
     assert result.exit_code == 0, result.output
     out = " ".join(result.stdout.split())
     assert "capacity-block offering" in out and "train: priced by its capacity-block offering, left out" in out
-    assert "capacity-block term: from a `capacity search` offering (not built yet)" in out
+    assert "capacity-block term: priced by its offering (`fmcluster capacity search`)" in out
     assert "14.25" not in out  # the on-demand rate is not passed off as the block's price
 
 
