@@ -17,8 +17,13 @@ One GPU node, all on 127.0.0.1 with free ports:
 Asserted through the receiver's HTTP API: every metric the exporter table lists for a GPU node
 arrives, carrying the node's external labels; every Prometheus panel of every dashboard runs and
 returns data; injected faults (XID 79, a double-bit ECC increment, EFA error counters increasing, the
-Lustre mount gone, node_exporter stopped) each make their alert pending or firing. Alerts with a
-``for:`` longer than the test (FsxMountMissing, ExporterTargetDown: 10m) are asserted pending.
+Lustre mount gone, node_exporter stopped) each make their alert pending or firing.
+
+Alerts whose ``for:`` is longer than a test can wait (FsxMountMissing, ExporterTargetDown: 10m) and the
+dead node (NodeNotReporting: nothing arrives at all, so the receiver's 5-minute lookback must pass
+first) are then proven to fire by replay (``support.replay``): the series the receiver held when the
+node was healthy and after each fault, label for label, go through the real ``promtool test rules``
+over 20 simulated minutes.
 """
 
 from __future__ import annotations
@@ -43,11 +48,13 @@ from typing import Any
 import pytest
 import yaml
 from fmcluster.bootstrap import collector, render
+from support import replay
 from support.sandbox import context_for, make_project
 
 from fmcluster.generate import dashboards, metrics, rules
 
 PROMETHEUS = shutil.which("prometheus")
+PROMTOOL = shutil.which("promtool")
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
 AMTOOL = shutil.which("amtool")
 
@@ -180,6 +187,11 @@ class Stack:
         """alertname -> state of this node's active alerts on the receiver."""
         data = _get(self.receiver_port, "/api/v1/alerts")["data"]["alerts"]
         return {a["labels"]["alertname"]: a["state"] for a in data if a["labels"].get("node") == NODE}
+
+    def snapshot(self) -> replay.Snapshot:
+        """Every series of this node the receiver answers with now, less alert state and recorded series."""
+        result = _get(self.receiver_port, "/api/v1/query", query=f'{{node="{NODE}"}}')["data"]["result"]
+        return replay.snapshot(result, {"ALERTS", "ALERTS_FOR_STATE", *rules.recorded_metrics()})
 
 
 def _spawn(tmp: Path, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
@@ -351,6 +363,7 @@ def test_every_table_metric_arrives_and_injected_faults_fire_their_alerts(stack:
     before = stack.alerts()
     assert not faults & set(before), f"fault alerts active before any fault: {before}"
     assert "NodeNotReporting" not in before
+    healthy = stack.snapshot()
 
     stack.dcgm.xid[3] = 79
     stack.dcgm.dbe[5] = 1
@@ -376,6 +389,7 @@ def test_every_table_metric_arrives_and_injected_faults_fire_their_alerts(stack:
                          lambda: (a := stack.alerts()).get("FsxMountMissing") in ("pending", "firing") and a,
                          stack.logs)
     assert "ExporterTargetDown" not in alerts
+    lustre_gone = stack.snapshot()
     still_empty = _empty_panels(stack.receiver_port, empty)
     assert not still_empty, "panels without data:\n" + "\n".join(f"{w}: {e}" for w, e in still_empty)
 
@@ -388,6 +402,55 @@ def test_every_table_metric_arrives_and_injected_faults_fire_their_alerts(stack:
     assert [(d["job"], d["node"]) for d in down] == [(metrics.NODE.job, NODE)]
     # dcgm-exporter still answers, so the node as a whole still reports.
     assert "NodeNotReporting" not in alerts
+    exporter_down = stack.snapshot()
+
+    _replay_long_alerts(stack.tmp, healthy, lustre_gone, exporter_down)
+
+
+FAULT_AT_S = 5 * 60
+END_S = 20 * 60
+WATCHED = ("FsxMountMissing", "ExporterTargetDown", "NodeNotReporting")
+
+
+def _alerts_at(minute: int, *expected: tuple[str, str, dict[str, str]]) -> dict[str, Any]:
+    """A promtool check: at ``minute``, exactly ``expected`` (name, state, extra labels) of the WATCHED alerts."""
+    node = {"node": NODE, "instance_id": INSTANCE_ID, "instance_type": INSTANCE_TYPE}
+    samples = []
+    for name, state, extra in expected:
+        labels = {"alertname": name, "alertstate": state, **node, **extra}
+        samples.append({"labels": "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}", "value": 1})
+    return {"expr": f'count by (alertname, alertstate, node, instance_id, instance_type, job) '
+                    f'(ALERTS{{alertname=~"{"|".join(WATCHED)}"}})',
+            "eval_time": f"{minute}m", "exp_samples": samples}
+
+
+def _replay_long_alerts(tmp: Path, healthy: replay.Snapshot, lustre_gone: replay.Snapshot,
+                        exporter_down: replay.Snapshot) -> None:
+    """Fault at minute 5: each long alert pending before its ``for:`` has passed, firing after, no other."""
+    assert PROMTOOL, "promtool comes with the Debian package prometheus"
+    # The fault snapshots really lost what the fault takes away (else the replay proves nothing).
+    assert not [k for k in lustre_gone if ("fstype", "lustre") in k] and [k for k in healthy if ("fstype", "lustre") in k]
+    lost = [k for k in exporter_down if ("job", metrics.NODE.job) in k
+            and dict(k)["__name__"] != "up" and not dict(k)["__name__"].startswith("scrape_")]
+    assert not lost, lost[:3]
+    job = {"job": metrics.NODE.job}
+    scenarios = [
+        # The mount is gone at 5m: pending from then, firing once its for: (10m) has passed.
+        replay.Scenario("lustre unmounted", lustre_gone, [
+            _alerts_at(4), _alerts_at(14, ("FsxMountMissing", "pending", {})),
+            _alerts_at(16, ("FsxMountMissing", "firing", {}))]),
+        # node_exporter stopped at 5m: up=0 for its job, its series stale; dcgm-exporter still answers.
+        replay.Scenario("node_exporter stopped", exporter_down, [
+            _alerts_at(4), _alerts_at(14, ("ExporterTargetDown", "pending", job)),
+            _alerts_at(16, ("ExporterTargetDown", "firing", job))]),
+        # The node dies at 5m: its agent sends nothing more. Its last samples count for the 5-minute
+        # lookback, so the alert is pending from 10m15s and fires after its for: (2m).
+        replay.Scenario("node dead", None, [
+            _alerts_at(10), _alerts_at(11, ("NodeNotReporting", "pending", {})),
+            _alerts_at(13, ("NodeNotReporting", "firing", {})), _alerts_at(19, ("NodeNotReporting", "firing", {}))]),
+    ]
+    proc = replay.run(PROMTOOL, tmp / "rules.yml", tmp / "replay", healthy, scenarios, FAULT_AT_S, END_S)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 @pytest.mark.skipif(not AMTOOL and not IN_CI, reason="needs amtool (Debian prometheus-alertmanager; .ci/run installs it)")
