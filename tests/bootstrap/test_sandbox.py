@@ -91,7 +91,7 @@ def test_good_signature_installs_efa(p5_context, make_sandbox):
     sb = make_sandbox(p5_context, Image(efa=False))
     res = sb.run(script="steps/30-efa.sh")
     assert res.rc == 0, res.out
-    assert calls_of(res, "efa_installer.sh") == ["efa_installer.sh -y"]
+    assert calls_of(res, "efa_installer.sh") == ["efa_installer.sh -y --mpi=openmpi5 --check-signatures"]
     assert "verified GPG signature of EFA installer 1.51.0 (key 4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC)" in res.log
 
 
