@@ -52,6 +52,6 @@ def render_node_agent_config(project: str, *, gpu: bool, scrape_interval: str = 
         project=project,
         scrape_interval=scrape_interval,
         scrape_timeout=scrape_timeout(scrape_interval),
-        targets=metrics.scrape_targets(gpu=gpu),
+        targets=[(job, port, metrics.keep_regex(job)) for job, port in metrics.scrape_targets(gpu=gpu)],
         remote_write_url=NODE_REMOTE_WRITE_MARKER,
     )

@@ -234,3 +234,8 @@ MAX_OUTPUTS_PER_STACK = 200
 """CloudFormation quotas ("Understand CloudFormation quotas"); cfn-lint's schemas state the same
 (``other/resources/configuration.json`` maxProperties 500, ``other/outputs/configuration.json`` 200), and
 ``tests/test_facts.py`` reads them from there."""
+
+# Amazon Managed Service for Prometheus: default "Active series per workspace" quota, 10,000,000 (per
+# 2 hours, adjustable, applied dynamically). Source: AMP user guide, "Amazon Managed Service for
+# Prometheus service quotas" (docs.aws.amazon.com/prometheus/latest/userguide/AMP_quotas.html).
+AMP_ACTIVE_SERIES_QUOTA = 10_000_000

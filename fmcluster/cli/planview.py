@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fmcluster import catalog
+from fmcluster.facts import AMP_ACTIVE_SERIES_QUOTA
 from fmcluster.config.parallelcluster import DEFAULT_HEAD_NODE, DEFAULT_LOGIN_NODE
 from fmcluster.generate import hyperpod, metrics
 from fmcluster.generate import parallelcluster as pcluster
@@ -247,8 +248,32 @@ def _monitoring(p: Plan, console: Console) -> None:
             port_list = f"port{'s' if len(ports) > 1 else ''} {', '.join(map(str, ports))}"
             _row(lines, role, f"{', '.join(names)} ({port_list}), and a Prometheus agent remote-writing to the "
                               "workspace")
+    _series(p, lines)
     console.print(lines)
     console.print()
+
+
+def _series(p: Plan, lines: Table) -> None:
+    """Active series per GPU node and for the GPU nodes together, against the workspace's quota."""
+    total, unknown = 0, set()
+    for g in p.groups:
+        itype = catalog.CATALOG[g.instance_type]
+        est = metrics.node_series(gpus=itype.gpus, efa_devices=g.efa_interfaces, vcpus=itype.vcpus,
+                                  nvme_drives=g.local_nvme_drives)
+        total += est.total * g.count
+        unknown.update(est.unknown)
+        missing = (f", plus its {' and '.join(est.unknown)} series (unconfirmed for {g.instance_type})"
+                   if est.unknown else "")
+        _row(lines, f"series, {g.name}", f"~{est.total:,} active series per node{missing}")
+    other = metrics.node_series(gpus=0, efa_devices=0, vcpus=0, nvme_drives=0).total
+    share = total / AMP_ACTIVE_SERIES_QUOTA
+    verdict = ("OVER the quota: ask for an increase (Service Quotas, Amazon Managed Service for Prometheus, "
+               "'Active series per workspace') before deploying" if share > 1 else f"{share:.1%} of it")
+    _row(lines, "series, cluster",
+         f"~{total:,}{' + unconfirmed parts' if unknown else ''} from the GPU nodes (+ ~{other:,} and "
+         f"{metrics.CPU_MODES} per vCPU for each other node); the workspace's default quota is "
+         f"{AMP_ACTIVE_SERIES_QUOTA:,} active series: {verdict}. Mounts, network devices and disks are "
+         "assumed (fmcluster.generate.metrics)")
 
 
 def _duration(seconds: float) -> str:

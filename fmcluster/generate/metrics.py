@@ -26,6 +26,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from functools import cache
+from typing import Literal
 
 from fmcluster import templates
 
@@ -172,3 +173,91 @@ def produced(*, gpu: bool | None = None) -> frozenset[str]:
     return frozenset(
         name for e in EXPORTERS if gpu is None or gpu or not e.gpu_only for name in e.metrics
     )
+
+
+# --- series per node ------------------------------------------------------------------------------
+# The agent keeps only the table's metrics (``metric_relabel_configs`` in the rendered agent config),
+# so a node's active series are the table's metrics times what each is counted over.
+
+Dimension = Literal["node", "cpu", "mount", "netdev", "disk", "efa_device", "gpu", "target"]
+
+NODE_EXPORTER_DIMENSIONS: dict[str, Dimension] = {
+    "node_uname_info": "node",
+    "node_boot_time_seconds": "node",
+    "node_load1": "node",
+    "node_memory_MemTotal_bytes": "node",
+    "node_memory_MemAvailable_bytes": "node",
+    "node_cpu_seconds_total": "cpu",
+    "node_filesystem_size_bytes": "mount",
+    "node_filesystem_avail_bytes": "mount",
+    "node_filesystem_free_bytes": "mount",
+    "node_filesystem_readonly": "mount",
+    "node_filesystem_device_error": "mount",
+    "node_network_receive_bytes_total": "netdev",
+    "node_network_transmit_bytes_total": "netdev",
+    "node_disk_read_bytes_total": "disk",
+    "node_disk_written_bytes_total": "disk",
+}
+"""What each node_exporter metric of the table has one series per."""
+
+CPU_MODES = 8
+"""``node_cpu_seconds_total`` series per vCPU: node_exporter's Linux cpu collector reports the eight
+``/proc/stat`` modes user, nice, system, idle, iowait, irq, softirq, steal (guest time is another metric)."""
+
+ASSUMED_MOUNTS = 8
+"""Assumption, not a fact: file systems node_exporter reports on a node (root, /boot/efi, /scratch,
+/fsx and tmpfs mounts such as /run and /dev/shm). It depends on the image; the estimate says so."""
+ASSUMED_NETDEVS = 3
+"""Assumption: network devices (lo, the primary ENA, a container bridge); EFA-only interfaces have none."""
+ASSUMED_EXTRA_DISKS = 2
+"""Assumption: block devices besides the instance-store NVMe drives (the root EBS volume, the RAID0 md device)."""
+
+
+def dimensions() -> dict[str, Dimension]:
+    """Every metric of the table -> what it has one series per."""
+    dims: dict[str, Dimension] = dict(NODE_EXPORTER_DIMENSIONS)
+    dims.update({name: "efa_device" for name in EFA_EXPORTER_METRICS})
+    dims.update({name: "gpu" for name in dcgm_metrics()})
+    dims["up"] = "target"
+    return dims
+
+
+@dataclass(frozen=True)
+class SeriesEstimate:
+    """Active series one node sends. ``unknown`` names the dimensions whose size is unconfirmed (not counted)."""
+
+    per_dimension: dict[str, int]
+    unknown: tuple[str, ...]
+
+    @property
+    def total(self) -> int:
+        return sum(self.per_dimension.values())
+
+
+def node_series(*, gpus: int, efa_devices: int, vcpus: int | None, nvme_drives: int | None) -> SeriesEstimate:
+    """The active series of one node with these facts (``gpus=0``: a node without GPU exporters)."""
+    gpu = gpus > 0
+    sizes: dict[Dimension, int | None] = {
+        "node": 1, "cpu": None if vcpus is None else vcpus * CPU_MODES, "mount": ASSUMED_MOUNTS,
+        "netdev": ASSUMED_NETDEVS, "disk": None if nvme_drives is None else nvme_drives + ASSUMED_EXTRA_DISKS,
+        "efa_device": efa_devices, "gpu": gpus, "target": len(scrape_targets(gpu=gpu)),
+    }
+    wanted = produced(gpu=gpu)
+    counts: dict[str, int] = {}
+    unknown: list[str] = []
+    for name, dim in sorted(dimensions().items()):
+        if name not in wanted:
+            continue
+        size = sizes[dim]
+        if size is None:
+            if dim not in unknown:
+                unknown.append(dim)
+            continue
+        counts[dim] = counts.get(dim, 0) + size
+    return SeriesEstimate(per_dimension=counts, unknown=tuple(unknown))
+
+
+def keep_regex(job: str) -> str:
+    """The agent's keep-list for one scrape job: the table's metrics served on that job's target."""
+    names = sorted({name for e in EXPORTERS if e.job == job and e is not PROMETHEUS for name in e.metrics})
+    return "|".join(names)

@@ -157,3 +157,17 @@ def test_the_plan_lists_each_roles_exporters_from_the_exporter_table() -> None:
             "remote-writing to the workspace") in text
     assert "other nodes node_exporter (port 9100)" in text
     assert "other nodes" not in _flat(render(ROOT / "examples" / "p5-odcr.yaml"))  # no scheduler: GPU nodes only
+
+
+def test_the_plan_estimates_active_series_against_the_workspace_quota(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _flat(render(ROOT / "examples" / "p5-odcr.yaml"))
+    # One p5.48xlarge by hand: 192 vCPUs x 8 CPU modes, 32 EFA devices x 18 counters, 8 GPUs x the
+    # 34 metric rows of the DCGM counters file, 5 per-node metrics, 2 `up`, assumed 8 mounts x 5,
+    # 3 network devices x 2, (8 NVMe + 2) disks x 2.
+    p5 = 192 * 8 + 32 * 18 + 8 * 34 + 5 + 2 + 8 * 5 + 3 * 2 + 10 * 2
+    assert f"~{p5:,} active series per node" in text
+    assert "10,000,000 active series" in text and "OVER" not in text
+    # GB200's vCPUs and drives are unconfirmed: the plan says what it left out instead of guessing.
+    assert "plus its cpu and disk series (unconfirmed for p6e-gb200.36xlarge)" in _flat(render(GB200))
+    monkeypatch.setattr("fmcluster.cli.planview.AMP_ACTIVE_SERIES_QUOTA", 10_000)
+    assert "OVER the quota: ask for an increase" in _flat(render(ROOT / "examples" / "p5-odcr.yaml"))

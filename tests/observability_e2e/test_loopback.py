@@ -353,6 +353,21 @@ def test_every_table_metric_arrives_and_injected_faults_fire_their_alerts(stack:
     up = {s["job"] for s in series if s["__name__"] == "up"}
     assert up == {job for job, _port in metrics.scrape_targets(gpu=True)}
 
+    # The agent's keep-list: nothing but the table's metrics (and Prometheus' own per-target series) leaves the node.
+    sent = {s["__name__"] for s in _get(stack.receiver_port, "/api/v1/series", **{"match[]": f'{{node="{NODE}"}}'})["data"]}
+    extra = {n for n in sent - expected if not n.startswith("scrape_") and n not in ("ALERTS", "ALERTS_FOR_STATE")}
+    assert not extra, f"the agent sent metrics outside the exporter table: {sorted(extra)[:10]}"
+    # The plan's series estimate counts what arrives, for every dimension this host does not decide
+    # (mounts, network devices and disks are the host's): 8 GPUs, 1 EFA device, this host's CPUs.
+    cpus = sum(1 for line in Path("/proc/stat").read_text().splitlines() if line[:3] == "cpu" and line[3:4].isdigit())
+    estimate = metrics.node_series(gpus=GPUS, efa_devices=1, vcpus=cpus, nvme_drives=0)
+    arrived: dict[str, int] = {}
+    dims = metrics.dimensions()
+    for s in series:
+        arrived[dims[s["__name__"]]] = arrived.get(dims[s["__name__"]], 0) + 1
+    for dim in ("node", "cpu", "gpu", "efa_device", "target"):
+        assert arrived[dim] == estimate.per_dimension[dim], (dim, arrived, estimate)
+
     # The catalog rule sees all 8 GPUs of a p5.48xlarge through the shipped recording rule.
     count = _get(stack.receiver_port, "/api/v1/query", query=f'count(DCGM_FI_DEV_GPU_TEMP{{node="{NODE}"}})')
     assert count["data"]["result"][0]["value"][1] == str(GPUS)
