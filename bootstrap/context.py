@@ -54,11 +54,12 @@ class FsxMount(_Frozen):
     mount_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_]{1,32}$", description="The Lustre mount name (e.g. `abcdefgh`).")
     mount_path: str = Field(default="/fsx", pattern=r"^/[A-Za-z0-9._/-]*[A-Za-z0-9._-]$", description="Where to mount it.")
     efa_enabled: bool = Field(default=False, description="The file system was created with EfaEnabled: set up LNet over EFA.")
-    efa_lnet_interfaces: int = Field(
-        default=2,
+    efa_lnet_interfaces: int | None = Field(
+        default=None,
         ge=1,
         le=32,
-        description="How many EFA devices LNet uses for FSx traffic (first and last by default, spread evenly).",
+        description="How many EFA devices LNet uses for FSx traffic, spread evenly (first and last included). "
+        "None: the FSx guide's default for the instance type (see FSX_EFA_CLIENT_INTERFACES).",
     )
 
     @model_validator(mode="after")
@@ -72,6 +73,28 @@ class FsxMount(_Frozen):
     def at_boot(self) -> bool:
         """The identity comes from the entry script's environment, not from the bundle."""
         return self.file_system_id is None
+
+
+FSX_EFA_CLIENT_INTERFACES: dict[str, int] = {
+    "p6-b300.48xlarge": 16,
+    "p6e-gb200.36xlarge": 8,
+    "p6-b200.48xlarge": 8,
+    "p5en.48xlarge": 8,
+    "p5e.48xlarge": 8,
+    "p5.48xlarge": 8,
+}
+"""EFA interfaces an FSx for Lustre client configures for LNet, per instance type: the table "Default Number
+of EFA Interfaces" in the FSx for Lustre User Guide, "Configuring EFA clients", step 4 (the figures AWS's
+configure-efa-fsx-lustre-client.sh uses). Other types: 2 with several network cards, 1 with one. Not derivable
+from the catalog's max EFA interfaces (p5 has 32 and gets 8, p6-b300 and GB200 both have 16 and get 16 and 8).
+Each interface counts against the file system's limit of 1,024 EFA connections over all clients (same page)."""
+
+
+def efa_client_interfaces(instance_type: str, efa_devices: int) -> int:
+    """The FSx guide's default number of EFA interfaces for a Lustre client on ``instance_type``."""
+    if instance_type in FSX_EFA_CLIENT_INTERFACES:
+        return FSX_EFA_CLIENT_INTERFACES[instance_type]
+    return 2 if efa_devices > 1 else 1  # EFA devices beyond one sit on further network cards
 
 
 FSX_BOOT_ENV = ("FMC_FSX_ID", "FMC_FSX_DNS", "FMC_FSX_MOUNT_NAME")
@@ -195,6 +218,15 @@ class BootstrapContext(_Frozen):
     def lnet_over_efa(self) -> bool:
         """LNet over EFA for an EFA-enabled FSx; only GPU nodes have EFA (others use TCP)."""
         return self.fsx is not None and self.fsx.efa_enabled and self.gpu
+
+    @property
+    def lnet_efa_interfaces(self) -> int | None:
+        """EFA devices LNet uses on this node: the project's figure, else the FSx guide's for its type."""
+        if not self.lnet_over_efa or self.fsx is None or self.instance is None:
+            return None
+        if self.fsx.efa_lnet_interfaces is not None:
+            return self.fsx.efa_lnet_interfaces
+        return efa_client_interfaces(self.instance.instance_type, self.instance.efa_devices)
 
     @property
     def writes_plugstack(self) -> bool:
