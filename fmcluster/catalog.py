@@ -25,6 +25,24 @@ class UltraServer:
 
 
 @dataclass(frozen=True)
+class NcclReference:
+    """A measured nccl-tests figure someone published for an instance type, with where it comes from."""
+
+    test: str
+    """The nccl-tests binary, e.g. ``all_reduce_perf``."""
+    nodes: int
+    """How many instances ran it (all their GPUs, one rank per GPU)."""
+    size_bytes: int
+    busbw_gb_s: float
+    """Bus bandwidth in GB/s (10^9 bytes per second, as nccl-tests prints it)."""
+    source: str
+
+
+AWSOME_NCCL_README = ("awsome-distributed-training micro-benchmarks/nccl-tests/README.md "
+                      "(2 x p5.48xlarge, all_reduce_perf -b 8 -e 16G -f 2 -g 1; FACTS.md section 7)")
+
+
+@dataclass(frozen=True)
 class InstanceType:
     """One accelerated EC2 instance type. ``None`` means unconfirmed (FACTS.md)."""
 
@@ -62,6 +80,10 @@ class InstanceType:
     """GB200 NVL domains need the ``nvidia-imex`` service."""
     instance_local_nvme_gb: float | None = None
     """Instance-store NVMe of the whole instance, in GB, where FACTS.md gives only the total (not the drives)."""
+    nvlinks_per_gpu: int | None = None
+    """NVLinks each GPU has up (``dcgmi diag -p pcie.gpu_nvlinks_expected_up``, FACTS.md section 7); None = no source."""
+    nccl_references: tuple[NcclReference, ...] = ()
+    """Published nccl-tests figures (FACTS.md section 7); none = the acceptance report says "no reference"."""
 
     @property
     def gpu_memory_total_gb(self) -> float | None:
@@ -148,6 +170,11 @@ CATALOG: dict[str, InstanceType] = {
             card0_carries_efa=True,
             max_enis_per_card=_same_per_card(32, 2),
             architecture="x86_64",
+            nvlinks_per_gpu=18,
+            nccl_references=(
+                NcclReference("all_reduce_perf", 2, 16 * 2**30, 487.0, AWSOME_NCCL_README),
+                NcclReference("all_reduce_perf", 2, 512 * 2**20, 393.0, AWSOME_NCCL_README),
+            ),
         ),
         InstanceType(
             name="p5e.48xlarge",
@@ -198,6 +225,7 @@ CATALOG: dict[str, InstanceType] = {
             card0_carries_efa=True,
             max_enis_per_card=_same_per_card(16, 4),
             architecture="x86_64",
+            nvlinks_per_gpu=18,
         ),
         InstanceType(
             name="p6-b200.48xlarge",
@@ -223,6 +251,7 @@ CATALOG: dict[str, InstanceType] = {
             card0_carries_efa=True,
             max_enis_per_card=_same_per_card(8, 4),
             architecture="x86_64",
+            nvlinks_per_gpu=18,
         ),
         InstanceType(
             name="p6-b300.48xlarge",
@@ -284,6 +313,7 @@ CATALOG: dict[str, InstanceType] = {
                 UltraServer("u-p6e-gb200x72", 18),
             ),
             needs_imex=True,
+            nvlinks_per_gpu=18,
             instance_local_nvme_gb=22_500,  # 405 TB per u-p6e-gb200x72 / 18 instances
         ),
     )

@@ -9,7 +9,8 @@ The stages, lowest first (a module may import its own unit and any lower stage):
     plan       fmcluster.plan
     node plan  bootstrap.versions, bootstrap.context   (pure: what a node runs)
     checks     fmcluster.checks
-    generate   fmcluster.generate, fmcluster.guard      (pure outputs: cluster.yaml, rules, dashboards)
+    generate   fmcluster.generate, fmcluster.guard,     (pure outputs: cluster.yaml, rules, dashboards;
+               fmcluster.acceptance                      acceptance logs parsed and judged)
     bootstrap  bootstrap.render, bundles, collector     (Jinja)
     stacks     fmcluster.stacks (CDK)  |  aws  fmcluster.aws (boto3, the CLI's side path)
     cli        fmcluster.cli
@@ -34,7 +35,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("plan", ("fmcluster.plan",)),
     ("node plan", ("fmcluster.bootstrap.versions", "fmcluster.bootstrap.context")),
     ("checks", ("fmcluster.checks",)),
-    ("generate", ("fmcluster.generate", "fmcluster.guard")),
+    ("generate", ("fmcluster.generate", "fmcluster.guard", "fmcluster.acceptance")),
     ("bootstrap", ("fmcluster.bootstrap",)),
     ("stacks", ("fmcluster.stacks",)),
     ("aws", ("fmcluster.aws",)),

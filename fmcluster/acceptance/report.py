@@ -1,0 +1,138 @@
+"""The acceptance report: every log under a directory, judged; a table for people and JSON for machines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fmcluster.acceptance.judge import NO_REFERENCE, Finding, Judge, size_label
+from fmcluster.acceptance.logs import AcceptanceError, find_logs, read_log
+from fmcluster.acceptance.pairs import DEFAULT_MARGIN, slow_nodes
+
+
+@dataclass
+class Report:
+    margin: float
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    dcgm: list[dict[str, Any]] = field(default_factory=list)
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    slow: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return any(f.level == "fail" for f in self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"passed": not self.failed, "margin": self.margin, "nccl": self.runs, "dcgm": self.dcgm,
+                "nodes": self.nodes, "slow_nodes": self.slow,
+                "findings": [{"level": f.level, "file": f.file, "message": f.message} for f in self.findings]}
+
+
+def build_report(target: Path, margin: float = DEFAULT_MARGIN) -> Report:
+    """Judge every acceptance log under ``target`` (a directory or one log); :class:`AcceptanceError`
+    when there is nothing to judge."""
+    root = target if target.is_dir() else target.parent
+    judge = Judge(margin, name=lambda p: str(p.relative_to(root)) if root in p.parents else str(p))
+    report = Report(margin)
+    skipped = []
+    for path in find_logs(target):
+        try:
+            log = read_log(path)
+        except AcceptanceError as exc:
+            if target.is_file():
+                raise
+            skipped.append(str(exc))
+            continue
+        if log.kind == "nccl":
+            report.runs.append(judge.nccl(log))
+        elif log.kind == "dcgm":
+            report.dcgm.append(judge.dcgm(log))
+        else:
+            report.nodes.extend(judge.nodes(log))
+    if not (report.runs or report.dcgm or report.nodes):
+        raise AcceptanceError(f"{target}: no acceptance logs among {len(skipped)} files: " + "; ".join(skipped[:3]))
+    for message in skipped:
+        judge.findings.append(Finding("note", message.split(":", 1)[0], "skipped: " + message.split(": ", 1)[-1]))
+    _slow(report, judge, margin)
+    report.findings = judge.findings
+    return report
+
+
+def _busbw(run: dict[str, Any]) -> float | None:
+    if not run["rows"] or not run["complete"]:
+        return None
+    last = run["rows"][-1]
+    return (last["out_of_place"] or last["in_place"])["busbw"]
+
+
+def _slow(report: Report, judge: Judge, margin: float) -> None:
+    groups: dict[tuple[str, str], dict[tuple[str, str], float]] = {}
+    for run in report.runs:
+        value = _busbw(run)
+        if run["scope"] != "pair" or value is None or len(run["hosts"]) != 2:
+            continue
+        a, b = sorted(run["hosts"])
+        groups.setdefault((run["group"] or "", run["test"] or ""), {})[(a, b)] = value
+    for (group, test), values in sorted(groups.items()):
+        flagged, note = slow_nodes(values, margin)
+        where = f"group {group}, {test} pairs"
+        if note:
+            judge.findings.append(Finding("note", where, note))
+        for node in flagged:
+            pairs = ", ".join(f"with {p}: {v:g} GB/s" for p, v in sorted(node.pairs.items()))
+            judge.findings.append(Finding("fail", where, f"slow node {node.host}: every pair is more than {margin:.0%} "
+                                                         f"below the median {node.median:g} GB/s ({pairs})"))
+            report.slow.append({"group": group, "test": test, "host": node.host, "pairs": node.pairs,
+                                "median": node.median})
+
+
+def _f(value: float | None, fmt: str = "{:.2f}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def to_text(report: Report) -> str:
+    out: list[str] = []
+    for run in report.runs:
+        title = (f"{run['test']}  {run['scope']}  group {run['group']}  {run['instance_type']}  "
+                 f"{len(run['hosts'])} nodes, {run['ranks']} ranks  ({run['file']})")
+        out += [title, f"  hosts: {', '.join(run['hosts'])}"]
+        tr = run["transport"]
+        out.append(f"  transport: network {', '.join(tr['networks']) or '?'}, provider {', '.join(tr['providers']) or '?'}, "
+                   f"NICs {', '.join(map(str, tr['nics'])) or '?'}, GDRDMA channels {tr['gdrdma_channels']}"
+                   + ("  SOCKET FALLBACK" if tr["socket_fallback"] else ""))
+        out.append(f"  {'size':>10}  {'oop algbw':>9}  {'oop busbw':>9}  {'ip algbw':>9}  {'ip busbw':>9}   GB/s")
+        for row in run["rows"]:
+            oop, ip = row["out_of_place"] or {}, row["in_place"]
+            out.append(f"  {size_label(row['size']):>10}  {_f(oop.get('algbw')):>9}  {_f(oop.get('busbw')):>9}  "
+                       f"{_f(ip['algbw']):>9}  {_f(ip['busbw']):>9}")
+        frac = run["line_rate_fraction"]
+        if not run["complete"]:
+            out.append("  incomplete run: no figures judged")
+        else:
+            out.append(f"  largest size: busbw {_f(frac, '{:.0%}')} of the EFA line rate"
+                       if frac is not None else "  largest size: in-domain (NVLink only): EFA line rate does not apply")
+        if run["references"]:
+            for ref in run["references"]:
+                out.append(f"  vs reference at {size_label(ref['size'])}: {ref['busbw']:g} of {ref['reference']:g} GB/s "
+                           f"({ref['fraction']:.0%}) {'pass' if ref['pass'] else 'FAIL'}  [{ref['source']}]")
+        else:
+            out.append(f"  vs reference: {NO_REFERENCE}")
+        out.append("")
+    if report.nodes:
+        out.append(f"{'node':<24} {'group':<12} {'GPUs':>4} {'EFA fi_info':>11} {'EFA sysfs':>9}  health")
+        for n in report.nodes:
+            out.append(f"{n['host']:<24} {n['group'] or '-':<12} {_f(n['gpus'], '{}'):>4} {_f(n['efa_fi_info'], '{}'):>11} "
+                       f"{_f(n['efa_sysfs'], '{}'):>9}  {n['health'] or '-'}")
+        out.append("")
+    for d in report.dcgm:
+        tests = ", ".join(f"{k} {v}" for k, v in d["tests"].items()) or "no results"
+        out.append(f"dcgmi diag {d['host']} (NVLinks expected per GPU: {d['nvlinks_expected'] or 'not set'}): {tests}")
+    if report.dcgm:
+        out.append("")
+    for f in report.findings:
+        out.append(f"{'FAIL' if f.level == 'fail' else 'note'}  {f.file}: {f.message}")
+    out.append(f"acceptance: {'FAILED' if report.failed else 'passed'} "
+               f"({len(report.runs)} NCCL runs, {len(report.nodes)} nodes, {len(report.dcgm)} dcgmi diag logs)")
+    return "\n".join(out) + "\n"
