@@ -1,0 +1,239 @@
+"""Render the acceptance jobs of a project: per compute group, Slurm batch scripts (ParallelCluster,
+HyperPod) or per-node scripts (self-managed) that run the node checks, dcgmi diag and nccl-tests
+with the bootstrap's NCCL environment, writing the logs ``fmcluster acceptance report`` judges.
+
+Where Slurm runs a group's nodes comes from the generators the stacks use: a ParallelCluster
+queue (:func:`fmcluster.generate.parallelcluster.queues`; several groups in one queue are told apart
+by ``--constraint=<compute resource>``, a feature ParallelCluster gives every node of a compute
+resource: aws-parallelcluster-cookbook ``slurm_parallelcluster_utils.conf``, ``feature_property``), or a
+HyperPod instance group's partition (:func:`fmcluster.generate.hyperpod.instance_groups`).
+ParallelCluster nodes carry ``Gres=gpu:<type>:<n>`` (same file, ``gres_property``), so jobs ask for
+``--gpus-per-node``; HyperPod jobs ask for whole nodes (``--exclusive``) only, as
+awsome-distributed-training's nccl-tests sbatch scripts do (``--gpus-per-node`` "for AWS ParallelCluster").
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from fmcluster.bootstrap.context import FsxMount, context_for
+from fmcluster.bootstrap.render import render_files
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from fmcluster import catalog, templates
+from fmcluster.acceptance.pairs import DEFAULT_MARGIN
+from fmcluster.generate import hyperpod as hp
+from fmcluster.generate import parallelcluster as pc
+from fmcluster.plan import ClusterPlan, GroupPlan
+
+TEMPLATES_DIR = templates.ROOT / "acceptance"
+TESTS = ("all_reduce_perf", "all_gather_perf")
+DEFAULT_NCCL_TESTS_DIR = "/opt/nccl-tests/build"
+"""Where awsome-distributed-training's nccl-tests sbatch scripts look (``NCCL_TESTS_PATH``)."""
+HEALTHCHECK_STEP = "steps/99-healthcheck.sh"
+
+
+def _environment() -> Environment:
+    # The bootstrap's settings (render.py), and its templates second, for the NCCL profile partial.
+    env = Environment(loader=FileSystemLoader([str(TEMPLATES_DIR), str(templates.BOOTSTRAP)]),
+                      undefined=StrictUndefined, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
+                      autoescape=False, comment_start_string="<%#", comment_end_string="#%>")
+    env.filters["q"] = lambda value: shlex.quote(str(value))
+    return env
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where one compute group's nodes run and what they are."""
+
+    group: GroupPlan
+    flavour: str
+    partition: str | None
+    constraint: str | None
+    gres: bool
+    domain_size: int | None
+    """Instances per NVLink domain (GB200 UltraServer); None without one."""
+
+    @property
+    def gpus(self) -> int:
+        return self.group.gpus // self.group.count
+
+    @property
+    def nvlinks_per_gpu(self) -> int | None:
+        return catalog.get(self.group.instance_type).nvlinks_per_gpu
+
+
+def targets(cluster: ClusterPlan) -> list[Target]:
+    out = []
+    queue_of = {g.name: q for q in pc.queues(cluster) for g in q.groups} if cluster.orchestrator == "parallelcluster" else {}
+    partition_of = {ig.compute_group: ig.partition for ig in hp.instance_groups(cluster) if ig.compute_group} \
+        if cluster.orchestrator == "hyperpod" else {}
+    for group in cluster.groups:
+        membership = hp.ultraserver(cluster, group)
+        size = membership.instances_per_server if membership else None
+        if cluster.orchestrator == "parallelcluster":
+            queue = queue_of[group.name]
+            out.append(Target(group, "parallelcluster", queue.name, group.name if len(queue.groups) > 1 else None,
+                              True, size))
+        elif cluster.orchestrator == "hyperpod":
+            out.append(Target(group, "hyperpod", partition_of[group.name], None, False, size))
+        else:
+            out.append(Target(group, "self-managed", None, None, False, size))
+    return out
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job script's settings (templates see it as ``job``)."""
+
+    file: str
+    group: str
+    instance_type: str
+    flavour: str
+    gpus: int
+    scope: str
+    nodes: int
+    partition: str | None
+    constraint: str | None
+    gpus_per_node: int | None
+    description: str
+    image: str | None
+    nccl_tests_dir: str
+    nvlinks_per_gpu: int | None
+    domain_size: int | None
+    tests: tuple[str, ...] = TESTS
+
+    @property
+    def tasks_per_node(self) -> int:
+        return self.gpus
+
+    @property
+    def job_name(self) -> str:
+        return f"fmc-{self.scope}-{self.group}"
+
+
+def _jobs(t: Target, image: str | None, nccl_tests_dir: str) -> list[Job]:
+    g = t.group
+
+    def job(file: str, scope: str, nodes: int, description: str, tests: tuple[str, ...] = TESTS) -> Job:
+        return Job(file, g.name, g.instance_type, t.flavour, t.gpus, scope, nodes, t.partition, t.constraint,
+                   t.gpus if t.gres else None, description, image, nccl_tests_dir, t.nvlinks_per_gpu, t.domain_size,
+                   tests)
+
+    slurm = t.partition is not None
+    jobs = [job("node-checks.sbatch" if slurm else "node-checks.sh", "node", g.count, "per-node checks")]
+    if not slurm:
+        jobs.append(job("nccl-mpirun.sh", "group", g.count, "nccl-tests through mpirun"))
+        return jobs
+    if g.count < 2:
+        return jobs
+    if t.domain_size is None:
+        jobs.append(job("nccl.sbatch", "group", g.count, f"all {g.count} nodes at once"))
+    else:
+        jobs.append(job("nccl-in-domain.sbatch", "in-domain", t.domain_size,
+                        f"the {t.domain_size} nodes of one UltraServer (NVLink domain)"))
+        if g.count >= 2 * t.domain_size:
+            jobs.append(job("nccl-cross-domain.sbatch", "cross-domain", 2 * t.domain_size,
+                            f"the nodes of two UltraServers ({2 * t.domain_size} nodes)"))
+    # Pairs run all_reduce only: the slow-node judgement and the published figure (2 nodes) need no more.
+    jobs.append(job("nccl-pairs.sbatch", "pair", g.count, "a ring of node pairs, for slow nodes", TESTS[:1]))
+    return jobs
+
+
+TEMPLATE_OF = {"node-checks.sbatch": "node_checks.sbatch.j2", "node-checks.sh": "node_checks.sh.j2",
+               "nccl-mpirun.sh": "nccl_mpirun.sh.j2"}
+
+
+def render_job(job: Job, cluster: ClusterPlan, fsx: FsxMount | None = None) -> str:
+    """The text of one job script."""
+    ctx = _context(cluster, job.group, job.flavour, fsx)
+    name = TEMPLATE_OF.get(job.file, "nccl.sbatch.j2")
+    return _environment().get_template(name).render(job=job, ctx=ctx, v=ctx.versions)
+
+
+def _context(cluster: ClusterPlan, group: str, flavour: str, fsx: FsxMount | None):
+    # As the deployed bundles are rendered (bootstrap/bundles.py): ParallelCluster and HyperPod mount FSx themselves.
+    if flavour == "self-managed":
+        return context_for(cluster, group, "compute", "self-managed", fsx=fsx)
+    return context_for(cluster, group, "compute", flavour, fsx=None)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Rendered:
+    files: list[Path]
+    instructions: str
+
+
+def render_acceptance(cluster: ClusterPlan, out: Path, *, image: str | None = None,
+                      nccl_tests_dir: str = DEFAULT_NCCL_TESTS_DIR, fsx: FsxMount | None = None) -> Rendered:
+    """Write every group's job scripts, the bootstrap's health check beside them, README.md and
+    acceptance.json into ``out``; return the files and what to run."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "logs").mkdir(exist_ok=True)
+    files, manifest, steps = [], [], []
+    for t in targets(cluster):
+        folder = out / t.group.name
+        folder.mkdir(exist_ok=True)
+        jobs = _jobs(t, image, nccl_tests_dir)
+        for job in jobs:
+            path = folder / job.file
+            path.write_text(render_job(job, cluster, fsx), encoding="utf-8")
+            path.chmod(0o755)
+            files.append(path)
+        if t.partition is not None:  # the node checks run node-checks.sh on every node
+            path = folder / "node-checks.sh"
+            path.write_text(render_job(_as_script(jobs[0]), cluster, fsx), encoding="utf-8")
+            path.chmod(0o755)
+            files.append(path)
+        health = folder / "healthcheck.sh"
+        health.write_text(render_files(_context(cluster, t.group.name, t.flavour, fsx))[HEALTHCHECK_STEP], encoding="utf-8")
+        health.chmod(0o755)
+        files.append(health)
+        manifest.append({"group": t.group.name, "instance_type": t.group.instance_type, "nodes": t.group.count,
+                         "gpus_per_node": t.gpus, "efa_devices": t.group.efa_interfaces,
+                         "nvlinks_per_gpu": t.nvlinks_per_gpu, "partition": t.partition, "constraint": t.constraint,
+                         "ultraserver_nodes": t.domain_size, "jobs": [asdict(j) | {"tests": list(j.tests)} for j in jobs]})
+        steps.append(_steps(t, jobs))
+    text = _readme(cluster, steps)
+    (out / "README.md").write_text(text, encoding="utf-8")
+    (out / "acceptance.json").write_text(json.dumps({"project": cluster.project, "orchestrator": cluster.orchestrator,
+                                                     "groups": manifest}, indent=2) + "\n", encoding="utf-8")
+    return Rendered(files, text)
+
+
+def _as_script(job: Job) -> Job:
+    return Job(**(asdict(job) | {"file": "node-checks.sh"}))
+
+
+def _steps(t: Target, jobs: list[Job]) -> str:
+    g = t.group
+    lines = [f"## {g.name}: {g.count} x {g.instance_type}" + (f" (partition {t.partition})" if t.partition else ""), ""]
+    if t.partition is not None:
+        lines += ["```"] + [f"sbatch {g.name}/{j.file}" for j in jobs] + ["```"]
+        if g.count < 2:
+            lines.append("One node: no NCCL run across nodes.")
+        if t.domain_size is not None and g.count < 2 * t.domain_size:
+            lines.append(f"One UltraServer ({t.domain_size} nodes) in this group: no cross-domain run (it needs two).")
+    else:
+        lines += ["No Slurm (orchestrator none): run these yourself (SSM, pdsh), from this folder on shared storage.",
+                  "```", f"bash {g.name}/node-checks.sh                      # on every node of {g.name}",
+                  f"bash {g.name}/nccl-mpirun.sh group HOSTFILE       # on one node; HOSTFILE: the {g.count} hosts",
+                  f"bash {g.name}/nccl-mpirun.sh pairs HOSTFILE       # a ring of node pairs (slow nodes)"]
+        if t.domain_size is not None:
+            lines += [f"bash {g.name}/nccl-mpirun.sh in-domain HOSTFILE   # the {t.domain_size} hosts of one UltraServer",
+                      f"bash {g.name}/nccl-mpirun.sh cross-domain HOSTFILE  # the hosts of two UltraServers"]
+        lines.append("```")
+    return "\n".join(lines)
+
+
+def _readme(cluster: ClusterPlan, steps: list[str]) -> str:
+    return "\n".join([
+        f"# Acceptance jobs for {cluster.project} ({cluster.orchestrator})", "",
+        ("Copy this folder to storage every node sees (e.g. the FSx for Lustre mount), `cd` into it, run what "
+        "follows, then `fmcluster acceptance report .` (exit 1 on a failed check). nccl-tests binaries: set "
+        f"FMC_IMAGE to a container image (pyxis) or build NVIDIA/nccl-tests with MPI=1 into FMC_NCCL_TESTS_DIR "
+        f"(default {DEFAULT_NCCL_TESTS_DIR}) on every node. Slow nodes: pairs more than "
+        f"{DEFAULT_MARGIN:.0%} below the median (`--margin`)."), "", *steps, ""])
