@@ -9,6 +9,7 @@ import sys
 import typer
 
 from fmcluster.cli import (
+    acceptance,
     bootstrap,
     capacity,
     dashboards,
@@ -35,6 +36,7 @@ app.add_typer(dashboards.dashboards_app, name="dashboards")
 app.add_typer(parallelcluster.app, name="parallelcluster", help="ParallelCluster: write cluster.yaml.")
 app.add_typer(hyperpod.app, name="hyperpod", help="SageMaker HyperPod: cluster and node health.")
 app.add_typer(capacity.app, name="capacity", help="Capacity blocks: search offerings (buys nothing).")
+app.add_typer(acceptance.app, name="acceptance", help="After deploy: NCCL, EFA and GPU checks as jobs, and their report.")
 
 
 def main() -> None:

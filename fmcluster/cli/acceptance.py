@@ -1,0 +1,97 @@
+"""`fmcluster acceptance ...`: after deploy, is the cluster fit to train?
+
+``render PROJECT --out DIR`` writes the jobs (Slurm batch scripts, or per-node scripts for
+self-managed nodes); ``report DIR_OR_LOGS`` judges what they logged (exit 1 on a failed check).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fmcluster import checks, config
+from fmcluster.acceptance import DEFAULT_MARGIN, AcceptanceError, build_report, to_text
+from fmcluster.bootstrap.acceptance import DEFAULT_NCCL_TESTS_DIR, render_acceptance
+from fmcluster.bootstrap.versions import BootstrapError
+from fmcluster.cli.bootstrap import _deployed_fsx
+from fmcluster.errors import ConfigError
+
+app = typer.Typer(help="Acceptance: NCCL, EFA and GPU checks as jobs, and their report.", no_args_is_help=True)
+
+FAILED_EXIT = 1
+USAGE_EXIT = 2
+
+
+@app.callback()
+def _group() -> None:
+    """Acceptance: NCCL, EFA and GPU checks as jobs, and their report."""
+
+
+@app.command("render")
+def render_cmd(
+    project: Annotated[str, typer.Argument(help="A project name under projects/, or a path to a YAML file.")],
+    out: Annotated[Path, typer.Option("--out", help="Directory to write the jobs into (copy it to shared storage).")]
+    = Path("acceptance"),
+    image: Annotated[str | None, typer.Option(
+        "--image", help="Container image with nccl-tests, run through pyxis (srun --container-image).")] = None,
+    nccl_tests_dir: Annotated[str, typer.Option(
+        "--nccl-tests-dir", help="Where the nodes have nccl-tests binaries when no --image is given.")]
+    = DEFAULT_NCCL_TESTS_DIR,
+) -> None:
+    """Write the acceptance jobs of PROJECT into OUT: per compute group, the node checks (GPUs, EFA,
+    fi_info, the bootstrap's health check, dcgmi diag -r 2) and nccl-tests all_reduce/all_gather runs."""
+    try:
+        loaded = config.load(project)
+        plan, _ = checks.validate(loaded)
+    except ConfigError as exc:
+        typer.echo(exc.report(), err=True)
+        raise typer.Exit(exc.exit_code) from None
+    if image is not None and (not image.strip() or any(c in image for c in "'\"`$\\ \n")):
+        typer.echo(f"--image {image!r}: give an image reference or a .sqsh path without quotes, spaces or $", err=True)
+        raise typer.Exit(USAGE_EXIT)
+    if not nccl_tests_dir.startswith("/") or any(c in nccl_tests_dir for c in "'\"`$\\ \n"):
+        typer.echo(f"--nccl-tests-dir {nccl_tests_dir!r}: give an absolute path without quotes, spaces or $", err=True)
+        raise typer.Exit(USAGE_EXIT)
+    cluster = plan.cluster
+    fsx = _deployed_fsx(plan.storage.spec) if cluster.orchestrator == "none" else None
+    try:
+        rendered = render_acceptance(cluster, out, image=image, nccl_tests_dir=nccl_tests_dir, fsx=fsx)
+    except (BootstrapError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(USAGE_EXIT) from None
+    typer.echo(f"{out}: {len(rendered.files)} files for {len(cluster.groups)} compute group(s); "
+               f"what to run is in {out / 'README.md'}:\n")
+    typer.echo(rendered.instructions)
+
+
+@app.command("report")
+def report_cmd(
+    target: Annotated[Path, typer.Argument(help="The folder `acceptance render` wrote (or its logs/), or one log file.")],
+    output: Annotated[str, typer.Option("--output", "-o", help="table or json.")] = "table",
+    margin: Annotated[float, typer.Option(
+        "--margin", help="How far below the median a node's pairs (and below a published figure a run) may sit, "
+                         f"as a fraction (default {DEFAULT_MARGIN}: 10%).")] = DEFAULT_MARGIN,
+) -> None:
+    """Judge the acceptance logs: bus and algorithm bandwidth per run and size (out-of-place and in-place),
+    against a published figure where one exists and the EFA line rate otherwise; the transport NCCL used;
+    dcgmi diag; EFA counts; slow nodes. Exit 1 on a failed check."""
+    if output not in ("table", "json"):
+        typer.echo(f"--output {output!r}: one of table, json", err=True)
+        raise typer.Exit(USAGE_EXIT)
+    if not 0 < margin < 1:
+        typer.echo(f"--margin {margin}: a fraction between 0 and 1 (0.1 = 10% below the median)", err=True)
+        raise typer.Exit(USAGE_EXIT)
+    try:
+        report = build_report(target, margin)
+    except AcceptanceError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(USAGE_EXIT) from None
+    if output == "json":
+        typer.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        typer.echo(to_text(report), nl=False)
+    if report.failed:
+        raise typer.Exit(FAILED_EXIT)
