@@ -141,6 +141,7 @@ def test_every_installed_unit_passes_systemd_analyze_verify(tmp_path, case):
     (root / "usr/bin").mkdir(parents=True, exist_ok=True)
     (root / "usr/bin/dcgm-exporter").write_text("#!/bin/sh\n")
     (root / "usr/bin/dcgm-exporter").chmod(0o755)
+    shutil.copy(_tool("systemd-tmpfiles"), root / "usr/bin/systemd-tmpfiles")  # the node's own (systemd)
     for name in dropins:
         (root / "usr/lib/systemd/system" / name).write_text(
             "[Unit]\nDescription=stand-in for the packaged unit\n[Service]\nExecStart=/usr/bin/dcgm-exporter\n")
