@@ -85,7 +85,7 @@ class Judge:
 
     def _tail(self, log: Log) -> str:
         text = [line.strip() for line in log.lines if line.strip()]
-        return text[-1][:200] if text else "the log is empty"
+        return text[-1][:300] if text else "the log is empty"
 
     # --- nccl-tests -----------------------------------------------------------------------------
 
@@ -95,9 +95,10 @@ class Judge:
         test = run.test or log.meta.get("test")
         scope = log.meta.get("scope", "group")
         hosts = run.hosts or log.hosts
-        if not run.rows:
+        if not run.rows:  # nothing ran: the one reason is all there is to say
             self.fail(log, f"no nccl-tests results ({test}): {self._tail(log)}")
-        elif not run.complete or not log.ended:
+            return self._record(log, run, transport, test, scope, hosts)
+        if not run.complete or not log.ended:
             last = run.rows[-1].size
             of = f" of {size_label(run.max_bytes)}" if run.max_bytes else ""
             self.fail(log, f"truncated: the {test} table stops at {size_label(last)}{of} and has no "
@@ -108,13 +109,7 @@ class Judge:
         if run.out_of_bounds:
             self.fail(log, f"{test}: {run.out_of_bounds} out-of-bounds values (wrong results): a GPU or link corrupts data")
         self._transport(log, transport, scope)
-        out: dict[str, Any] = {
-            "file": self.name(log.path), "group": log.meta.get("group"), "instance_type": log.meta.get("instance_type"),
-            "test": test, "scope": scope, "hosts": list(hosts), "ranks": len(run.ranks),
-            "avg_busbw": run.avg_busbw, "complete": run.complete and log.ended,
-            "rows": [_row(r) for r in run.rows], "transport": _transport_json(transport),
-            "line_rate_fraction": None, "references": [],
-        }
+        out = self._record(log, run, transport, test, scope, hosts)
         if exp is not None and run.rows and out["complete"]:
             largest = run.rows[-1]
             busbw = (largest.out_of_place or largest.in_place).busbw
@@ -122,6 +117,16 @@ class Judge:
                 out["line_rate_fraction"] = round(busbw / exp.efa_line_rate_gb_s, 3)
             out["references"] = self._references(log, run, exp, test, len(hosts))
         return out
+
+    def _record(self, log: Log, run: NcclRun, transport: Transport, test: str | None, scope: str,
+                hosts: tuple[str, ...]) -> dict[str, Any]:
+        return {
+            "file": self.name(log.path), "group": log.meta.get("group"), "instance_type": log.meta.get("instance_type"),
+            "test": test, "scope": scope, "hosts": list(hosts), "ranks": len(run.ranks),
+            "avg_busbw": run.avg_busbw, "complete": run.complete and log.ended,
+            "rows": [_row(r) for r in run.rows], "transport": _transport_json(transport),
+            "line_rate_fraction": None, "references": [],
+        }
 
     def _transport(self, log: Log, tr: Transport, scope: str) -> None:
         if not tr.info_lines_seen:

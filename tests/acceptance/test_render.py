@@ -1,0 +1,225 @@
+"""`fmcluster acceptance render`: the jobs of every example, linted by the real shellcheck, asking Slurm
+for the right nodes and GPUs, carrying the bootstrap's NCCL environment byte for byte, and run in a
+sandbox of stub commands (srun, scontrol) that record their arguments."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from fmcluster.bootstrap.acceptance import render_acceptance
+from fmcluster.bootstrap.bundles import (
+    render_dispatched_bundles,
+    render_lifecycle_bundles,
+)
+from fmcluster.bootstrap.context import context_for
+from fmcluster.bootstrap.render import render_files
+from support import ALL_FILES
+from support.sandbox import SHELLCHECK
+
+from fmcluster import catalog, config
+from fmcluster.acceptance import build_report
+from fmcluster.acceptance.pairs import rounds
+from fmcluster.plan import make_plan
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _loaded(path: Path):
+    loaded = config.load(str(path))
+    return loaded, make_plan(loaded.project).cluster
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory) -> dict[str, tuple[Path, object, object]]:
+    out = {}
+    for path in ALL_FILES:
+        loaded, cluster = _loaded(path)
+        target = tmp_path_factory.mktemp(path.stem)
+        render_acceptance(cluster, target)
+        out[path.stem] = (target, loaded.project, cluster)
+    return out
+
+
+def sbatch_options(text: str) -> dict[str, str]:
+    opts = {}
+    for line in text.splitlines():
+        if m := re.match(r"^#SBATCH --([a-z-]+)(?:=(.*))?$", line):
+            opts[m.group(1)] = m.group(2) or ""
+    return opts
+
+
+def expected_partition(project, group: str) -> str:
+    """Read from the project file's own settings, not from the generators the renderer uses."""
+    orch = project.orchestrator
+    if orch.type == "parallelcluster":
+        queues = (orch.parallelcluster.queues if orch.parallelcluster else None) or {group: [group]}
+        return next(q for q, members in queues.items() if group in members)
+    settings = orch.hyperpod.groups.get(group) if orch.hyperpod else None
+    return (settings.partition if settings else None) or group
+
+
+def test_every_rendered_script_passes_shellcheck(rendered):
+    scripts = sorted(p for target, *_ in rendered.values() for p in target.rglob("*")
+                     if p.suffix in (".sbatch", ".sh") and p.name != "healthcheck.sh")
+    assert len(scripts) > 20
+    proc = subprocess.run([SHELLCHECK, "--norc", *map(str, scripts)], check=False, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[:4000]
+
+
+def test_slurm_jobs_request_the_right_nodes_gpus_and_partition(rendered):
+    checked = 0
+    for name, (target, project, cluster) in rendered.items():
+        sbatch = sorted(target.rglob("*.sbatch"))
+        if project.orchestrator.type == "none":
+            assert not sbatch, f"{name}: no Slurm without an orchestrator"
+            assert all((target / g.name / "nccl-mpirun.sh").is_file() for g in project.compute_groups)
+            assert "No Slurm" in (target / "README.md").read_text()
+            continue
+        for group in project.compute_groups:
+            itype = catalog.get(group.instance_type)
+            ultra = max((u.instances for u in itype.ultraservers if group.count % u.instances == 0), default=None)
+            files = {p.name: sbatch_options(p.read_text()) for p in (target / group.name).glob("*.sbatch")}
+            expected_files = {"node-checks.sbatch", "nccl-pairs.sbatch"} | (
+                {"nccl.sbatch"} if ultra is None else
+                {"nccl-in-domain.sbatch"} | ({"nccl-cross-domain.sbatch"} if group.count >= 2 * ultra else set()))
+            assert set(files) == expected_files, name
+            for file, opts in files.items():
+                nodes = {"nccl-in-domain.sbatch": ultra, "nccl-cross-domain.sbatch": 2 * (ultra or 0)}.get(file, group.count)
+                assert opts["nodes"] == str(nodes), (name, file)
+                assert opts["ntasks-per-node"] == str(itype.gpus), (name, file)
+                assert opts["partition"] == expected_partition(project, group.name), (name, file)
+                assert "exclusive" in opts
+                if project.orchestrator.type == "parallelcluster":
+                    assert opts["gpus-per-node"] == str(itype.gpus)
+                else:
+                    assert "gpus-per-node" not in opts
+                checked += 1
+    assert checked >= 10
+
+
+def _profile(bundle_step: str) -> str:
+    return bundle_step.split("<<'PROFILE'\n", 1)[1].split("\nPROFILE\n", 1)[0] + "\n"
+
+
+def test_job_scripts_carry_the_bundles_nccl_profile_byte_for_byte(rendered, tmp_path: Path):
+    for name, (target, project, cluster) in rendered.items():
+        for group in project.compute_groups:
+            flavour = {"none": "self-managed"}.get(project.orchestrator.type, project.orchestrator.type)
+            step = render_files(context_for(cluster, group.name, "compute", flavour))["steps/50-nccl-env.sh"]
+            profile = _profile(step)
+            assert "LD_LIBRARY_PATH" in profile
+            for script in (target / group.name).iterdir():
+                if script.name == "healthcheck.sh":
+                    continue
+                text = script.read_text()
+                inside = text.split("# --- begin fmcluster-nccl.sh ---\n", 1)[1].split("# --- end fmcluster-nccl.sh ---", 1)[0]
+                assert inside == profile, (name, script.name)
+
+
+def test_the_health_check_is_the_deployed_bundles(rendered, tmp_path: Path):
+    for name in ("default", "p5en-hyperpod"):
+        target, project, cluster = rendered[name]
+        if project.orchestrator.type == "parallelcluster":
+            root = render_dispatched_bundles(cluster, tmp_path / name).bundles
+            deployed = {g.name: root / g.instance_type for g in cluster.groups}
+        else:
+            root = render_lifecycle_bundles(cluster, tmp_path / name).root
+            deployed = {g.name: root / g.name for g in cluster.groups}
+        for group, bundle in deployed.items():
+            assert (target / group / "healthcheck.sh").read_bytes() == (bundle / "steps/99-healthcheck.sh").read_bytes()
+
+
+def test_dcgmi_gets_the_expected_nvlinks_only_where_the_catalog_knows_them(rendered):
+    target, *_ = rendered["p5-parallelcluster"]
+    assert "dcgmi diag -r 2 -p pcie.gpu_nvlinks_expected_up=18\n" in (target / "gpu/node-checks.sh").read_text()
+    target, *_ = rendered["p4d-on-demand"]
+    text = next(target.glob("*/node-checks.sh")).read_text()
+    assert "dcgmi diag -r 2\n" in text and "nvlinks_expected_up" not in text
+
+
+def _ring_function(script: Path) -> str:
+    text = script.read_text()
+    return text[text.index("fmc_ring_rounds() {"):text.index("\n}\n", text.index("fmc_ring_rounds() {")) + 3]
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 9])
+def test_the_jobs_pairing_is_the_reports(rendered, n: int):
+    target, *_ = rendered["p5-parallelcluster"]
+    hosts = [f"h{i}" for i in range(n)]
+    code = _ring_function(target / "gpu/nccl-pairs.sbatch") + 'fmc_ring_rounds "$@"\n'
+    proc = subprocess.run(["bash", "-c", code, "_", *hosts], capture_output=True, text=True, check=True, timeout=30)
+    from_bash = [tuple(line.split()) for line in proc.stdout.splitlines()]
+    assert from_bash == [(str(i), a, b) for i, rnd in enumerate(rounds(hosts)) for a, b in rnd]
+
+
+SRUN = r"""#!/bin/bash
+printf 'srun %s\n' "$*" >>"${SANDBOX}/calls.log"
+for a in "$@"; do
+  case "$a" in
+    --help) echo "Usage: srun [OPTIONS...] executable"; exit 0 ;;
+    test) [[ -e "${SANDBOX}/binaries-present" ]] && exit 0
+          echo "srun: error: ip-10-1-0-12: task 1: Exited with exit code 1" >&2; exit 1 ;;
+    */all_reduce_perf|*/all_gather_perf) grep -v '^FMC-' "${SANDBOX}/nccl-output.log"; exit 0 ;;
+  esac
+done
+exit 0
+"""
+
+
+def _sandbox(tmp_path: Path, hosts: list[str]) -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text(SRUN)
+    (bin_dir / "scontrol").write_text("#!/bin/bash\nprintf '%s\\n' " + " ".join(hosts) + "\n")
+    for stub in bin_dir.iterdir():
+        stub.chmod(0o755)
+    shutil.copy(FIXTURES / "p5-pair/logs/nccl-train-pair-1.log", tmp_path / "nccl-output.log")
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "SANDBOX": str(tmp_path), "SLURM_JOB_NODELIST": "ip-10-1-0-[11-14]",
+            "SLURM_JOB_ID": "4242", "HOME": str(tmp_path)}
+
+
+def _submit(rendered, tmp_path: Path, file: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    target, *_ = rendered["p5-parallelcluster"]
+    work = tmp_path / "acceptance"
+    shutil.copytree(target, work)
+    return subprocess.run(["bash", str(work / "gpu" / file)], check=False, cwd=work, env=env | {"SLURM_SUBMIT_DIR": str(work)},
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_missing_nccl_tests_binaries_fail_with_a_message_the_report_repeats(rendered, tmp_path: Path):
+    proc = _submit(rendered, tmp_path, "nccl.sbatch", _sandbox(tmp_path, ["ip-10-1-0-11", "ip-10-1-0-12"]))
+    assert proc.returncode == 1
+    assert "/opt/nccl-tests/build/all_reduce_perf is missing on a node" in proc.stderr
+    report = build_report(tmp_path / "acceptance/logs")
+    (message,) = [f.message for f in report.findings if f.level == "fail"]
+    assert message.startswith("no nccl-tests results (setup): /opt/nccl-tests/build/all_reduce_perf is missing")
+    assert "ip-10-1-0-12: task 1" in message
+
+
+def test_an_image_without_pyxis_fails_clearly(rendered, tmp_path: Path):
+    env = _sandbox(tmp_path, ["ip-10-1-0-11", "ip-10-1-0-12"]) | {"FMC_IMAGE": "/fsx/nccl-tests.sqsh"}
+    proc = _submit(rendered, tmp_path, "nccl.sbatch", env)
+    assert proc.returncode == 1 and "this Slurm has no pyxis (srun --container-image)" in proc.stderr
+
+
+def test_the_pairs_job_runs_the_ring_and_its_logs_pass_the_report(rendered, tmp_path: Path):
+    hosts = ["ip-10-1-0-11", "ip-10-1-0-12", "ip-10-1-0-13", "ip-10-1-0-14"]
+    env = _sandbox(tmp_path, hosts)
+    (tmp_path / "binaries-present").touch()
+    proc = _submit(rendered, tmp_path, "nccl-pairs.sbatch", env)
+    assert proc.returncode == 0, proc.stderr
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    launched = sorted(re.search(r"--nodelist=(\S+)", c).group(1) for c in calls if "all_reduce_perf -b 8 -e 16G" in c)
+    assert launched == sorted(",".join(p) for rnd in rounds(hosts) for p in rnd)
+    runs = [c for c in calls if "all_reduce_perf -b 8" in c]
+    assert len(runs) == 4
+    assert all("--mpi=pmix" in c and "--ntasks-per-node=8" in c and "--nodes=2" in c for c in runs)
+    report = build_report(tmp_path / "acceptance")
+    assert len(report.runs) == 4 and all(r["scope"] == "pair" for r in report.runs)
+    assert not report.failed, [f.message for f in report.findings]
+    assert os.path.isdir(tmp_path / "acceptance/logs")
