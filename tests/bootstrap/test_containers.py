@@ -84,12 +84,13 @@ def test_without_the_nvme_storage_stays_off_the_scratch_path(tmp_path):
     assert "ConditionPathIsMountPoint" not in (sb.root / "etc/systemd/system" / UNIT).read_text()
 
 
-def test_pyxis_runtime_path_is_on_the_scratch_and_slurmd_restarts_once(tmp_path):
+def test_pyxis_runtime_path_is_the_anchors_and_slurmd_restarts_once(tmp_path):
     sb = _sandbox(tmp_path)  # HyperPod: every node writes the plugstack; the image carries pyxis
     res = sb.run(script="steps/80-containers.sh")
     assert res.rc == 0, res.out
     conf = sb.root / "opt/slurm/etc/plugstack.conf.d/pyxis.conf"
-    assert conf.read_text() == "required /usr/local/lib/slurm/spank_pyxis.so runtime_path=/scratch/pyxis\n"
+    # Not on the scratch even where there is one: slurmd must start on a node whose scratch is missing.
+    assert conf.read_text() == "required /usr/local/lib/slurm/spank_pyxis.so runtime_path=/run/pyxis\n"
     assert calls_of(res, "systemctl restart slurmd.service") == ["systemctl restart slurmd.service"]
     # Nothing changed: no second restart.
     (sb.root / "var/lib/fmcluster/markers/80-containers").unlink()
@@ -98,7 +99,7 @@ def test_pyxis_runtime_path_is_on_the_scratch_and_slurmd_restarts_once(tmp_path)
     assert not calls_of(res, "systemctl restart slurmd.service")
 
 
-def test_without_scratch_pyxis_keeps_its_default_runtime_path(tmp_path):
+def test_without_scratch_the_runtime_path_is_the_same(tmp_path):
     sb = _sandbox(tmp_path, scratch_mounted=False, scratch=False)
     res = sb.run(script="steps/80-containers.sh")
     assert res.rc == 0, res.out

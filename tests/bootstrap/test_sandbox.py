@@ -251,7 +251,7 @@ def test_head_node_al2023(make_sandbox):
     assert [s.name for s in sb.manifest.steps] == ["10-preflight", "70-lustre", "80-containers", "90-exporters", "99-healthcheck"]
     assert any(c.startswith("dnf -q -y install") and "enroot-3.4.1" in c for c in res.calls)
     assert (sb.root / "opt/slurm/etc/plugstack.conf.d/pyxis.conf").read_text() == (
-        "required /usr/local/lib/slurm/spank_pyxis.so runtime_path=/scratch/pyxis\n")
+        "required /usr/local/lib/slurm/spank_pyxis.so runtime_path=/run/pyxis\n")
     assert not calls_of(res, "nvidia-smi")
 
 
