@@ -1,9 +1,10 @@
-"""Storage checks: data repository associations and the checkpoint target."""
+"""Storage checks: data repository associations, the checkpoint target, EFA connections to FSx."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from fmcluster.bootstrap.context import efa_client_interfaces
 from fmcluster.checks.registry import Finding, check
 from fmcluster.config.loader import LoadedProject
 from fmcluster.config.storage import S3_URI
@@ -97,3 +98,27 @@ def _duration(seconds: float) -> str:
     if seconds < 2 * 3600:
         return f"{seconds / 60:,.0f} min"
     return f"{seconds / 3600:,.1f} h"
+
+
+FSX_EFA_CONNECTIONS = 1024
+"""EFA connections one FSx for Lustre file system accepts over all its clients; each EFA interface a
+client configures for LNet is one (FSx for Lustre User Guide, "Configuring EFA clients", step 4)."""
+
+
+@check("fsx-efa-connections", "warning")
+def _efa_connections(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """Every GPU node mounts an EFA-enabled file system over the FSx guide's number of EFA interfaces."""
+    field = plan.storage.efa_field
+    if field is None:
+        return
+    per_group = [(g, efa_client_interfaces(g.instance_type, g.efa_interfaces)) for g in plan.groups if g.efa_interfaces]
+    total = sum(g.count * n for g, n in per_group)
+    if total <= FSX_EFA_CONNECTIONS:
+        return
+    detail = ", ".join(f"{g.name}: {g.count} x {n}" for g, n in per_group)
+    yield Finding(field,
+        f"the GPU nodes would open {total:,} EFA connections to the file system ({detail} interfaces per node, "
+        f"the FSx guide's figure per instance type); one file system accepts {FSX_EFA_CONNECTIONS:,} over all "
+        "clients, so the nodes past that get no EFA path to it",
+        "split the nodes over several EFA-enabled file systems, or set efa_enabled: false (Lustre over TCP)",
+    )

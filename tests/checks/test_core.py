@@ -86,7 +86,16 @@ CASES = [
      BASE + "orchestrator: {type: parallelcluster}\nstorage: {fsx: {efa_enabled: true, metadata: {mode: AUTOMATIC}}}\n",
      "storage.fsx.efa_enabled"),
     ("fsx-throughput-low", "warning", BASE, "storage.fsx"),
+    # 129 p5 nodes x the FSx guide's 8 EFA interfaces = 1,032 connections, over the 1,024 a file system takes.
+    ("fsx-efa-connections", "warning",
+     BASE.replace("count: 2", "count: 129") + "storage: {fsx: {efa_enabled: true, metadata: {mode: AUTOMATIC}}}\n",
+     "storage.fsx.efa_enabled"),
 ]
+
+
+def test_efa_connections_at_the_limit_are_fine(tmp_path: Path) -> None:
+    text = BASE.replace("count: 2", "count: 128") + "storage: {fsx: {efa_enabled: true, metadata: {mode: AUTOMATIC}}}\n"
+    assert "fsx-efa-connections" not in [p.check for p in _problems(text, tmp_path)]
 
 
 def _only_error(text: str, tmp_path: Path, path: str):
