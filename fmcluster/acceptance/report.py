@@ -69,19 +69,22 @@ def _busbw(run: dict[str, Any]) -> float | None:
 
 def _slow(report: Report, judge: Judge, margin: float) -> None:
     groups: dict[tuple[str, str], dict[tuple[str, str], float]] = {}
+    files: dict[tuple[str, str], str] = {}
     for run in report.runs:
         value = _busbw(run)
         if run["scope"] != "pair" or value is None or len(run["hosts"]) != 2:
             continue
         a, b = sorted(run["hosts"])
         groups.setdefault((run["group"] or "", run["test"] or ""), {})[(a, b)] = value
+        files[(a, b)] = run["file"]
     for (group, test), values in sorted(groups.items()):
         flagged, note = slow_nodes(values, margin)
         where = f"group {group}, {test} pairs"
         if note:
             judge.findings.append(Finding("note", where, note))
         for node in flagged:
-            pairs = ", ".join(f"with {p}: {v:g} GB/s" for p, v in sorted(node.pairs.items()))
+            logs = ", ".join(f for pair, f in sorted(files.items()) if node.host in pair and pair in values)
+            pairs = ", ".join(f"with {p}: {v:g} GB/s" for p, v in sorted(node.pairs.items())) + f"; logs {logs}"
             judge.findings.append(Finding("fail", where, f"slow node {node.host}: every pair is more than {margin:.0%} "
                                                          f"below the median {node.median:g} GB/s ({pairs})"))
             report.slow.append({"group": group, "test": test, "host": node.host, "pairs": node.pairs,
