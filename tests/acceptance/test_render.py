@@ -223,3 +223,40 @@ def test_the_pairs_job_runs_the_ring_and_its_logs_pass_the_report(rendered, tmp_
     assert len(report.runs) == 4 and all(r["scope"] == "pair" for r in report.runs)
     assert not report.failed, [f.message for f in report.findings]
     assert os.path.isdir(tmp_path / "acceptance/logs")
+
+
+NODE_STUBS = {
+    "hostname": 'echo ip-10-1-0-11',
+    "nvidia-smi": 'for i in 0 1 2 3 4 5 6 7; do echo "NVIDIA H100 80GB HBM3"; done',
+    "fi_info": 'for i in $(seq 0 31); do printf "provider: efa\\n    fabric: efa-direct\\n    domain: rdmap%ss0-rdm\\n" "$i"; done',
+    "sudo": 'exit 1',
+    "dcgmi": 'grep -v "^FMC-" "${SANDBOX}/dcgm.log"',
+}
+
+
+def test_the_node_checks_print_what_the_report_reads(rendered, tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in NODE_STUBS.items():
+        (bin_dir / name).write_text(f'#!/bin/bash\nprintf "%s %s\\n" {name} "$*" >>"${{SANDBOX}}/calls.log"\n{body}\n')
+        (bin_dir / name).chmod(0o755)
+    shutil.copy(FIXTURES / "p5-pair/logs/dcgm-ip-10-1-0-11.log", tmp_path / "dcgm.log")
+    target, *_ = rendered["p5-parallelcluster"]
+    work = tmp_path / "acceptance"
+    shutil.copytree(target, work)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SANDBOX": str(tmp_path), "HOME": str(tmp_path), "SLURM_SUBMIT_DIR": str(work)}
+    proc = subprocess.run(["bash", str(work / "gpu/node-checks.sh")], check=False, cwd=work, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "dcgmi diag -r 2 -p pcie.gpu_nvlinks_expected_up=18" in (tmp_path / "calls.log").read_text()
+    report = build_report(work / "logs")
+    (node,) = report.nodes
+    assert (node["host"], node["gpus"], node["efa_fi_info"], node["fi_info_rc"], node["dcgm_rc"]) == ("ip-10-1-0-11", 8, 32, 0, 0)
+    assert report.dcgm[0]["tests"] == {"software": "Pass", "memory": "Pass", "pcie": "Pass"}
+    assert node["health"].startswith("unknown: no /var/lib/fmcluster/health and no passwordless sudo")
+    # This machine has no EFA devices in /sys/class/infiniband: the report says so and fails.
+    if not Path("/sys/class/infiniband").exists():
+        assert any("/sys/class/infiniband (efa driver) shows 0 EFA devices" in f.message for f in report.findings)
+    domain = subprocess.run(["bash", str(work / "gpu/node-checks.sh"), "domain"], check=True, cwd=work, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert domain.stdout == "none ip-10-1-0-11\n"
