@@ -96,7 +96,8 @@ class Judge:
         scope = log.meta.get("scope", "group")
         hosts = run.hosts or log.hosts
         if not run.rows:  # nothing ran: the one reason is all there is to say
-            self.fail(log, f"no nccl-tests results ({test}): {self._tail(log)}")
+            cut = "" if log.ended else "truncated before the first result (no FMC-END: the job was killed or timed out); "
+            self.fail(log, f"no nccl-tests results ({test}): {cut}{self._tail(log)}")
             return self._record(log, run, transport, test, scope, hosts)
         if not run.complete or not log.ended:
             last = run.rows[-1].size

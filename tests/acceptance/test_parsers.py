@@ -206,3 +206,10 @@ def test_slow_node_detection_limits_and_margin():
     assert slow_nodes({("a", "b"): 10.0}, 0.1)[1].startswith("2 nodes in 1 pair(s)")
     with pytest.raises(ValueError, match="between 0 and 1"):
         slow_nodes(values, 10)
+
+
+def test_a_log_cut_before_the_table_says_so(tmp_path: Path):
+    text = P5_LOG.read_text()
+    (tmp_path / "early.log").write_text(text[:text.index("# nccl-tests version")])
+    (message,) = fails(build_report(tmp_path / "early.log"))
+    assert message.startswith("early.log: no nccl-tests results (all_reduce_perf): truncated before the first result")
