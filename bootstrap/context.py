@@ -40,6 +40,12 @@ ORCHESTRATOR_FLAVOUR: dict[str, Flavour] = {
 }
 
 
+def bundle_mounts_fsx(flavour: Flavour) -> bool:
+    """Whether the bundle mounts FSx for Lustre itself: only on self-managed nodes. ParallelCluster mounts it
+    through the cluster's ``SharedStorage`` and HyperPod through the instance group's ``FSxLustreConfig``."""
+    return flavour == "self-managed"
+
+
 class FsxMount(_Frozen):
     """The mount contract of an FSx for Lustre file system (see :class:`fmcluster.contracts.MountContract`).
 

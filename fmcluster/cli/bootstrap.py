@@ -83,7 +83,7 @@ def render_cmd(
         typer.echo(f"unknown flavour {flavour!r}; one of: {', '.join(context.FLAVOURS)}", err=True)
         raise typer.Exit(2)
     effective = flavour or context.ORCHESTRATOR_FLAVOUR[cluster.orchestrator]
-    fsx = _deployed_fsx(plan.storage.spec) if effective != "parallelcluster" else None
+    fsx = _deployed_fsx(plan.storage.spec) if context.bundle_mounts_fsx(effective) else None
     groups = group or [g.name for g in proj.compute_groups]
     try:
         for g in groups:
@@ -133,7 +133,7 @@ orchestrator:
 
 def render_matrix(out: Path) -> list[dict]:
     """Every OS x catalog type x flavour, compute role, into OUT/<os>/<type>/<flavour>/. Bundles of
-    flavours that mount FSx mount an EFA-enabled one whose identity comes at boot (the widest path)."""
+    flavours that mount FSx (self-managed) mount an EFA-enabled one whose identity comes at boot (the widest path)."""
     orchestrator = {f: o for o, f in context.ORCHESTRATOR_FLAVOUR.items()}
     rows = []
     for os_name in context.OPERATING_SYSTEMS:
@@ -141,7 +141,7 @@ def render_matrix(out: Path) -> list[dict]:
             for flavour in context.FLAVOURS:
                 text = MATRIX_PROJECT.format(os=os_name, itype=itype, orchestrator=orchestrator[flavour])
                 cluster = make_plan(config.parse(text).project).cluster
-                fsx = None if flavour == "parallelcluster" else context.FsxMount(efa_enabled=True)
+                fsx = context.FsxMount(efa_enabled=True) if context.bundle_mounts_fsx(flavour) else None
                 ctx = context.context_for(cluster, "gpu", "compute", flavour, fsx=fsx)
                 target = out / os_name / itype / flavour
                 manifest = render.render_bundle(ctx, target)

@@ -79,11 +79,12 @@ def test_render_has_the_fsx_mount_step_the_deployed_bundle_has(tmp_path: Path):
     lustre = (out / "train-compute/steps/70-lustre.sh").read_text()
     assert "/lustre" in lustre and "FMC_FSX_ID" in lustre  # the identity comes at boot
     assert "identity comes at boot (FMC_FSX_ID, FMC_FSX_DNS, FMC_FSX_MOUNT_NAME" in result.output
-    # ParallelCluster mounts FSx itself: no Lustre step there, as deployed
-    result = CliRunner().invoke(app, ["render", str(project), "--out", str(out), "--flavour", "parallelcluster"])
-    assert result.exit_code == 0, result.output
-    manifest = json.loads((out / "train-compute/manifest.json").read_text())
-    assert "70-lustre" not in [s["name"] for s in manifest["steps"]]
+    # ParallelCluster (SharedStorage) and HyperPod (FSxLustreConfig) mount FSx themselves: no Lustre step, as deployed
+    for flavour in ("parallelcluster", "hyperpod"):
+        result = CliRunner().invoke(app, ["render", str(project), "--out", str(out), "--flavour", flavour])
+        assert result.exit_code == 0, result.output
+        manifest = json.loads((out / "train-compute/manifest.json").read_text())
+        assert "70-lustre" not in [s["name"] for s in manifest["steps"]], flavour
 
 
 def test_render_matrix_renders_every_os_type_and_flavour_with_a_summary(tmp_path: Path):
@@ -97,7 +98,7 @@ def test_render_matrix_renders_every_os_type_and_flavour_with_a_summary(tmp_path
         manifest = json.loads((out / r["path"] / "manifest.json").read_text())
         assert (manifest["os"], manifest["instance_type"], manifest["flavour"]) == (r["os"], r["instance_type"], r["flavour"])
         assert r["placeholders"] == []
-        assert ("70-lustre" in r["steps"]) == (r["flavour"] != "parallelcluster")
+        assert ("70-lustre" in r["steps"]) == (r["flavour"] == "self-managed")
     assert {r["arch"] for r in rows} == {"x86_64", "aarch64"}
     summary = (out / "SUMMARY.md").read_text()
     assert summary.count("\n| ") == len(rows) + 1  # header + one row per bundle
