@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fmcluster.acceptance.judge import NO_REFERENCE, Finding, Judge, size_label
 from fmcluster.acceptance.logs import AcceptanceError, find_logs, read_log
-from fmcluster.acceptance.pairs import DEFAULT_MARGIN, slow_nodes
+from fmcluster.acceptance.pairs import DEFAULT_MARGIN, ring, slow_nodes
 
 
 @dataclass
@@ -56,8 +57,52 @@ def build_report(target: Path, margin: float = DEFAULT_MARGIN) -> Report:
     for message in skipped:
         judge.findings.append(Finding("note", message.split(":", 1)[0], "skipped: " + message.split(": ", 1)[-1]))
     _slow(report, judge, margin)
+    _coverage(report, judge, root)
     report.findings = judge.findings
     return report
+
+
+MANIFEST = "acceptance.json"
+"""What ``acceptance render`` wrote beside the jobs: per group, its nodes and jobs (the report's expectations)."""
+
+
+def _manifest(root: Path) -> dict[str, Any] | None:
+    for folder in (root, root.parent):
+        path = folder / MANIFEST
+        if path.is_file():
+            try:
+                return json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise AcceptanceError(f"{path}: not the JSON `acceptance render` writes ({exc})") from None
+    return None
+
+
+def _coverage(report: Report, judge: Judge, root: Path) -> None:
+    """Every node and run the rendered jobs promise left a log: a node that never ran its checks, or a
+    job never submitted, fails here (each node and run writes its own log, so no single log can tell)."""
+    manifest = _manifest(root)
+    if manifest is None:
+        judge.findings.append(Finding("note", str(root), f"no {MANIFEST} here or one folder up: the report cannot "
+                                                         "tell whether every node and run left a log"))
+        return
+    for group in manifest.get("groups", []):
+        name, nodes = group["group"], int(group["nodes"])
+        where = f"group {name}"
+        for job in group["jobs"]:
+            if job["scope"] == "node":
+                for what, entries in (("node checks", report.nodes), ("dcgmi diag", report.dcgm)):
+                    hosts = {e["host"] for e in entries if e["group"] == name}
+                    if len(hosts) < nodes:
+                        judge.findings.append(Finding("fail", where, f"{what} from {len(hosts)} of {nodes} nodes: "
+                                                      f"submit {job['file']} (again) and look for the missing nodes' logs"))
+                continue
+            runs = [r for r in report.runs if r["group"] == name and r["scope"] == job["scope"]]
+            want = len(ring([str(i) for i in range(nodes)])) if job["scope"] == "pair" else 1
+            for test in job["tests"]:
+                got = sum(1 for r in runs if r["test"] == test)
+                if got < want:
+                    judge.findings.append(Finding("fail", where, f"{job['scope']} {test}: {got} of {want} run(s) left "
+                                                  f"a log: submit {job['file']} (again)"))
 
 
 def _busbw(run: dict[str, Any]) -> float | None:

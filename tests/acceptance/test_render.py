@@ -196,7 +196,8 @@ def test_missing_nccl_tests_binaries_fail_with_a_message_the_report_repeats(rend
     assert proc.returncode == 1
     assert "/opt/nccl-tests/build/all_reduce_perf is missing on a node" in proc.stderr
     report = build_report(tmp_path / "acceptance/logs")
-    (message,) = [f.message for f in report.findings if f.level == "fail"]
+    # Besides the jobs never submitted here (the coverage findings, per group), the one failure is the setup's.
+    (message,) = [f.message for f in report.findings if f.level == "fail" and not f.file.startswith("group ")]
     assert message.startswith("no nccl-tests results (setup): /opt/nccl-tests/build/all_reduce_perf is missing")
     assert "ip-10-1-0-12: task 1" in message
 
@@ -221,7 +222,10 @@ def test_the_pairs_job_runs_the_ring_and_its_logs_pass_the_report(rendered, tmp_
     assert all("--mpi=pmix" in c and "--ntasks-per-node=8" in c and "--nodes=2" in c for c in runs)
     report = build_report(tmp_path / "acceptance")
     assert len(report.runs) == 4 and all(r["scope"] == "pair" for r in report.runs)
-    assert not report.failed, [f.message for f in report.findings]
+    # The pairs pass; what fails is only that the other jobs of acceptance.json were never submitted.
+    failed = sorted(f.message.split(":")[0] for f in report.findings if f.level == "fail")
+    assert failed == ["dcgmi diag from 0 of 4 nodes", "group all_gather_perf", "group all_reduce_perf",
+                      "node checks from 0 of 4 nodes"], [f.message for f in report.findings]
     assert os.path.isdir(tmp_path / "acceptance/logs")
 
 
@@ -260,3 +264,42 @@ def test_the_node_checks_print_what_the_report_reads(rendered, tmp_path: Path):
     domain = subprocess.run(["bash", str(work / "gpu/node-checks.sh"), "domain"], check=True, cwd=work, env=env,
                             capture_output=True, text=True, timeout=60)
     assert domain.stdout == "none ip-10-1-0-11\n"
+
+
+COVERAGE_PROJECT = """\
+name: cov
+availability_zone_id: use1-az6
+compute_groups:
+  - name: train
+    instance_type: p5.48xlarge
+    count: 2
+orchestrator: {type: parallelcluster}
+"""
+
+
+def test_the_report_fails_for_every_node_and_run_the_rendered_jobs_promised_but_left_no_log(tmp_path: Path):
+    out = tmp_path / "acceptance"
+    render_acceptance(make_plan(config.parse(COVERAGE_PROJECT).project).cluster, out)
+    fixture = Path(__file__).parent / "fixtures/p5-pair/logs"
+    for log in fixture.iterdir():
+        shutil.copy(log, out / "logs" / log.name)
+
+    def failed() -> list[str]:
+        return sorted(f"{f.file}: {f.message}" for f in build_report(out).findings if f.level == "fail")
+
+    # The fixture has the node checks, both nodes' dcgmi diag and the one pair, but no run across the group.
+    assert failed() == ["group train: group all_gather_perf: 0 of 1 run(s) left a log: submit nccl.sbatch (again)",
+                        "group train: group all_reduce_perf: 0 of 1 run(s) left a log: submit nccl.sbatch (again)"]
+    # The pair's log doubles as the group run (2 nodes: the pair is the group) -- then only a missing node is left.
+    for test in ("all_reduce_perf", "all_gather_perf"):
+        text = (fixture / "nccl-train-pair-1.log").read_text().replace("scope=pair", "scope=group")
+        (out / "logs" / f"nccl-train-group-{test}.log").write_text(text.replace("all_reduce_perf", test))
+    assert failed() == []
+    (out / "logs/dcgm-ip-10-1-0-12.log").unlink()
+    assert failed() == ["group train: dcgmi diag from 1 of 2 nodes: submit node-checks.sbatch (again) and look for "
+                        "the missing nodes' logs"]
+    # Without the manifest, the report says it cannot tell.
+    (out / "acceptance.json").unlink()
+    report = build_report(out)
+    assert not report.failed
+    assert any("no acceptance.json" in f.message for f in report.findings if f.level == "note")
