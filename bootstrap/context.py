@@ -249,7 +249,7 @@ class BootstrapContext(_Frozen):
 
     def packages(self, component: str) -> list[str]:
         """NVIDIA repository package names of ``component`` (nvidia_driver, fabric_manager, ...) on this OS."""
-        return list(getattr(self.versions, component).packages[self.os_family])
+        return getattr(self.versions, component).names(self.os_family)
 
     def artifacts(self) -> dict[str, ResolvedArtifact]:
         v = self.versions

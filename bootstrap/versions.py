@@ -113,11 +113,23 @@ class _Packaged(_Component):
     @field_validator("packages")
     @classmethod
     def _names(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
-        for names in value.values():
-            for name in names:
-                if not re.fullmatch(r"[a-z0-9][a-z0-9.+-]*", name):
-                    raise ValueError(f"{name!r} is not a package name")
+        # Ubuntu entries may list alternatives, "a|b": the node installs the first name NVIDIA's repository
+        # carries at the pinned version (names that changed between driver branches). ``{branch}`` is the
+        # driver branch (580 for 580.105.08).
+        for family, entries in value.items():
+            for entry in entries:
+                names = entry.split("|")
+                if len(names) > 1 and family != "ubuntu":
+                    raise ValueError(f"{entry!r}: alternatives ('a|b') only on ubuntu (apt-cache madison picks one)")
+                for name in names:
+                    if not re.fullmatch(r"[a-z0-9][a-z0-9.+-]*(\{branch\}[a-z0-9.+-]*)?", name):
+                        raise ValueError(f"{name!r} is not a package name")
         return value
+
+    def names(self, family: str) -> list[str]:
+        """The package entries for ``family`` with ``{branch}`` filled in (alternatives stay "a|b")."""
+        branch = self.version.split(".", 1)[0]
+        return [entry.replace("{branch}", branch) for entry in self.packages[family]]
 
 
 class NvidiaDriver(_Packaged):

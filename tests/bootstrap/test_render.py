@@ -218,6 +218,9 @@ def test_fabric_manager_must_match_the_driver(tmp_path: Path):
         (("efa_installer", "tarball", "gpg_fingerprint"), "4E90 91BC", "not a GPG fingerprint"),
         (("nvidia_repo", "keys", "ubuntu", "fingerprint"), "EB69 3B30", "not a GPG fingerprint"),
         (("nvidia_driver", "packages", "ubuntu"), ["nvidia driver"], "not a package name"),
+        (("nvidia_driver", "packages", "ubuntu"), ["nvidia-open|nvidia driver"], "not a package name"),
+        (("fabric_manager", "packages", "al2023"), ["nvidia-fabricmanager|nvidia-fabricmanager-{branch}"],
+         "alternatives .* only on ubuntu"),
     ],
 )
 def test_versions_yaml_rejects_malformed_pins(tmp_path: Path, where, value, message):

@@ -114,6 +114,25 @@ def test_driver_missing_comes_from_nvidias_signed_repository_at_the_pinned_versi
     assert not [c for c in res.calls if "NVIDIA-Linux" in c or c.startswith("nvidia-installer")]
 
 
+def test_fabric_manager_under_its_branch_suffixed_name_when_the_repository_carries_that_one(p5_context, make_sandbox):
+    # versions.yaml lists both names NVIDIA has used on Ubuntu; the node takes the one the repository has.
+    sb = make_sandbox(p5_context, Image(driver=False, fabric_manager=False, repo_names=1))
+    res = sb.run(script="steps/20-nvidia.sh")
+    assert res.rc == 0, res.out
+    installs = [c for c in calls_of(res, "apt-get") if " install " in c]
+    assert any(c.endswith("nvidia-fabricmanager-580=580.105.08-1ubuntu1 libnvidia-nscq-580=580.105.08-1ubuntu1")
+               for c in installs), installs
+    assert "apt-mark hold nvidia-fabricmanager-580 libnvidia-nscq-580" in res.calls
+
+
+def test_a_repository_without_either_name_stops_the_step_naming_both(p5_context, make_sandbox):
+    sb = make_sandbox(p5_context, Image(driver=False, fabric_manager=False))
+    (sb.path / "madison/nvidia-fabricmanager").unlink()
+    res = sb.run(script="steps/20-nvidia.sh")
+    assert res.rc != 0
+    assert "has no nvidia-fabricmanager nor nvidia-fabricmanager-580 at 580.105.08" in res.out + res.log
+
+
 def test_a_substituted_nvidia_repository_key_is_refused(p5_context, make_sandbox):
     sb = make_sandbox(p5_context, Image(driver=False))
     sb.env["T_NV_FPR"] = "0" * 40

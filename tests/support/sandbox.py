@@ -154,8 +154,8 @@ for a in "$@"; do
   case "${a}" in
     *enroot_*.deb) cp "${SANDBOX}/pending/enroot" "${SANDBOX}/dynbin/enroot" ;;
     nvidia-driver-*=*) cp "${SANDBOX}/pending/nvidia-smi" "${SANDBOX}/dynbin/nvidia-smi" ;;
-    nvidia-fabricmanager=*) cp "${SANDBOX}/pending/nv-fabricmanager" "${SANDBOX}/dynbin/nv-fabricmanager" ;;
-    nvidia-imex=*) cp "${SANDBOX}/pending/nvidia-imex" "${SANDBOX}/dynbin/nvidia-imex" ;;
+    nvidia-fabricmanager=*|nvidia-fabricmanager-[0-9]*=*) cp "${SANDBOX}/pending/nv-fabricmanager" "${SANDBOX}/dynbin/nv-fabricmanager" ;;
+    nvidia-imex=*|nvidia-imex-[0-9]*=*) cp "${SANDBOX}/pending/nvidia-imex" "${SANDBOX}/dynbin/nvidia-imex" ;;
     datacenter-gpu-manager-exporter=*) cp "${SANDBOX}/pending/dcgm-exporter" "${SANDBOX}/dynbin/dcgm-exporter" ;;
   esac
 done
@@ -331,6 +331,8 @@ class Image:
     gpus: int = 8
     gpu_name: str = "NVIDIA H100 80GB HBM3"
     driver_version: str = "580.105.08"
+    repo_names: int = 0
+    """Which of a package entry's alternatives ("a|b") NVIDIA's repository carries (0: the first)."""
 
 
 @dataclass
@@ -453,9 +455,11 @@ def build_sandbox(
     v = ctx.versions
     deb_versions = {v.nvidia_driver.version: "-1ubuntu1", v.dcgm.version: "-1"}
     for comp in (v.nvidia_driver, v.fabric_manager, v.nvidia_imex, v.dcgm):
-        for pkg in comp.packages["ubuntu"]:
+        for entry in comp.names("ubuntu"):
+            names = entry.split("|")
             epoch = "1:" if comp is v.dcgm else ""
-            (madison / pkg).write_text(f"{epoch}{comp.version}{deb_versions[comp.version]}")
+            (madison / names[min(image.repo_names, len(names) - 1)]).write_text(
+                f"{epoch}{comp.version}{deb_versions[comp.version]}")
     (madison / v.dcgm_exporter.package).write_text(f"{v.dcgm_exporter.version}-1")
     (root / "opt/slurm/include/slurm").mkdir(parents=True)
     (root / "opt/slurm/include/slurm/spank.h").write_text("/* spank */\n")
