@@ -20,8 +20,8 @@ returns data; injected faults (XID 79, a double-bit ECC increment, EFA error cou
 Lustre mount gone, node_exporter stopped) each make their alert pending or firing.
 
 Alerts whose ``for:`` is longer than a test can wait (FsxMountMissing, ExporterTargetDown: 10m) and the
-dead node (NodeNotReporting: nothing arrives at all, so the receiver's 5-minute lookback must pass
-first) are then proven to fire by replay (``support.replay``): the series the receiver held when the
+dead node (NodeNotReporting: nothing arrives at all, so its last samples must first leave the rule's
+2-minute window) are then proven to fire by replay (``support.replay``): the series the receiver held when the
 node was healthy and after each fault, label for label, go through the real ``promtool test rules``
 over 20 simulated minutes.
 """
@@ -458,11 +458,11 @@ def _replay_long_alerts(tmp: Path, healthy: replay.Snapshot, lustre_gone: replay
         replay.Scenario("node_exporter stopped", exporter_down, [
             _alerts_at(4), _alerts_at(14, ("ExporterTargetDown", "pending", job)),
             _alerts_at(16, ("ExporterTargetDown", "firing", job))]),
-        # The node dies at 5m: its agent sends nothing more. Its last samples count for the 5-minute
-        # lookback, so the alert is pending from 10m15s and fires after its for: (2m).
+        # The node dies at 5m: its agent sends nothing more. Its last samples leave the rule's 2-minute
+        # window at 7m, so the alert is pending from 7m15s and fires after its for: (2m), ~4 minutes in.
         replay.Scenario("node dead", None, [
-            _alerts_at(10), _alerts_at(11, ("NodeNotReporting", "pending", {})),
-            _alerts_at(13, ("NodeNotReporting", "firing", {})), _alerts_at(19, ("NodeNotReporting", "firing", {}))]),
+            _alerts_at(7), _alerts_at(8, ("NodeNotReporting", "pending", {})),
+            _alerts_at(10, ("NodeNotReporting", "firing", {})), _alerts_at(19, ("NodeNotReporting", "firing", {}))]),
     ]
     proc = replay.run(PROMTOOL, tmp / "rules.yml", tmp / "replay", healthy, scenarios, FAULT_AT_S, END_S)
     assert proc.returncode == 0, proc.stdout + proc.stderr
