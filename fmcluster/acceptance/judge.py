@@ -17,6 +17,7 @@ from fmcluster import catalog
 from fmcluster.acceptance.dcgm import parse_dcgm_diag
 from fmcluster.acceptance.logs import Log
 from fmcluster.acceptance.nccl import (
+    FABRIC_COMPLETED,
     NcclRun,
     Transport,
     parse_nccl_tests,
@@ -149,8 +150,31 @@ class Judge:
             found = ", ".join(sorted(tr.providers)) or "none"
             self.fail(log, f"aws-ofi-nccl did not select the efa libfabric provider (selected: {found}; "
                            "no 'NET/OFI Selected provider is efa' line)")
+        if scope == "in-domain":
+            self._nvlink_domain(log, tr)
         for warning in tr.warnings[:3]:
             self.note(log, f"NCCL WARN {warning}")
+
+    def _nvlink_domain(self, log: Log, tr: Transport) -> None:
+        """An in-domain run must stay on one multi-node NVLink fabric, completed and healthy, and off the network."""
+        if not tr.fabric:
+            self.fail(log, "no 'MNNVL ... fabric UUID' lines: NCCL saw no multi-node NVLink fabric (is nvidia-imex "
+                           "running with every node in /etc/nvidia-imex/nodes_config.cfg? NCCL >= 2.25.2?)")
+            return
+        bad = sorted({f.state for f in tr.fabric if f.state != FABRIC_COMPLETED})
+        if bad:
+            self.fail(log, f"the NVLink fabric is not ready on some GPUs (state {', '.join(map(str, bad))}; "
+                           f"{FABRIC_COMPLETED} = completed): Fabric Manager / IMEX have not finished")
+        unhealthy = sum(1 for f in tr.fabric if f.health_mask)
+        if unhealthy:
+            self.fail(log, f"{unhealthy} GPU(s) report a non-zero NVLink fabric healthMask")
+        domains = {f.domain for f in tr.fabric}
+        if len(domains) > 1:
+            self.fail(log, f"the ranks span {len(domains)} NVLink domains (fabric UUID, clique): not one UltraServer")
+        over_net = sum(tr.channel_nets.values())
+        if over_net:
+            self.fail(log, f"{over_net} channel connection(s) of the in-domain run went over the network "
+                           f"({', '.join(sorted(tr.channel_nets))}), not NVLink: multi-node NVLink is not in use")
 
     def _references(self, log: Log, run: NcclRun, exp: Expected, test: str | None, nodes: int) -> list[dict[str, Any]]:
         refs = [r for r in exp.references if r.test == test and r.nodes == nodes]

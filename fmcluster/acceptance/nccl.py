@@ -144,6 +144,13 @@ def parse_nccl_tests(lines: list[str] | tuple[str, ...]) -> NcclRun:
 # The plugin names itself "Libfabric", or "AWS Libfabric" when NCCL_NET asks for that name
 # (aws-ofi-nccl src/nccl_ofi_interface_nvidia.cpp).
 
+# Multi-node NVLink (GB200): each rank whose GPU reports an NVLink fabric prints (NVIDIA/nccl src/init.cc,
+# fillInfo) "MNNVL busId 0x<bus> fabric UUID <hi>.<lo> cliqueId 0x<id> state <s> healthMask 0x<m>", where
+# state is NVML's nvmlGpuFabricState_t (0 not supported, 1 not started, 2 in progress, 3 completed) and
+# ranks with the same UUID and clique share one NVLink domain. Within it NCCL connects over NVLink (P2P),
+# so an in-domain run has no "via NET/" channel: one that has went over the network instead.
+FABRIC_COMPLETED = 3
+
 PLUGIN_NAMES = ("Libfabric", "AWS Libfabric")
 _INFO = re.compile(r"NCCL INFO (.*)$")
 _WARN = re.compile(r"NCCL WARN (.*)$")
@@ -152,6 +159,18 @@ _LOADED = re.compile(r"^NET/Plugin: Loaded net plugin (.+?) \(v\d+\)")
 _OFI_INIT = re.compile(r"^NET/OFI Initializing (.+?)\s*$")
 _PROVIDER = re.compile(r"^NET/OFI Selected provider is ([^,]+), fabric is ([^ ]+) \(found (\d+) nics\)")
 _CHANNEL = re.compile(r"via NET/(.+?)/(\d+)(?:\(\d+\))?(/GDRDMA)?")
+_MNNVL = re.compile(r"^MNNVL busId 0x[0-9a-fA-F]+ fabric UUID ([0-9a-fA-F]+\.[0-9a-fA-F]+) cliqueId (0x[0-9a-fA-F]+) "
+                    r"state (\d+) healthMask (0x[0-9a-fA-F]+)")
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """One rank's "MNNVL ..." line: its NVLink domain and the fabric's state."""
+
+    domain: tuple[str, str]
+    """(fabric UUID, clique ID)."""
+    state: int
+    health_mask: int
 
 
 @dataclass(frozen=True)
@@ -169,6 +188,8 @@ class Transport:
     socket_lines: tuple[str, ...] = ()
     ib_lines: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    fabric: tuple[Fabric, ...] = ()
+    """Multi-node NVLink: one entry per rank that printed an MNNVL line."""
 
     @property
     def info_lines_seen(self) -> bool:
@@ -192,7 +213,7 @@ def parse_transport(lines: list[str] | tuple[str, ...]) -> Transport:
     channels: Counter = Counter()
     gdr = 0
     ofi_version = None
-    socket, ib, warnings = [], [], []
+    socket, ib, warnings, fabric = [], [], [], []
     for line in lines:
         if m := _WARN.search(line):
             warnings.append(m.group(1).strip())
@@ -214,8 +235,11 @@ def parse_transport(lines: list[str] | tuple[str, ...]) -> Transport:
             socket.append(line.strip())
         elif msg.startswith("NET/IB : Using"):
             ib.append(line.strip())
+        elif mm := _MNNVL.match(msg):
+            fabric.append(Fabric((mm.group(1), mm.group(2)), int(mm.group(3)), int(mm.group(4), 16)))
         if mm := _CHANNEL.search(msg):
             channels[mm.group(1)] += 1
             gdr += bool(mm.group(3))
     return Transport(frozenset(networks), frozenset(loaded), ofi_version, frozenset(providers), frozenset(nics),
-                     channels, gdr, tuple(socket[:5]), tuple(ib[:5]), tuple(dict.fromkeys(warnings))[:10])
+                     channels, gdr, tuple(socket[:5]), tuple(ib[:5]), tuple(dict.fromkeys(warnings))[:10],
+                     tuple(fabric))

@@ -107,6 +107,35 @@ def test_gb200_dcgm_failure_names_the_gpu_and_the_nvlink_count():
     assert in_domain["ranks"] == 72
 
 
+GB200_RUN = FIXTURES / "gb200/logs/nccl-nvl72-in-domain-all_reduce_perf.log"
+NET_CHANNEL = ("ip-10-1-0-31:41233:41280 [0] NCCL INFO Channel 00/0 : 4[0] -> 0[0] [receive] via NET/Libfabric/0/GDRDMA")
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (lambda t: t.replace("state 3 healthMask 0x0", "state 2 healthMask 0x0", 3),
+     "the NVLink fabric is not ready on some GPUs (state 2; 3 = completed)"),
+    (lambda t: t.replace("cliqueId 0x7fff state 3", "cliqueId 0x7ffe state 3", 36),
+     "the ranks span 2 NVLink domains (fabric UUID, clique): not one UltraServer"),
+    (lambda t: t.replace("healthMask 0x0", "healthMask 0x2", 1), "1 GPU(s) report a non-zero NVLink fabric healthMask"),
+    (lambda t: t.replace("# nccl-tests version", NET_CHANNEL + "\n# nccl-tests version", 1),
+     "1 channel connection(s) of the in-domain run went over the network (Libfabric), not NVLink"),
+    (lambda t: "".join(line + "\n" for line in t.splitlines() if " MNNVL " not in line),
+     "no 'MNNVL ... fabric UUID' lines: NCCL saw no multi-node NVLink fabric"),
+])
+def test_an_in_domain_run_must_stay_on_one_healthy_nvlink_fabric(tmp_path: Path, change, expected):
+    assert not fails(build_report(GB200_RUN)), "the fixture itself passes"
+    (tmp_path / "run.log").write_text(change(GB200_RUN.read_text()))
+    found = fails(build_report(tmp_path / "run.log"))
+    assert any(expected in m for m in found), found
+
+
+def test_mnnvl_lines_parse_as_nccl_prints_them():
+    tr = parse_transport(GB200_RUN.read_text().splitlines())
+    assert len(tr.fabric) == 72 and {f.state for f in tr.fabric} == {3}
+    assert {f.domain for f in tr.fabric} == {("8c7e1d2a90b34f51.6a2f0c3e7d914b28", "0x7fff")}
+    assert not tr.channel_nets
+
+
 def test_a_wrapped_dcgm_warning_is_joined():
     lines = ["Successfully ran diagnostic for group.",
              "|-----  Deployment  --------+------------------------------------------------|",
