@@ -65,7 +65,7 @@ class FsxMount(_Frozen):
         ge=1,
         le=32,
         description="How many EFA devices LNet uses for FSx traffic, spread evenly (first and last included). "
-        "None: the FSx guide's default for the instance type (see FSX_EFA_CLIENT_INTERFACES).",
+        "None: the FSx guide's default for the instance type (catalog: fsx_efa_client_interfaces).",
     )
 
     @model_validator(mode="after")
@@ -79,28 +79,6 @@ class FsxMount(_Frozen):
     def at_boot(self) -> bool:
         """The identity comes from the entry script's environment, not from the bundle."""
         return self.file_system_id is None
-
-
-FSX_EFA_CLIENT_INTERFACES: dict[str, int] = {
-    "p6-b300.48xlarge": 16,
-    "p6e-gb200.36xlarge": 8,
-    "p6-b200.48xlarge": 8,
-    "p5en.48xlarge": 8,
-    "p5e.48xlarge": 8,
-    "p5.48xlarge": 8,
-}
-"""EFA interfaces an FSx for Lustre client configures for LNet, per instance type: the table "Default Number
-of EFA Interfaces" in the FSx for Lustre User Guide, "Configuring EFA clients", step 4 (the figures AWS's
-configure-efa-fsx-lustre-client.sh uses). Other types: 2 with several network cards, 1 with one. Not derivable
-from the catalog's max EFA interfaces (p5 has 32 and gets 8, p6-b300 and GB200 both have 16 and get 16 and 8).
-Each interface counts against the file system's limit of 1,024 EFA connections over all clients (same page)."""
-
-
-def efa_client_interfaces(instance_type: str, efa_devices: int) -> int:
-    """The FSx guide's default number of EFA interfaces for a Lustre client on ``instance_type``."""
-    if instance_type in FSX_EFA_CLIENT_INTERFACES:
-        return FSX_EFA_CLIENT_INTERFACES[instance_type]
-    return 2 if efa_devices > 1 else 1  # EFA devices beyond one sit on further network cards
 
 
 FSX_BOOT_ENV = ("FMC_FSX_ID", "FMC_FSX_DNS", "FMC_FSX_MOUNT_NAME")
@@ -117,6 +95,7 @@ class InstanceFacts(_Frozen):
     nvswitch: bool
     needs_imex: bool
     local_nvme_drives: int | None = Field(description="Instance-store NVMe drives; None = unconfirmed, found at boot.")
+    fsx_efa_client_interfaces: int = Field(description="EFA devices LNet uses for an EFA-enabled FSx (the FSx guide's figure).")
     architecture: Arch
 
     @classmethod
@@ -129,6 +108,7 @@ class InstanceFacts(_Frozen):
             nvswitch=group.nvswitch,
             needs_imex=group.needs_imex,
             local_nvme_drives=group.local_nvme_drives,
+            fsx_efa_client_interfaces=group.fsx_efa_client_interfaces,
             architecture=group.kernel_arch,
         )
 
@@ -232,7 +212,7 @@ class BootstrapContext(_Frozen):
             return None
         if self.fsx.efa_lnet_interfaces is not None:
             return self.fsx.efa_lnet_interfaces
-        return efa_client_interfaces(self.instance.instance_type, self.instance.efa_devices)
+        return self.instance.fsx_efa_client_interfaces
 
     @property
     def writes_plugstack(self) -> bool:

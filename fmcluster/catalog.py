@@ -84,6 +84,18 @@ class InstanceType:
     """NVLinks each GPU has up (``dcgmi diag -p pcie.gpu_nvlinks_expected_up``, FACTS.md section 7); None = no source."""
     nccl_references: tuple[NcclReference, ...] = ()
     """Published nccl-tests figures (FACTS.md section 7); none = the acceptance report says "no reference"."""
+    fsx_efa_client_interfaces_listed: int | None = None
+    """EFA interfaces an FSx for Lustre client configures for LNet where the FSx for Lustre User Guide lists the
+    type ("Configuring EFA clients", step 4, table "Default Number of EFA Interfaces"); see
+    :attr:`fsx_efa_client_interfaces`. Not derivable from ``max_efa_interfaces``: p5 has 32 and gets 8."""
+
+    @property
+    def fsx_efa_client_interfaces(self) -> int:
+        """The FSx guide's default EFA interfaces for a Lustre client: its table, else 2 with several network
+        cards and 1 with one. Each counts against a file system's EFA connections (facts.FSX_EFA_CONNECTIONS)."""
+        if self.fsx_efa_client_interfaces_listed is not None:
+            return self.fsx_efa_client_interfaces_listed
+        return 2 if self.network_cards > 1 else 1
 
     @property
     def gpu_memory_total_gb(self) -> float | None:
@@ -175,6 +187,7 @@ CATALOG: dict[str, InstanceType] = {
                 NcclReference("all_reduce_perf", 2, 16 * 2**30, 487.0, AWSOME_NCCL_README),
                 NcclReference("all_reduce_perf", 2, 512 * 2**20, 393.0, AWSOME_NCCL_README),
             ),
+            fsx_efa_client_interfaces_listed=8,
         ),
         InstanceType(
             name="p5e.48xlarge",
@@ -200,6 +213,7 @@ CATALOG: dict[str, InstanceType] = {
             card0_carries_efa=True,
             max_enis_per_card=_same_per_card(32, 2),
             architecture="x86_64",
+            fsx_efa_client_interfaces_listed=8,
         ),
         InstanceType(
             name="p5en.48xlarge",
@@ -226,6 +240,7 @@ CATALOG: dict[str, InstanceType] = {
             max_enis_per_card=_same_per_card(16, 4),
             architecture="x86_64",
             nvlinks_per_gpu=18,
+            fsx_efa_client_interfaces_listed=8,
         ),
         InstanceType(
             name="p6-b200.48xlarge",
@@ -252,6 +267,7 @@ CATALOG: dict[str, InstanceType] = {
             max_enis_per_card=_same_per_card(8, 4),
             architecture="x86_64",
             nvlinks_per_gpu=18,
+            fsx_efa_client_interfaces_listed=8,
         ),
         InstanceType(
             name="p6-b300.48xlarge",
@@ -280,6 +296,7 @@ CATALOG: dict[str, InstanceType] = {
             # Card 0 is ENA-only; FACTS.md gives 4 interfaces on cards 1-16 only.
             max_enis_per_card=(None,) + _same_per_card(16, 4),
             architecture="x86_64",
+            fsx_efa_client_interfaces_listed=16,
         ),
         InstanceType(
             name="p6e-gb200.36xlarge",
@@ -315,6 +332,7 @@ CATALOG: dict[str, InstanceType] = {
             needs_imex=True,
             nvlinks_per_gpu=18,
             instance_local_nvme_gb=22_500,  # 405 TB per u-p6e-gb200x72 / 18 instances
+            fsx_efa_client_interfaces_listed=8,
         ),
     )
 }

@@ -109,6 +109,10 @@ FSX_EFA_STEP_GIB: dict[int, int] = {1000: 4800, 500: 9600, 250: 19200, 125: 3840
 """An EFA-enabled PERSISTENT_2 file system comes in multiples of these sizes, by MB/s per TiB
 (FSx for Lustre user guide, "Getting started", step 7; FACTS.md section 3)."""
 
+FSX_EFA_CONNECTIONS = 1024
+"""EFA connections one FSx for Lustre file system accepts over all its clients; each EFA interface a
+client configures for LNet is one (FSx for Lustre User Guide, "Configuring EFA clients", step 4)."""
+
 
 def fsx_efa_capacities(max_gib: int, per_tib: int) -> Iterator[int]:
     """Valid sizes of an EFA-enabled file system at ``per_tib`` MB/s per TiB, ascending, up to ``max_gib``."""

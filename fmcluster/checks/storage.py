@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fmcluster.bootstrap.context import efa_client_interfaces
 from fmcluster.checks.registry import Finding, check
 from fmcluster.config.loader import LoadedProject
 from fmcluster.config.storage import S3_URI
+from fmcluster.facts import FSX_EFA_CONNECTIONS
 from fmcluster.plan import Plan
-from fmcluster.plan.storage import TB
+from fmcluster.plan.storage import TB, duration_text
 
 
 @check("association-paths", "error")
@@ -72,7 +72,7 @@ def _throughput_low(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     found = []
     if bound.too_slow:
         found.append(f"a checkpoint of all {plan.gpus:,} GPUs' memory ({bound.bytes / TB:,.2f} TB, an upper bound) "
-                     f"would take up to {_duration(bound.write_seconds)} to write, over {_duration(bound.limit_seconds)}")
+                     f"would take up to {duration_text(bound.write_seconds)} to write, over {duration_text(bound.limit_seconds)}")
     if bound.per_gpu_low:
         found.append(f"each GPU gets {bound.per_gpu_mb_s:,.1f} MB/s when all read at once, under "
                      f"{bound.per_gpu_floor_mb_s:g} MB/s")
@@ -92,18 +92,6 @@ def _throughput_low(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     )
 
 
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:,.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:,.0f} min"
-    return f"{seconds / 3600:,.1f} h"
-
-
-FSX_EFA_CONNECTIONS = 1024
-"""EFA connections one FSx for Lustre file system accepts over all its clients; each EFA interface a
-client configures for LNet is one (FSx for Lustre User Guide, "Configuring EFA clients", step 4)."""
-
 
 @check("fsx-efa-connections", "warning")
 def _efa_connections(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
@@ -111,7 +99,7 @@ def _efa_connections(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     field = plan.storage.efa_field
     if field is None:
         return
-    per_group = [(g, efa_client_interfaces(g.instance_type, g.efa_interfaces)) for g in plan.groups if g.efa_interfaces]
+    per_group = [(g, g.fsx_efa_client_interfaces) for g in plan.groups if g.efa_interfaces]
     total = sum(g.count * n for g, n in per_group)
     if total <= FSX_EFA_CONNECTIONS:
         return

@@ -76,6 +76,8 @@ class GroupPlan:
     """GB200 NVLink domains need the ``nvidia-imex`` service."""
     local_nvme_drives: int | None
     """Instance-store NVMe drives; None = unconfirmed (found at boot)."""
+    fsx_efa_client_interfaces: int
+    """EFA interfaces a node uses for LNet to an EFA-enabled FSx (catalog: the FSx guide's figure)."""
     ami_id: str | None
     root_volume_gib: int
     training_plan_arn: str | None = None
@@ -135,6 +137,7 @@ def plan_group(group: ComputeGroup) -> GroupPlan:
         nvswitch=instance.nvswitch,
         needs_imex=instance.needs_imex,
         local_nvme_drives=instance.local_nvme_drives,
+        fsx_efa_client_interfaces=instance.fsx_efa_client_interfaces,
         ami_id=group.ami_id,
         root_volume_gib=group.root_volume_gib,
         training_plan_arn=getattr(group.capacity, "arn", None),
