@@ -15,12 +15,12 @@ from rich.table import Table
 from rich.text import Text
 
 from fmcluster import catalog
-from fmcluster.facts import AMP_ACTIVE_SERIES_QUOTA
 from fmcluster.config.parallelcluster import DEFAULT_HEAD_NODE, DEFAULT_LOGIN_NODE
+from fmcluster.facts import AMP_ACTIVE_SERIES_QUOTA
 from fmcluster.generate import hyperpod, metrics
 from fmcluster.generate import parallelcluster as pcluster
 from fmcluster.plan import Plan
-from fmcluster.plan.storage import SCRATCH_2_THROUGHPUT
+from fmcluster.plan.storage import SCRATCH_2_THROUGHPUT, duration_text
 
 if TYPE_CHECKING:  # the Price List side path loads only with --prices
     from fmcluster.aws.pricing import Quote
@@ -165,14 +165,14 @@ def _storage(p: Plan, console: Console) -> None:
     if st.checkpoint_bytes is not None and st.write_seconds is not None:
         _row(lines, "checkpoint", f"{st.checkpoint_bytes / 10**12:,.2f} TB (storage.checkpoint)")
         met = "met" if st.meets_target else "missed"
-        _row(lines, "write, restore", f"{_duration(st.write_seconds)} each; target "
-                                      f"{_duration(st.target_write_seconds or 0)} ({met})")
+        _row(lines, "write, restore", f"{duration_text(st.write_seconds)} each; target "
+                                      f"{duration_text(st.target_write_seconds or 0)} ({met})")
     elif bound is not None:
         _row(lines, "checkpoint", f"at most {bound.bytes / 10**12:,.2f} TB: all GPU memory, an upper bound "
                                   "(describe the model in storage.checkpoint for an estimate)")
         over = "over" if bound.too_slow else "within"
-        _row(lines, "write, restore", f"up to {_duration(bound.write_seconds)} each ({over} the "
-                                      f"{_duration(bound.limit_seconds)} limit)")
+        _row(lines, "write, restore", f"up to {duration_text(bound.write_seconds)} each ({over} the "
+                                      f"{duration_text(bound.limit_seconds)} limit)")
         if bound.too_slow or bound.per_gpu_low:
             if bound.suggested_capacity_gib is not None:
                 tier = (f" at {bound.suggested_throughput_per_tib} MB/s per TiB"
@@ -275,13 +275,6 @@ def _series(p: Plan, lines: Table) -> None:
          f"{AMP_ACTIVE_SERIES_QUOTA:,} active series: {verdict}. Mounts, network devices and disks are "
          "assumed (fmcluster.generate.metrics)")
 
-
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:,.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:,.0f} min"
-    return f"{seconds / 3600:,.1f} h"
 
 
 # --- cost -----------------------------------------------------------------------------------------

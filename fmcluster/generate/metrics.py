@@ -54,25 +54,28 @@ class Exporter:
     metrics: frozenset[str]
 
 
-NODE_EXPORTER_METRICS: frozenset[str] = frozenset(
-    {
-        "node_uname_info",
-        "node_boot_time_seconds",
-        "node_cpu_seconds_total",
-        "node_load1",
-        "node_memory_MemTotal_bytes",
-        "node_memory_MemAvailable_bytes",
-        "node_filesystem_size_bytes",
-        "node_filesystem_avail_bytes",
-        "node_filesystem_free_bytes",
-        "node_filesystem_readonly",
-        "node_filesystem_device_error",
-        "node_network_receive_bytes_total",
-        "node_network_transmit_bytes_total",
-        "node_disk_read_bytes_total",
-        "node_disk_written_bytes_total",
-    }
-)
+Dimension = Literal["node", "cpu", "mount", "netdev", "disk", "efa_device", "gpu", "target"]
+
+NODE_EXPORTER_DIMENSIONS: dict[str, Dimension] = {
+    "node_uname_info": "node",
+    "node_boot_time_seconds": "node",
+    "node_load1": "node",
+    "node_memory_MemTotal_bytes": "node",
+    "node_memory_MemAvailable_bytes": "node",
+    "node_cpu_seconds_total": "cpu",
+    "node_filesystem_size_bytes": "mount",
+    "node_filesystem_avail_bytes": "mount",
+    "node_filesystem_free_bytes": "mount",
+    "node_filesystem_readonly": "mount",
+    "node_filesystem_device_error": "mount",
+    "node_network_receive_bytes_total": "netdev",
+    "node_network_transmit_bytes_total": "netdev",
+    "node_disk_read_bytes_total": "disk",
+    "node_disk_written_bytes_total": "disk",
+}
+"""What each node_exporter metric of the table has one series per."""
+
+NODE_EXPORTER_METRICS: frozenset[str] = frozenset(NODE_EXPORTER_DIMENSIONS)
 
 EFA_COUNTERS: tuple[str, ...] = (
     "lifespan",
@@ -179,26 +182,6 @@ def produced(*, gpu: bool | None = None) -> frozenset[str]:
 # The agent keeps only the table's metrics (``metric_relabel_configs`` in the rendered agent config),
 # so a node's active series are the table's metrics times what each is counted over.
 
-Dimension = Literal["node", "cpu", "mount", "netdev", "disk", "efa_device", "gpu", "target"]
-
-NODE_EXPORTER_DIMENSIONS: dict[str, Dimension] = {
-    "node_uname_info": "node",
-    "node_boot_time_seconds": "node",
-    "node_load1": "node",
-    "node_memory_MemTotal_bytes": "node",
-    "node_memory_MemAvailable_bytes": "node",
-    "node_cpu_seconds_total": "cpu",
-    "node_filesystem_size_bytes": "mount",
-    "node_filesystem_avail_bytes": "mount",
-    "node_filesystem_free_bytes": "mount",
-    "node_filesystem_readonly": "mount",
-    "node_filesystem_device_error": "mount",
-    "node_network_receive_bytes_total": "netdev",
-    "node_network_transmit_bytes_total": "netdev",
-    "node_disk_read_bytes_total": "disk",
-    "node_disk_written_bytes_total": "disk",
-}
-"""What each node_exporter metric of the table has one series per."""
 
 CPU_MODES = 8
 """``node_cpu_seconds_total`` series per vCPU: node_exporter's Linux cpu collector reports the eight

@@ -181,3 +181,12 @@ def plan_storage(project: str, storage: Storage, gpus: int) -> StoragePlan:
         project=project,
         spec=storage,
     )
+
+
+def duration_text(seconds: float) -> str:
+    """A write or restore time as people read it: seconds under 2 minutes, minutes under 2 hours, else hours."""
+    if seconds < 120:
+        return f"{seconds:,.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:,.0f} min"
+    return f"{seconds / 3600:,.1f} h"

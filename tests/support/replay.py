@@ -50,14 +50,14 @@ def _series(labels: Labels) -> str:
 def _repeat(value: str, samples: int) -> list[str]:
     """``samples`` samples of ``value`` in promtool's notation."""
     number = float(value)
-    if math.isfinite(number) and samples > 1:
-        return [f"{value}+0x{samples - 1}"]
-    return [value if math.isfinite(number) or math.isnan(number) else ("+Inf" if number > 0 else "-Inf")] * samples
+    if math.isfinite(number):
+        return [f"{value}+0x{samples - 1}"] if samples > 1 else [value]
+    return ["NaN" if math.isnan(number) else "+Inf" if number > 0 else "-Inf"] * samples
 
 
 @dataclass(frozen=True)
 class Scenario:
-    """Healthy until ``fault_at_s``, then ``after`` (None: the node died and nothing arrives any more)."""
+    """After the fault, ``after`` (None: the node died and nothing arrives any more)."""
 
     name: str
     after: Snapshot | None
