@@ -134,7 +134,7 @@ def render_files(ctx: BootstrapContext) -> dict[str, str]:
     if ctx.lnet_over_efa:
         files["files/fmcluster-lnet-efa"] = _render("partials/lnet_efa.sh.j2", ctx)
     names = {s.name for s in ctx.steps()}
-    if "20-nvidia" in names and ctx.instance is not None and ctx.instance.needs_imex:
+    if "20-nvidia" in names and ctx.instance is not None and ctx.instance.needs_imex and ctx.flavour != "parallelcluster":
         files["files/fmcluster-imex"] = _render("partials/imex.sh.j2", ctx)
     if "60-nvme" in names:
         files["files/fmcluster-scratch"] = _render("partials/scratch.sh.j2", ctx)
