@@ -105,18 +105,22 @@ class ClusterStack(Stack):
         return role, profile
 
     def _add_node_health_policy(self, role: iam.Role) -> None:
-        """What the bootstrap's health check and IMEX unit call: find the node's UltraServer peers (GB200), tag
-        a failed node `fmcluster:health` and, in an Auto Scaling group, mark it unhealthy. Tags and health
-        changes are limited to this project's instances and groups."""
+        """What the bootstrap's health check and IMEX unit call: tag a failed node `fmcluster:health` and, in an
+        Auto Scaling group, mark it unhealthy; where a group needs IMEX, find the members of the node's UltraServer
+        (``ec2:DescribeInstanceTopology``: its CapacityBlockId names the UltraServer) and their addresses
+        (``ec2:DescribeInstances`` on those instance IDs). Tags and health changes are limited to this project's
+        instances and groups."""
         project_tag = {f"aws:ResourceTag/{PROJECT_TAG}": self.plan.project}
 
         def arn(service: str, resource: str) -> str:
             return f"arn:{Aws.PARTITION}:{service}:{Aws.REGION}:{Aws.ACCOUNT_ID}:{resource}"
 
+        reads = ["autoscaling:DescribeAutoScalingInstances"]
+        if any(g.needs_imex for g in self.plan.groups):
+            reads = ["ec2:DescribeInstanceTopology", "ec2:DescribeInstances", *reads]
         policy = iam.Policy(self, "NodeHealthPolicy", roles=[role], statements=[
             iam.PolicyStatement(sid="DescribeNodes",  # no resource-level permissions for these reads
-                                actions=["ec2:DescribeInstances", "autoscaling:DescribeAutoScalingInstances"],
-                                resources=["*"]),
+                                actions=reads, resources=["*"]),
             iam.PolicyStatement(sid="TagUnhealthyNode", actions=["ec2:CreateTags"],
                                 resources=[arn("ec2", "instance/*")],
                                 conditions={"StringEquals": project_tag,
@@ -129,7 +133,8 @@ class ClusterStack(Stack):
                          "arn:<AWS::Partition>:autoscaling:<AWS::Region>:<AWS::AccountId>:autoScalingGroup:*"):
             Validations.of(policy).acknowledge(Acknowledgment(
                 id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{resource}]",
-                reason="DescribeInstances and DescribeAutoScalingInstances have no resource-level permissions; "
+                reason="DescribeInstanceTopology, DescribeInstances and DescribeAutoScalingInstances have no "
+                       "resource-level permissions; "
                        "tagging and health changes are limited by condition to this project's resources.",
             ))
 

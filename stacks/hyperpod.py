@@ -119,6 +119,14 @@ class HyperPodCluster(Construct):
         if metrics is not None:
             statements.append(iam.PolicyStatement(sid="RemoteWriteMetrics", actions=["aps:RemoteWrite"],
                                                   resources=[metrics.workspace_arn]))
+        clusters = f"arn:{Aws.PARTITION}:sagemaker:{Aws.REGION}:{Aws.ACCOUNT_ID}:cluster/*"
+        if any(g.needs_imex for g in self.plan.groups):
+            # fmcluster-imex finds the node's UltraServer members with HyperPod's node API (UltraServerInfo.Id,
+            # PrivatePrimaryIp); EC2 cannot see HyperPod's instances. Not the cluster's own ARN: the cluster
+            # depends on this policy, so naming it here would be a circular reference.
+            statements.append(iam.PolicyStatement(
+                sid="FindUltraServerMembers", actions=["sagemaker:ListClusterNodes", "sagemaker:DescribeClusterNode"],
+                resources=[clusters]))
         policy = iam.Policy(self, "ExecutionPolicy", roles=[role], statements=statements)
         bucket = Stack.of(self).get_logical_id(self.bucket.node.default_child)  # type: ignore[arg-type]
         for resource, why in (
@@ -127,6 +135,9 @@ class HyperPodCluster(Construct):
             ("arn:<AWS::Partition>:ec2:*:*:network-interface/*",
              "HyperPod tags the interfaces it creates for the nodes; their IDs are not known before"),
             (f"<{bucket}.Arn>/{LIFECYCLE_PREFIX}/*", "read-only, under this stack's own lifecycle prefix"),
+            ("arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>:cluster/*",
+             "read-only node listing of this account's HyperPod clusters in the Region (IMEX members of an "
+             "UltraServer); the cluster's own ARN cannot be named in a policy the cluster depends on"),
         ):
             Validations.of(policy).acknowledge(Acknowledgment(
                 id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{resource}]", reason=why))
