@@ -78,10 +78,16 @@ def render_group_bundles(cluster: ClusterPlan, fsx: MountContract | None, fsx_at
     return bundles
 
 
+HEAD_NODE_BUNDLE = "head-node"
+"""ParallelCluster: the folder (and dispatcher key) of the head node's bundle, beside the instance types'."""
+
+
 def render_dispatched_bundles(cluster: ClusterPlan, out_dir: Path) -> DispatchedBundles:
-    """One bundle per instance type (ParallelCluster mounts FSx itself, so the bundles do not) and the dispatcher."""
+    """One bundle per instance type (ParallelCluster mounts FSx itself, so the bundles do not), the head node's
+    (pyxis in the shared plugstack.conf; no exporters), and the dispatcher, which every node runs."""
     root = _fresh(out_dir)
-    sums = {}
+    head = context_for(cluster, cluster.groups[0].name, "head", "parallelcluster", fsx=None, exporters=False)
+    sums = {HEAD_NODE_BUNDLE: render_bundle(head, root / "bundles" / HEAD_NODE_BUNDLE).sums_sha256}
     for group in cluster.groups:
         if group.instance_type in sums:
             continue

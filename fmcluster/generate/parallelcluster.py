@@ -115,6 +115,9 @@ def cluster_config(
         "Networking": {"SubnetId": network.services_subnet_id, "SecurityGroups": list(security_groups)},
         "LocalStorage": {"RootVolume": {**_root_volume(settings.head_node_root_volume_gib), "DeleteOnTermination": True}},
         "Imds": {"Secured": True},
+        # The dispatcher every node runs: on the head node it runs the head-node bundle, which puts pyxis in the
+        # shared /opt/slurm/etc/plugstack.conf (ParallelCluster ships it disabled) and runs `scontrol reconfigure`.
+        "CustomActions": {"OnNodeConfigured": _action(bootstrap_uri, bootstrap_args)},
         "Iam": {"AdditionalIamPolicies": list(policies)},
     }
     config["Scheduling"] = {
@@ -157,13 +160,17 @@ def _queue(cluster: ClusterPlan, queue: Queue, network: NetworkContract, securit
         "Networking": {"SubnetIds": [network.compute_subnet_id], "SecurityGroups": list(security_groups)},
         "ComputeSettings": {"LocalStorage": {"RootVolume": _root_volume(
             max(g.root_volume_gib for g in queue.groups))}},
-        "CustomActions": {"OnNodeConfigured": {"Script": bootstrap_uri, **({"Args": list(bootstrap_args)} if bootstrap_args else {})}},
+        "CustomActions": {"OnNodeConfigured": _action(bootstrap_uri, bootstrap_args)},
         "Iam": {"AdditionalIamPolicies": list(policies)},
         "ComputeResources": [_compute_resource(cluster, g) for g in queue.groups],
     }
     if len(amis) == 1 and None not in amis:
         out["Image"] = {"CustomAmi": amis.pop()}
     return out
+
+
+def _action(script: str, args: Sequence[str]) -> dict[str, Any]:
+    return {"Script": script, **({"Args": list(args)} if args else {})}
 
 
 def _compute_resource(cluster: ClusterPlan, group: GroupPlan) -> dict[str, Any]:

@@ -119,7 +119,9 @@ def test_every_queue_runs_the_bootstrap_entry_script_on_node_configured():
     for queue in cfg["Scheduling"]["SlurmQueues"]:
         assert queue["CustomActions"] == {
             "OnNodeConfigured": {"Script": "s3://pc-bootstrap-placeholder/bootstrap/on-node-configured.sh"}}
-    assert "CustomActions" not in cfg["HeadNode"]
+    # the head node runs the same dispatcher, which picks its head-node bundle (pyxis in the shared plugstack.conf)
+    assert cfg["HeadNode"]["CustomActions"] == {
+        "OnNodeConfigured": {"Script": "s3://pc-bootstrap-placeholder/bootstrap/on-node-configured.sh"}}
 
 
 def test_head_node_is_private_ssm_only_imdsv2_and_nothing_is_open_to_the_world():
