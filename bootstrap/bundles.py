@@ -110,12 +110,13 @@ def _fresh(folder: Path) -> Path:
 @dataclass(frozen=True)
 class LifecycleBundles:
     """HyperPod: one bundle per instance group in ``root/<instance group>/``, each run by its own entry script
-    (``on_create``), which finds the bundle beside itself once HyperPod has copied the group's S3 prefix."""
+    (``on_init_complete``: HyperPod's extended mode runs it after HyperPod has set up Slurm and its default software),
+    which finds the bundle beside itself once HyperPod has copied the group's S3 prefix."""
 
     root: Path
     sums: dict[str, str]
     """Instance group -> sha256 of its bundle's SHA256SUMS."""
-    on_create: str = ENTRY_NAME
+    on_init_complete: str = ENTRY_NAME
 
 
 def render_lifecycle_bundles(cluster: ClusterPlan, out_dir: Path) -> LifecycleBundles:

@@ -229,8 +229,12 @@ class HyperPodCluster(Construct):
             instance_count=group.count,
             execution_role=self.role.role_arn,
             threads_per_core=group.threads_per_core,
+            # Extended mode (OnInitComplete): the bundle runs after HyperPod has set up Slurm, Docker/enroot and the
+            # FSx mount; OnCreate (customer managed mode) would leave starting Slurm to the bundle (cfn-lint's
+            # AWS::SageMaker::Cluster schema, ClusterLifeCycleConfig; botocore sagemaker ClusterLifeCycleConfig).
             life_cycle_config=sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(
-                source_s3_uri=f"s3://{self.bucket.bucket_name}/{group.lifecycle_prefix}", on_create=bundles.on_create),
+                source_s3_uri=f"s3://{self.bucket.bucket_name}/{group.lifecycle_prefix}",
+                on_init_complete=bundles.on_init_complete),
             instance_storage_configs=storage_configs or None,
             on_start_deep_health_checks=list(group.deep_health_checks) or None,
             training_plan_arn=group.training_plan_arn,

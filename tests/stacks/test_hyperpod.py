@@ -64,7 +64,7 @@ def test_fsx_lifecycle_and_vpc(synthesized: Synthesized) -> None:
         assert "FileSystemDNSName" in json.dumps(fsx[0]["DnsName"]) and "LustreMountName" in json.dumps(fsx[0]["MountName"])
         assert {"EbsVolumeConfig": {"VolumeSizeInGB": 500}} in group["InstanceStorageConfigs"]
         life = group["LifeCycleConfig"]
-        assert life["OnCreate"] == "bootstrap.sh"
+        assert life["OnInitComplete"] == "bootstrap.sh" and "OnCreate" not in life  # extended mode: HyperPod sets up Slurm
         assert life["SourceS3Uri"] == {"Fn::Join": ["", ["s3://", {"Ref": bucket}, f"/lifecycle/{name}/"]]}
     vpc = cluster["Properties"]["VpcConfig"]
     assert "ComputeSubnet" in json.dumps(vpc["Subnets"]) and "EfaSecurityGroup" in json.dumps(vpc["SecurityGroupIds"])
