@@ -197,8 +197,9 @@ class BootstrapContext(_Frozen):
         return self.options.slurm_prefix is not None
 
     @property
-    def ofi_nccl_plugin_dir(self) -> str:
-        return self.versions.aws_ofi_nccl.plugin_dir[self.os_family].format(arch=self.arch)
+    def ofi_nccl_plugin_files(self) -> list[str]:
+        """Where the aws-ofi-nccl plugin may be (every EFA installer layout); the node takes the first that exists."""
+        return [f.format(arch=self.arch) for f in self.versions.aws_ofi_nccl.plugin_files]
 
     @property
     def lnet_over_efa(self) -> bool:

@@ -75,7 +75,9 @@ class EfaInstaller(_Component):
 
 
 class AwsOfiNccl(_Component):
-    plugin_dir: dict[Literal["ubuntu", "al2023"], str]
+    plugin_files: list[str] = Field(min_length=1, description="Where installers put the NCCL net plugin, looked for in "
+                                    "order ({arch}: uname -m).")
+    tuner_file: str = Field(description="The tuner library's name, beside the plugin.")
 
 
 def _check_fingerprint(value: str | None) -> str | None:

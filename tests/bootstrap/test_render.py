@@ -35,15 +35,14 @@ def test_gb200_gets_imex_not_fabric_manager_and_finds_its_drives_at_boot():
     assert "nvidia-imex" in files["steps/20-nvidia.sh"]
     assert "install_fabric_manager" not in files["steps/20-nvidia.sh"]
     assert "EXPECTED_DRIVES" not in files["steps/60-nvme.sh"]  # unconfirmed in the catalog
-    assert "/opt/amazon/ofi-nccl/lib/aarch64-linux-gnu" in files["steps/50-nccl-env.sh"]
+    assert "/opt/amazon/ofi-nccl/lib/aarch64-linux-gnu/libnccl-net.so" in files["steps/50-nccl-env.sh"]
 
 
-def test_plugin_dir_follows_the_os():
-    assert context_for(make_project(os_name="al2023"), "gpu", "compute").ofi_nccl_plugin_dir == "/opt/amazon/ofi-nccl/lib"
-    assert (
-        context_for(make_project(os_name="ubuntu-24.04"), "gpu", "compute").ofi_nccl_plugin_dir
-        == "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu"
-    )
+def test_every_plugin_layout_is_looked_for_newest_first():
+    for os_name in ("al2023", "ubuntu-24.04"):
+        files = context_for(make_project(os_name=os_name), "gpu", "compute").ofi_nccl_plugin_files
+        assert files == ["/opt/amazon/ofi-nccl/lib64/libnccl-net-ofi.so", "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so",
+                         "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu/libnccl-net.so", "/opt/amazon/ofi-nccl/lib/libnccl-net.so"]
 
 
 def test_flavour_and_defaults_follow_the_orchestrator():

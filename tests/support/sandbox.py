@@ -59,6 +59,42 @@ name=${0##*/}
 state="${SANDBOX}/state"
 """
 
+PKG_HELPERS = r"""
+# A package's unit file, as its package ships it.
+fmc_ship_unit() { mkdir -p "${FMC_ROOT}/usr/lib/systemd/system"; printf '[Service]\nExecStart=/bin/sh -c true\n' >"${FMC_ROOT}/usr/lib/systemd/system/$1"; }
+# fmc_upstream VERSION: without epoch and Debian/RPM revision.
+fmc_upstream() { local v=${1#*:}; printf '%s\n' "${v%-*}"; }
+# fmc_pkg_install_specs ARGS...: record NAME=VERSION (apt) or NAME-VERSION (dnf) in state/pkgdb, refusing a downgrade.
+fmc_pkg_install_specs() {
+  local a name ver have allow=0
+  [[ " $* " == *" --allow-downgrades "* ]] && allow=1
+  [[ " $* " == *" install "* ]] || return 0
+  mkdir -p "${state}/pkgdb"
+  for a in "$@"; do
+    name=""; ver=""
+    if [[ "${a}" =~ ^([a-z0-9][a-z0-9+.-]*)=(.+)$ ]]; then name=${BASH_REMATCH[1]}; ver=${BASH_REMATCH[2]}
+    elif [[ "${0##*/}" == dnf && "${a}" =~ ^([A-Za-z][A-Za-z0-9+._-]*)-([0-9][^-]*)$ ]]; then name=${BASH_REMATCH[1]}; ver=${BASH_REMATCH[2]}
+    fi
+    [[ -n "${name}" ]] || continue
+    if [[ -f "${state}/pkgdb/${name}" ]]; then
+      have=$(<"${state}/pkgdb/${name}")
+      if [[ "$(fmc_upstream "${have}")" != "$(fmc_upstream "${ver}")" ]] \
+         && [[ "$(printf '%s\n%s\n' "$(fmc_upstream "${have}")" "$(fmc_upstream "${ver}")" | sort -V | head -n1)" == "$(fmc_upstream "${ver}")" ]] \
+         && (( ! allow )); then
+        if [[ "${0##*/}" == dnf ]]; then
+          echo "Error: Package ${name}-${have} of higher version is already installed, cannot install ${name}-${ver}" >&2
+        else
+          echo "E: Packages were downgraded and -y was used without --allow-downgrades." >&2
+        fi
+        return 1
+      fi
+    fi
+    printf '%s\n' "${ver}" >"${state}/pkgdb/${name}"
+  done
+}
+"""
+"""Package-manager helpers of the apt-get and dnf stubs."""
+
 # name -> bash snippet, run inside the stub (may print and `exit`). Default: exit 0, no output.
 BEHAVIOURS: dict[str, str] = {
     "id": 'echo 0',
@@ -100,7 +136,13 @@ fi
 if [[ "${args}" == *" --dearmor "* ]]; then prev=""; for a in "$@"; do [[ "${prev}" == -o ]] && : >"${a}"; prev=${a}; done; fi
 exit 0
 """,
-    "dpkg-query": "exit 1",
+    "dpkg-query": r"""
+# dpkg-query -W -f=FORMAT NAME: from the sandbox's package database (state/pkgdb/NAME holds the version).
+name=${!#}; fmt=""
+for a in "$@"; do [[ "${a}" == -f=* ]] && fmt=${a#-f=}; done
+[[ -f "${state}/pkgdb/${name}" ]] || { echo "dpkg-query: no packages found matching ${name}" >&2; exit 1; }
+if [[ "${fmt}" == *Version* ]]; then cat "${state}/pkgdb/${name}"; else printf 'install ok installed'; fi
+""",
     "apt-cache": r"""
 case "$1" in
   madison) f="${SANDBOX}/madison/$2"; [[ -f "${f}" ]] || exit 0
@@ -110,7 +152,12 @@ esac
 """,
     "mknod": '[[ "$1" == -m ]] && shift 2; : >"$1"',
     "journalctl": 'cat "${state}/kernel.log" 2>/dev/null; exit 0',
-    "rpm": '[[ "${1:-}" == -q ]] && exit 1; exit 0',
+    "rpm": r"""
+[[ "${1:-}" == -q ]] || exit 0
+name=${!#}
+[[ -f "${state}/pkgdb/${name}" ]] || { echo "package ${name} is not installed"; exit 1; }
+if [[ " $* " == *" --qf "* || " $* " == *" --queryformat "* ]]; then cat "${state}/pkgdb/${name}"; else echo "${name}-$(<"${state}/pkgdb/${name}")"; fi
+""",
     "fuser": r"""
 f="${state}/lock-held"
 [[ -f "${f}" ]] || exit 1
@@ -136,7 +183,40 @@ esac
     "lsmod": 'echo "Module Size Used by"; cat "${state}/modules" 2>/dev/null; exit 0',
     "modinfo": '[[ -e "${state}/has-lustre" ]]',
     "ldconfig": '[[ "${1:-}" == -p && -e "${state}/has-gdrcopy" ]] && echo "	libgdrapi.so.2 (libc6,x86-64) => /usr/lib/libgdrapi.so.2"; exit 0',
-    "systemctl": '[[ "${1:-}" == is-active && -e "${state}/inactive-$3" ]] && exit 3; exit 0',
+    "systemctl": r"""
+# Like systemd: a unit must have a unit file (image, package or bundle) before it can be enabled or started.
+fmc_unit_exists() {
+  local u=$1 d
+  [[ "${u}" == *.* ]] || u="${u}.service"
+  for d in etc/systemd/system usr/lib/systemd/system lib/systemd/system; do
+    [[ -f "${FMC_ROOT}/${d}/${u}" ]] && return 0
+  done
+  return 1
+}
+cmd=${1:-}; shift || true
+units=(); quiet=0; now=0
+for a in "$@"; do
+  case "${a}" in --quiet|-q) quiet=1 ;; --now) now=1 ;; -*) ;; *) units+=("${a}") ;; esac
+done
+case "${cmd}" in
+  is-active)
+    u=${units[0]}; fmc_unit_exists "${u}" || { ((quiet)) || echo inactive; exit 3; }
+    [[ -e "${state}/inactive-${u}" ]] && exit 3; exit 0 ;;
+  is-enabled)
+    u=${units[0]}; fmc_unit_exists "${u}" || { ((quiet)) || echo "Failed to get unit file state for ${u}: No such file or directory" >&2; exit 1; }
+    [[ -e "${state}/enabled-${u}" ]] ;;
+  enable)
+    for u in "${units[@]}"; do
+      fmc_unit_exists "${u}" || { echo "Failed to enable unit: Unit file ${u} does not exist." >&2; exit 1; }
+    done
+    for u in "${units[@]}"; do : >"${state}/enabled-${u}"; done ;;
+  start|restart)
+    for u in "${units[@]}"; do
+      fmc_unit_exists "${u}" || { echo "Failed to ${cmd} ${u}: Unit ${u} not found." >&2; exit 5; }
+    done ;;
+esac
+exit 0
+""",
     "fi_info": r"""
 for ((i = 0; i < T_EFA_COUNT; i++)); do
   printf 'provider: efa\n    fabric: efa\n    domain: rdmap%ss27-rdm\n    version: 122.0\n    type: FI_EP_RDM\n    protocol: FI_PROTO_EFA\n' $((16 + i))
@@ -150,24 +230,39 @@ if [[ " $* " == *" install "* ]]; then
 fi
 """,
     "apt-get": r"""
+# Like apt: two sources for NVIDIA's CUDA repository with different keyrings stop every command,
+# and installing NAME=VERSION older than the installed one needs --allow-downgrades.
+mapfile -t nv < <(grep -l 'developer.download.nvidia.com/compute/cuda/repos' \
+  "${FMC_ROOT}"/etc/apt/sources.list "${FMC_ROOT}"/etc/apt/sources.list.d/*.list 2>/dev/null)
+if (( ${#nv[@]} > 1 )); then
+  echo "E: Conflicting values set for option Signed-By regarding source https://developer.download.nvidia.com/compute/cuda/repos/ /: ${nv[*]#"${FMC_ROOT}"}" >&2
+  echo "E: The list of sources could not be read." >&2
+  exit 100
+fi
+fmc_pkg_install_specs "$@" || exit 100
 for a in "$@"; do
   case "${a}" in
     *enroot_*.deb) cp "${SANDBOX}/pending/enroot" "${SANDBOX}/dynbin/enroot" ;;
-    nvidia-driver-*=*) cp "${SANDBOX}/pending/nvidia-smi" "${SANDBOX}/dynbin/nvidia-smi" ;;
-    nvidia-fabricmanager=*|nvidia-fabricmanager-[0-9]*=*) cp "${SANDBOX}/pending/nv-fabricmanager" "${SANDBOX}/dynbin/nv-fabricmanager" ;;
-    nvidia-imex=*|nvidia-imex-[0-9]*=*) cp "${SANDBOX}/pending/nvidia-imex" "${SANDBOX}/dynbin/nvidia-imex" ;;
-    datacenter-gpu-manager-exporter=*) cp "${SANDBOX}/pending/dcgm-exporter" "${SANDBOX}/dynbin/dcgm-exporter" ;;
+    nvidia-driver-*=*) cp "${SANDBOX}/pending/nvidia-smi" "${SANDBOX}/dynbin/nvidia-smi"; fmc_ship_unit nvidia-persistenced.service ;;
+    nvidia-fabricmanager=*|nvidia-fabricmanager-[0-9]*=*) cp "${SANDBOX}/pending/nv-fabricmanager" "${SANDBOX}/dynbin/nv-fabricmanager"; fmc_ship_unit nvidia-fabricmanager.service ;;
+    nvidia-imex=*|nvidia-imex-[0-9]*=*) cp "${SANDBOX}/pending/nvidia-imex" "${SANDBOX}/dynbin/nvidia-imex"; fmc_ship_unit nvidia-imex.service ;;
+    datacenter-gpu-manager-exporter=*) cp "${SANDBOX}/pending/dcgm-exporter" "${SANDBOX}/dynbin/dcgm-exporter"; fmc_ship_unit nvidia-dcgm-exporter.service ;;
+    datacenter-gpu-manager-4-core=*) fmc_ship_unit nvidia-dcgm.service ;;
+    nvlsm=*) mkdir -p "${FMC_ROOT}/opt/nvidia/nvlsm/sbin"; : >"${FMC_ROOT}/opt/nvidia/nvlsm/sbin/nvlsm" ;;
   esac
 done
 """,
     "dnf": r"""
+fmc_pkg_install_specs "$@" || exit 1
 for a in "$@"; do
   case "${a}" in
     *enroot-*.rpm) cp "${SANDBOX}/pending/enroot" "${SANDBOX}/dynbin/enroot" ;;
-    nvidia-open-*) cp "${SANDBOX}/pending/nvidia-smi" "${SANDBOX}/dynbin/nvidia-smi" ;;
-    nvidia-fabricmanager-*) cp "${SANDBOX}/pending/nv-fabricmanager" "${SANDBOX}/dynbin/nv-fabricmanager" ;;
-    nvidia-imex-*) cp "${SANDBOX}/pending/nvidia-imex" "${SANDBOX}/dynbin/nvidia-imex" ;;
-    datacenter-gpu-manager-exporter-*) cp "${SANDBOX}/pending/dcgm-exporter" "${SANDBOX}/dynbin/dcgm-exporter" ;;
+    nvidia-open-*) cp "${SANDBOX}/pending/nvidia-smi" "${SANDBOX}/dynbin/nvidia-smi"; fmc_ship_unit nvidia-persistenced.service ;;
+    nvidia-fabricmanager-*) cp "${SANDBOX}/pending/nv-fabricmanager" "${SANDBOX}/dynbin/nv-fabricmanager"; fmc_ship_unit nvidia-fabricmanager.service ;;
+    nvidia-imex-*) cp "${SANDBOX}/pending/nvidia-imex" "${SANDBOX}/dynbin/nvidia-imex"; fmc_ship_unit nvidia-imex.service ;;
+    datacenter-gpu-manager-exporter-*) cp "${SANDBOX}/pending/dcgm-exporter" "${SANDBOX}/dynbin/dcgm-exporter"; fmc_ship_unit nvidia-dcgm-exporter.service ;;
+    datacenter-gpu-manager-4-core-*) fmc_ship_unit nvidia-dcgm.service ;;
+    nvlsm-*) mkdir -p "${FMC_ROOT}/opt/nvidia/nvlsm/sbin"; : >"${FMC_ROOT}/opt/nvidia/nvlsm/sbin/nvlsm" ;;
   esac
 done
 """,
@@ -313,9 +408,14 @@ def with_optional_pins(artifacts: dict[str, bytes], arch: str = "x86_64") -> ver
     return versions.Versions.model_validate(data)
 
 
+IMAGE_UNIT = "[Service]\nExecStart=/bin/sh -c true\n"
+"""The unit file of a service the image (or a package) ships: only its existence matters to the stubs."""
+
+
 @dataclass
 class Image:
-    """What the node's AMI already carries."""
+    """What the node's AMI already carries. ``Image()`` is a generous image (everything present);
+    :meth:`from_profile` builds the image an image profile (``fmcluster/bootstrap/profiles/``) describes."""
 
     driver: bool = True
     fabric_manager: bool = True
@@ -333,6 +433,85 @@ class Image:
     driver_version: str = "580.105.08"
     repo_names: int = 0
     """Which of a package entry's alternatives ("a|b") NVIDIA's repository carries (0: the first)."""
+    efa_version: str = "1.47.0"
+    ofi_nccl_files: tuple[str, ...] | None = None
+    """The aws-ofi-nccl libraries ({arch}: uname -m). None: EFA installer >= 1.44's layout for the OS, with the tuner."""
+    units: tuple[str, ...] | None = None
+    """Unit files the image ships (all enabled). None: those of the packages this image has (nvidia-persistenced,
+    nvidia-fabricmanager, nvidia-imex, nvidia-dcgm-exporter)."""
+    packages: dict[str, str] = field(default_factory=dict)
+    """Installed packages (name -> version as dpkg/rpm reports it)."""
+    sources: dict[str, str] = field(default_factory=dict)
+    """Extra files (path -> content): package sources such as an image's cuda-keyring list."""
+    persistence_mode: bool = True
+    """What nvidia-smi reports for persistence mode."""
+    imex: bool | None = None
+    """nvidia-imex present. None: with the driver (the earlier behaviour)."""
+    nvlsm: bool = False
+    profile: str = "generous"
+    """A label for test ids and messages."""
+
+    @classmethod
+    def from_profile(cls, profile, arch: str, present: dict[str, bool] | None = None, **overrides) -> Image:
+        """The image ``profile`` (an :class:`~fmcluster.bootstrap.profiles.ImageProfile`) describes for ``arch``;
+        ``present`` overrides which facts the image has (see ``ImageProfile.variants``). ``overrides`` set the
+        instance's hardware (gpus, gpu_name, efa_devices, nvme_drives)."""
+        comps = profile.arches[arch].components
+        has = {name: getattr(comps, name).present for name in type(comps).model_fields} | {"ofi_nccl": True}
+        has |= present or {}
+        ubuntu = profile.os != "al2023"
+        nv_arch = "sbsa" if arch == "aarch64" else "x86_64"
+        distro = {"ubuntu-22.04": "ubuntu2204", "ubuntu-24.04": "ubuntu2404", "al2023": "amzn2023"}[profile.os]
+        units: list[str] = ["docker.service"]  # the docker stub is always on PATH
+        packages: dict[str, str] = {}
+        if has["slurm"]:
+            units.append("slurmd.service")
+        if has["persistence"]:
+            units += comps.persistence.units
+        if has["nvidia_persistenced_unit"] and "nvidia-persistenced.service" not in units:
+            units.append("nvidia-persistenced.service")
+        if has["driver"] and has["fabric_manager"]:
+            units.append("nvidia-fabricmanager.service")
+        if has["driver"] and has["imex"]:
+            units.append("nvidia-imex.service")
+        if has["dcgm"]:
+            units.append("nvidia-dcgm.service")
+            dcgm = comps.dcgm.version or "4.4.2"
+            packages["datacenter-gpu-manager-4-core"] = f"1:{dcgm}-1" if ubuntu else f"{dcgm}-1"
+        if has["dcgm_exporter"]:
+            units.append("nvidia-dcgm-exporter.service")
+        if has["nvlsm"]:
+            packages["nvlsm"] = "2025.10.0-1"  # a version the profile does not state; only its presence matters
+        ofi = comps.efa.ofi_nccl
+        sources = {}
+        if has["cuda_source"]:
+            src = comps.cuda_source
+            line = src.line.format(nv_arch=nv_arch, distro=distro)
+            sources[src.path.format(nv_arch=nv_arch, distro=distro)] = (
+                line + "\n" if ubuntu else f"[cuda-{distro}-{nv_arch}]\nname=cuda\n{line}\nenabled=1\ngpgcheck=1\n")
+        fields = dict(
+            driver=has["driver"], fabric_manager=has["fabric_manager"], imex=has["imex"], nvlsm=has["nvlsm"],
+            efa=has["efa"], gdrcopy=has["gdrcopy"], lustre=has["lustre"], enroot=has["enroot"], pyxis=has["pyxis"],
+            dcgm_exporter=has["dcgm_exporter"], node_exporter=False,
+            driver_version=comps.driver.version or "580.105.08",
+            efa_version=comps.efa.version or "1.47.0",
+            ofi_nccl_files=tuple(ofi.files if has["ofi_nccl"] else ofi.alternative_files),
+            units=tuple(units), packages=packages, sources=sources,
+            persistence_mode=has["persistence"], profile=profile.name,
+        )
+        return cls(**(fields | overrides))
+
+    def unit_files(self) -> tuple[str, ...]:
+        if self.units is not None:
+            return self.units
+        derived = ["docker.service", "slurmd.service"]  # the docker stub is always on PATH
+        if self.driver:
+            derived += ["nvidia-persistenced.service", "nvidia-imex.service"]
+        if self.driver and self.fabric_manager:
+            derived.append("nvidia-fabricmanager.service")
+        if self.dcgm_exporter:
+            derived.append("nvidia-dcgm-exporter.service")
+        return tuple(derived)
 
 
 @dataclass
@@ -385,7 +564,8 @@ class Sandbox:
 
 
 def _write_stub(path: Path, body: str) -> None:
-    path.write_text(STUB_HEADER + body + "\n")
+    helpers = PKG_HELPERS if path.name in ("apt-get", "dnf") else ""
+    path.write_text(STUB_HEADER + helpers + body + "\n")
     path.chmod(0o755)
 
 
@@ -411,8 +591,8 @@ def build_sandbox(
     _write_stub(path / "pending" / "fi_info", BEHAVIOURS["fi_info"])
     present = {
         "nvidia-smi": image.driver,
-        "nv-fabricmanager": image.fabric_manager,
-        "nvidia-imex": image.driver,
+        "nv-fabricmanager": image.driver and image.fabric_manager,
+        "nvidia-imex": image.driver if image.imex is None else image.driver and image.imex,
         "enroot": image.enroot,
         "dcgm-exporter": image.dcgm_exporter,
     }
@@ -429,8 +609,32 @@ def build_sandbox(
     (root / "etc/os-release").write_text(f'NAME="test"\nID={os_id}\nVERSION_ID="{version}"\n')
     if image.efa:
         (root / "opt/amazon").mkdir(parents=True, exist_ok=True)
-        (root / "opt/amazon/efa_installed_packages").write_text("# EFA installer version: 1.47.0\n# Debug packages installed: no\n")
-    (root / ctx.ofi_nccl_plugin_dir.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        (root / "opt/amazon/efa_installed_packages").write_text(
+            f"# EFA installer version: {image.efa_version}\n# Debug packages installed: no\n")
+        libdir = "lib64" if ctx.os == "al2023" else "lib"
+        ofi = image.ofi_nccl_files
+        if ofi is None:
+            ofi = (f"/opt/amazon/ofi-nccl/{libdir}/libnccl-net-ofi.so", f"/opt/amazon/ofi-nccl/{libdir}/libnccl-ofi-tuner.so")
+        for lib in ofi:
+            target = root / lib.format(arch=ctx.arch).lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text("ELF\n")
+    for unit in image.unit_files():
+        (root / "usr/lib/systemd/system").mkdir(parents=True, exist_ok=True)
+        (root / "usr/lib/systemd/system" / unit).write_text(IMAGE_UNIT)
+        (path / "state" / f"enabled-{unit}").touch()
+    if image.packages:
+        (path / "state/pkgdb").mkdir(exist_ok=True)
+        for name, version in image.packages.items():
+            (path / "state/pkgdb" / name).write_text(version + "\n")
+    for file, content in image.sources.items():
+        (root / file.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        (root / file.lstrip("/")).write_text(content)
+    if image.nvlsm:
+        (root / "opt/nvidia/nvlsm/sbin").mkdir(parents=True, exist_ok=True)
+        (root / "opt/nvidia/nvlsm/sbin/nvlsm").write_text("ELF\n")
+    if not image.persistence_mode:
+        (path / "state/persistence-off").touch()
     for i in range(image.nvme_drives):
         dev = root / f"sys/block/nvme{i + 1}n1/device"
         dev.mkdir(parents=True)

@@ -1,0 +1,64 @@
+"""aws-ofi-nccl is found whatever the EFA installer's layout (FACTS.md section 4: 1.44.0 moved it), and
+NCCL gets the plugin and the tuner by full path, on the host and in containers."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from fmcluster.bootstrap import render
+from support.sandbox import FSX, Image, build_sandbox, context_for, make_project
+
+LAYOUTS = {
+    # (os, files the image has) -> (NCCL_NET_PLUGIN, NCCL_TUNER_PLUGIN)
+    "ubuntu-1.44+": ("ubuntu-22.04", ("/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "/opt/amazon/ofi-nccl/lib/libnccl-ofi-tuner.so"),
+                     "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "/opt/amazon/ofi-nccl/lib/libnccl-ofi-tuner.so"),
+    "al2023-1.44+": ("al2023", ("/opt/amazon/ofi-nccl/lib64/libnccl-net-ofi.so", "/opt/amazon/ofi-nccl/lib64/libnccl-ofi-tuner.so"),
+                     "/opt/amazon/ofi-nccl/lib64/libnccl-net-ofi.so", "/opt/amazon/ofi-nccl/lib64/libnccl-ofi-tuner.so"),
+    "ubuntu-pre-1.44": ("ubuntu-24.04", ("/opt/amazon/ofi-nccl/lib/{arch}-linux-gnu/libnccl-net.so",),
+                        "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu/libnccl-net.so", ""),
+    "al2023-pre-1.44": ("al2023", ("/opt/amazon/ofi-nccl/lib/libnccl-net.so",), "/opt/amazon/ofi-nccl/lib/libnccl-net.so", ""),
+}
+
+
+def sourced(sb, file: str) -> dict[str, str]:
+    """What a login shell on the node gets from ``file`` (an /etc/profile.d script), read with the sandbox's root."""
+    out = subprocess.run(
+        ["bash", "-c", 'set -eu; . "$1"; printf "%s|%s|%s" "${NCCL_NET_PLUGIN:-}" "${NCCL_TUNER_PLUGIN:-}" "${LD_LIBRARY_PATH:-}"',
+         "profile", str(sb.root / file)],
+        env={"FMC_ROOT": str(sb.root), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, check=True).stdout
+    net, tuner, ld = out.split("|")
+    return {"NCCL_NET_PLUGIN": net, "NCCL_TUNER_PLUGIN": tuner, "LD_LIBRARY_PATH": ld}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_plugin_is_found_and_given_by_full_path(tmp_path, layout):
+    os_name, files, plugin, tuner = LAYOUTS[layout]
+    ctx = context_for(make_project("p5.48xlarge", os_name, "none"), "gpu", "compute", fsx=FSX)
+    sb = build_sandbox(tmp_path / "sb", ctx, Image(ofi_nccl_files=files))
+    res = sb.run()
+    assert res.rc == 0, res.out[-2000:]
+    env = sourced(sb, "etc/profile.d/fmcluster-nccl.sh")
+    assert env["NCCL_NET_PLUGIN"] == plugin
+    assert env["NCCL_TUNER_PLUGIN"] == tuner
+    assert env["LD_LIBRARY_PATH"] == plugin.rsplit("/", 1)[0]
+    assert (sb.root / "etc/ld.so.conf.d/fmcluster-ofi-nccl.conf").read_text() == plugin.rsplit("/", 1)[0] + "\n"
+    assert f"NCCL_NET_PLUGIN={plugin}" in res.log
+
+
+def test_no_plugin_anywhere_stops_the_step_naming_every_place_looked(tmp_path):
+    ctx = context_for(make_project("p5.48xlarge", "ubuntu-22.04", "none"), "gpu", "compute", fsx=FSX)
+    sb = build_sandbox(tmp_path / "sb", ctx, Image(ofi_nccl_files=()))
+    res = sb.run()
+    assert res.rc != 0
+    assert "[50-nccl-env] FAILED: aws-ofi-nccl is nowhere" in res.out
+    assert "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so" in res.out and "lib64/libnccl-net-ofi.so" in res.out
+
+
+def test_no_script_requires_the_pre_1_44_directory():
+    for os_name in ("ubuntu-22.04", "al2023"):
+        for orch in ("none", "parallelcluster", "hyperpod"):
+            ctx = context_for(make_project("p5.48xlarge", os_name, orch), "gpu", "compute")
+            for path, text in render.render_files(ctx).items():
+                assert "-d \"${FMC_ROOT}/opt/amazon/ofi-nccl" not in text, path
+                assert "x86_64-linux-gnu\"" not in text, path
