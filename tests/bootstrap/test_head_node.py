@@ -26,10 +26,14 @@ SCONTROL = '#!/bin/bash\necho "scontrol $*" >>"${SANDBOX}/calls.log"\n'
 
 
 def _scontrol(sb: Sandbox) -> None:
+    """Slurm's controller as the image has it: scontrol and slurmctld's unit."""
     path = sb.root / "opt/slurm/bin/scontrol"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(SCONTROL)
     path.chmod(0o755)
+    unit = sb.root / "etc/systemd/system/slurmctld.service"
+    unit.parent.mkdir(parents=True, exist_ok=True)
+    unit.write_text("[Service]\nExecStart=/opt/slurm/sbin/slurmctld\n")
 
 
 def _zip(folder: Path, archive: Path) -> None:
