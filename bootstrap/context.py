@@ -131,6 +131,8 @@ class Options(_Frozen):
     scratch_path: str = Field(default="/scratch", pattern=r"^/[A-Za-z0-9._/-]+$", description="RAID 0 of the local NVMe.")
     slurm_prefix: str | None = Field(default=None, description="Where Slurm lives (pyxis builds against it).")
     scratch: bool = Field(default=True, description="Assemble the instance-store NVMe drives (storage.scratch.enabled).")
+    imex_prolog: bool = Field(default=False, description="ParallelCluster head node: install the per-job IMEX prolog "
+                                                         "(a queue has IMEX instances).")
 
 
 class BootstrapContext(_Frozen):
@@ -263,10 +265,12 @@ class Step(_Frozen):
     needs_containers: bool = False
     needs_exporters: bool = False
     needs_scratch: bool = False
+    needs_imex_prolog: bool = False
 
     def applies(self, ctx: BootstrapContext) -> bool:
         return not (
             (self.gpu_only and not ctx.gpu)
+            or (self.needs_imex_prolog and not (ctx.options.imex_prolog and ctx.role == "head"))
             or (self.needs_fsx and ctx.fsx is None)
             or (self.needs_containers and not ctx.options.containers)
             or (self.needs_exporters and not ctx.options.exporters)
@@ -284,6 +288,8 @@ STEPS: tuple[Step, ...] = (
          needs_scratch=True),
     Step(name="70-lustre", template="lustre.sh.j2", description="Lustre client, LNet over EFA, FSx mount", needs_fsx=True),
     Step(name="80-containers", template="containers.sh.j2", description="enroot + pyxis, container storage on NVMe", needs_containers=True),
+    Step(name="85-imex-prolog", template="imex_prolog_install.sh.j2",
+         description="ParallelCluster head node: the per-job IMEX prolog for UltraServer queues", needs_imex_prolog=True),
     Step(name="90-exporters", template="exporters.sh.j2", description="node_exporter, dcgm-exporter, EFA counters", needs_exporters=True),
     Step(name="99-healthcheck", template="healthcheck.sh.j2", description="prove the node before it takes jobs"),
 )

@@ -136,6 +136,8 @@ def render_files(ctx: BootstrapContext) -> dict[str, str]:
     names = {s.name for s in ctx.steps()}
     if "20-nvidia" in names and ctx.instance is not None and ctx.instance.needs_imex and ctx.flavour != "parallelcluster":
         files["files/fmcluster-imex"] = _render("partials/imex.sh.j2", ctx)
+    if "85-imex-prolog" in names:
+        files["files/91_fmcluster_imex_prolog.sh"] = _render("partials/imex_prolog.sh.j2", ctx)
     if "60-nvme" in names:
         files["files/fmcluster-scratch"] = _render("partials/scratch.sh.j2", ctx)
     return files

@@ -122,7 +122,7 @@ def cluster_config(
     }
     config["Scheduling"] = {
         "Scheduler": "slurm",
-        "SlurmSettings": _slurm_settings(settings),
+        "SlurmSettings": _slurm_settings(settings, imex=any(g.needs_imex for g in cluster.groups)),
         "SlurmQueues": [
             _queue(cluster, queue, network, security_groups, policies, bootstrap_uri, bootstrap_args)
             for queue in queues(cluster)
@@ -195,13 +195,21 @@ def _placement_group(group: GroupPlan) -> dict[str, Any]:
     return {"Enabled": bool(group.placement_group)}
 
 
-def _slurm_settings(settings: ParallelClusterSettings) -> dict[str, Any]:
+IMEX_PROLOG_FLAGS = "Alloc,NoHold"
+"""UltraServer queues: the per-job IMEX prolog runs on every node of a job when it is allocated (ParallelCluster user
+guide, "Support NVIDIA-Imex with p6e-gb200 instance": CustomSlurmSettings PrologFlags "Alloc,NoHold")."""
+
+
+def _slurm_settings(settings: ParallelClusterSettings, *, imex: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {
         "QueueUpdateStrategy": settings.slurm.queue_update_strategy,
         "ScaledownIdletime": settings.slurm.scaledown_idletime_minutes,
     }
-    if settings.slurm.custom_settings:
-        out["CustomSlurmSettings"] = [{k: v} for k, v in settings.slurm.custom_settings.items()]
+    custom = dict(settings.slurm.custom_settings)
+    if imex and not any(k.lower() == "prologflags" for k in custom):  # the project's own PrologFlags win
+        custom["PrologFlags"] = IMEX_PROLOG_FLAGS
+    if custom:
+        out["CustomSlurmSettings"] = [{k: v} for k, v in custom.items()]
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import subprocess
 from pathlib import Path
 
 import botocore.session
@@ -423,3 +424,84 @@ def test_parallelcluster_bundles_leave_membership_to_the_per_job_prolog(tmp_path
     assert not [c for c in res.calls if re.search(r"systemctl .*(start|restart|stop) nvidia-imex", c)]
     assert not calls_of(res, "aws ec2 describe-instances") and not calls_of(res, "aws ec2 describe-instance-topology")
     assert "IMEX membership is set per job by the Slurm prolog the head node installs" in res.out
+
+
+# -- ParallelCluster's per-job prolog, installed by the head node ------------------------------------------------
+
+PROLOG = "opt/slurm/etc/scripts/prolog.d/91_fmcluster_imex_prolog.sh"
+
+
+@pytest.fixture
+def prolog_node(tmp_path):
+    """A GB200 compute node of ParallelCluster (nvidia-imex enabled by the cookbook) with the prolog the head
+    node's bundle installed in the shared /opt/slurm."""
+    from fmcluster.bootstrap.bundles import HEAD_NODE_BUNDLE, render_dispatched_bundles
+
+    from fmcluster.plan import make_plan
+
+    project = make_project(ITYPE, "ubuntu-24.04", "parallelcluster")
+    assets = render_dispatched_bundles(make_plan(project).cluster, tmp_path / "assets")
+    head = assets.bundles / HEAD_NODE_BUNDLE
+    assert (head / "steps/85-imex-prolog.sh").is_file()
+    ctx = context_for(project, "gpu", "head", "parallelcluster", exporters=False, imex_prolog=True)
+    sb = build_sandbox(tmp_path / "sb", ctx, Image(gpus=0, efa_devices=0, nvme_drives=0))
+    res = sb.run()
+    assert res.rc == 0, res.out[-2000:]
+    prolog = sb.root / PROLOG
+    assert prolog.read_bytes() == (head / "files/91_fmcluster_imex_prolog.sh").read_bytes()
+    assert prolog.stat().st_mode & 0o111
+    scontrol = sb.root / "opt/slurm/bin/scontrol"
+    scontrol.parent.mkdir(parents=True, exist_ok=True)
+    scontrol.write_text('#!/bin/bash\necho "scontrol $*" >>"${SANDBOX}/calls.log"\n'
+                        'for ip in 10.0.0.17 10.0.0.5 10.0.0.100; do\n'
+                        '  echo "NodeName=q1-st-cr1-${ip##*.} Arch=aarch64 NodeAddr=${ip} NodeHostName=ip State=ALLOCATED"\ndone\n')
+    scontrol.chmod(0o755)
+    (sb.path / "state/enabled-nvidia-imex.service").touch()  # what the cookbook's action :configure leaves
+    (sb.root / "etc/nvidia-imex").mkdir(parents=True, exist_ok=True)
+    (sb.root / "etc/nvidia-imex/nodes_config.cfg").write_text("172.31.51.93\n172.31.48.43\n")  # its placeholder
+    return sb
+
+
+def _prolog(sb, **env) -> list[str]:
+    before = len((sb.path / "calls.log").read_text().splitlines())
+    res = subprocess.run(["bash", str(sb.root / PROLOG)], env=sb.env | {"SLURM_JOB_ID": "7",
+                         "SLURM_JOB_NODELIST": "q1-st-cr1-[5,17,100]"} | env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    return (sb.path / "calls.log").read_text().splitlines()[before:]
+
+
+def test_the_prolog_sets_the_jobs_members_for_an_exclusive_job_only(prolog_node):
+    sb = prolog_node
+    conf = sb.root / "etc/nvidia-imex/nodes_config.cfg"
+    calls = _prolog(sb, SLURM_JOB_OVERSUBSCRIBE="OK")  # a shared job: IMEX is left alone
+    assert conf.read_text() == "172.31.51.93\n172.31.48.43\n" and "systemctl restart nvidia-imex.service" not in calls
+    calls = _prolog(sb, SLURM_JOB_OVERSUBSCRIBE="NO")
+    assert "scontrol -ao show node q1-st-cr1-[5,17,100]" in calls
+    assert conf.read_text() == "10.0.0.5\n10.0.0.17\n10.0.0.100\n"
+    assert "systemctl restart nvidia-imex.service" in calls
+    # the next exclusive job on the same nodes keeps the running domain
+    calls = _prolog(sb, SLURM_JOB_OVERSUBSCRIBE="NO")
+    assert "systemctl restart nvidia-imex.service" not in calls
+    assert "IMEX already runs with these 3 members" in (sb.root / "var/log/fmcluster/imex-prolog.log").read_text()
+
+
+def test_the_prolog_does_nothing_where_imex_is_not_enabled(prolog_node):
+    sb = prolog_node
+    (sb.path / "state/enabled-nvidia-imex.service").unlink()
+    # The sandbox's `systemctl is-enabled` answers 0 for any unit that has a file (its case branch's status is
+    # lost to the final `exit 0`), so the node here has no nvidia-imex unit at all, like a node without IMEX.
+    for unit in sb.root.glob("**/systemd/system/nvidia-imex.service"):
+        unit.unlink()
+    calls = _prolog(sb, SLURM_JOB_OVERSUBSCRIBE="NO")
+    assert not [c for c in calls if c.startswith("scontrol") or "restart" in c]
+
+
+def test_no_prolog_without_an_ultraserver_queue(tmp_path):
+    from fmcluster.bootstrap.bundles import HEAD_NODE_BUNDLE, render_dispatched_bundles
+
+    from fmcluster.plan import make_plan
+
+    assets = render_dispatched_bundles(make_plan(make_project("p5.48xlarge", "ubuntu-22.04", "parallelcluster")).cluster,
+                                       tmp_path / "assets")
+    assert not (assets.bundles / HEAD_NODE_BUNDLE / "steps/85-imex-prolog.sh").exists()
+    assert not (assets.bundles / HEAD_NODE_BUNDLE / "files/91_fmcluster_imex_prolog.sh").exists()

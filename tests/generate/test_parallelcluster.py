@@ -234,3 +234,14 @@ def test_every_settings_field_is_described():
 def test_settings_reject_unknown_keys():
     with pytest.raises(ConfigError, match="unknown key 'head_node_type'"):
         load(project_dict(orchestrator={"type": "parallelcluster", "parallelcluster": {"head_node_type": "m7i.large"}}))
+
+
+def test_ultraserver_queues_run_the_imex_prolog_at_allocation():
+    groups = [{"name": "nvl72", "instance_type": "p6e-gb200.36xlarge", "count": 18,
+               "capacity": {"type": "capacity-block", "reservation_id": "cr-0fedcba9876543210"}}]
+    settings = generated(project_dict(os="ubuntu-24.04", compute_groups=groups))["Scheduling"]["SlurmSettings"]
+    assert {"PrologFlags": "Alloc,NoHold"} in settings["CustomSlurmSettings"]
+    own = generated(project_dict(os="ubuntu-24.04", compute_groups=groups, orchestrator={
+        "type": "parallelcluster", "parallelcluster": {"slurm": {"custom_settings": {"PrologFlags": "Alloc"}}}}))
+    assert own["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] == [{"PrologFlags": "Alloc"}]
+    assert "CustomSlurmSettings" not in generated(project_dict())["Scheduling"]["SlurmSettings"]
