@@ -5,7 +5,8 @@
 - the execution role: AWS's managed cluster-instance policy, the VPC interface permissions HyperPod
   needs in a customer VPC, read of the lifecycle prefix only, ``aps:RemoteWrite`` on the project's workspace;
 - ``AWS::SageMaker::Cluster`` with API-driven Slurm (``SlurmConfig`` per group, ``FsxLustreConfig`` from the
-  storage contract), deep health checks, node recovery and training plans. It depends on the role's policy
+  storage contract), the bundles in extended mode (``OnInitComplete``), deep health checks, node recovery and
+  training plans. It depends on the role's policy
   and the upload, so creation races neither.
 """
 
@@ -232,6 +233,10 @@ class HyperPodCluster(Construct):
             # Extended mode (OnInitComplete): the bundle runs after HyperPod has set up Slurm, Docker/enroot and the
             # FSx mount; OnCreate (customer managed mode) would leave starting Slurm to the bundle (cfn-lint's
             # AWS::SageMaker::Cluster schema, ClusterLifeCycleConfig; botocore sagemaker ClusterLifeCycleConfig).
+            # That HyperPod mounts FsxLustreConfig before OnInitComplete is inferred, not stated by AWS: its own
+            # OnInitComplete extensions find /fsx mounted and never mount it (awslabs/awsome-distributed-ai
+            # 1.architectures/5.sagemaker-hyperpod/Extensions/run_extensions.sh, add-users/README.md
+            # "Filesystem Auto-Detection"); unconfirmed beyond that.
             life_cycle_config=sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(
                 source_s3_uri=f"s3://{self.bucket.bucket_name}/{group.lifecycle_prefix}",
                 on_init_complete=bundles.on_init_complete),
