@@ -12,6 +12,7 @@ manager, mounts or services -- the tests run as root in some environments. Nothi
 from __future__ import annotations
 
 import gzip
+import json
 import hashlib
 import io
 import shutil
@@ -267,10 +268,26 @@ for a in "$@"; do
 done
 """,
     "aws": r"""
+fmc_member_ids() {
+  local ip k=0
+  while read -r ip; do
+    [[ -n "${ip}" ]] || continue
+    k=$((k + 1))
+    if [[ "${ip}" == 10.0.0.5 ]]; then echo i-0123456789abcdef0; else echo "i-0sandbox${k}"; fi
+  done < <(tr -s ' \t' '\n' <"${state}/members" 2>/dev/null)
+}
 case "$1 $2" in
-  "ec2 describe-instances")
-    if [[ " $* " == *" --instance-ids "* ]]; then cat "${state}/capacity-reservation" 2>/dev/null || echo None
-    else cat "${state}/members" 2>/dev/null; fi
+  # IMEX members (fmcluster-imex): one UltraServer whose members' addresses are state/members; this node is
+  # i-0123456789abcdef0 at 10.0.0.5, the others i-0sandbox<N>. tests/bootstrap/test_imex.py emulates the APIs fully.
+  "ec2 describe-instance-topology")
+    if [[ " $* " == *" --instance-ids "* ]]; then echo cb-0sandbox; exit 0; fi
+    fmc_member_ids | tr '\n' '\t'; echo; exit 0 ;;
+  "ec2 describe-instances") tr -s ' \t' '\t' <"${state}/members" 2>/dev/null; exit 0 ;;
+  "sagemaker list-cluster-nodes") fmc_member_ids | sed 's/$/\tus-0sandbox\tRunning/'; exit 0 ;;
+  "sagemaker describe-cluster-node")
+    prev=""; for a in "$@"; do [[ "${prev}" == --node-id ]] && node=${a}; prev=${a}; done
+    mapfile -t ids < <(fmc_member_ids); mapfile -t ips < <(tr -s ' \t' '\n' <"${state}/members" | grep .)
+    for k in "${!ids[@]}"; do [[ "${ids[k]}" == "${node}" ]] && echo "${ips[k]}"; done
     exit 0 ;;
   "autoscaling describe-auto-scaling-instances") cat "${state}/asg" 2>/dev/null || echo None; exit 0 ;;
   "ec2 create-tags"|"autoscaling set-instance-health") exit 0 ;;
@@ -654,6 +671,13 @@ def build_sandbox(
         (root / "usr/local/lib/slurm/spank_pyxis.so").touch()
     (root / "proc").mkdir()
     (root / "proc/devices").write_text("Character devices:\n195 nvidia\n234 nvidia-caps-imex-channels\n")
+    if ctx.flavour == "hyperpod":  # HyperPod's own description of the cluster (keys as AWS's lifecycle scripts read them)
+        (root / "opt/ml/config").mkdir(parents=True)
+        (root / "opt/ml/config/resource_config.json").write_text(json.dumps({
+            "ClusterConfig": {"ClusterArn": "arn:aws:sagemaker:us-east-1:123456789012:cluster/abcdef012345",
+                              "ClusterName": ctx.project},
+            "InstanceGroups": [{"Name": ctx.group or "controller", "Instances": [
+                {"InstanceName": "node-1", "InstanceId": "i-0123456789abcdef0", "CustomerIpAddress": "10.0.0.5"}]}]}))
     madison = path / "madison"
     madison.mkdir()
     v = ctx.versions
