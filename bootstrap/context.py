@@ -33,6 +33,9 @@ FLAVOURS: tuple[Flavour, ...] = get_args(Flavour)
 ARCHES: tuple[Arch, ...] = get_args(Arch)
 OPERATING_SYSTEMS: tuple[str, ...] = tuple(_OS_FACTS)
 
+NVLSM_GPUS = ("B200", "B300")
+"""GPU models of the HGX systems with fourth-generation NVSwitches (catalog gpu_model)."""
+
 ORCHESTRATOR_FLAVOUR: dict[str, Flavour] = {
     "none": "self-managed",
     "parallelcluster": "parallelcluster",
@@ -229,6 +232,17 @@ class BootstrapContext(_Frozen):
     @property
     def nvidia_repo_key(self) -> RepoKey:
         return self.versions.nvidia_repo.keys[self.os_family]
+
+    @property
+    def needs_nvlsm(self) -> bool:
+        """HGX B200/B300 (fourth-generation NVSwitch) need the NVLink Subnet Manager beside Fabric Manager (Fabric
+        Manager user guide, release 2.3, "Systems Using Fourth Generation NVSwitches"; FACTS.md section 4)."""
+        i = self.instance
+        return i is not None and i.nvswitch and not i.needs_imex and i.gpu_model in NVLSM_GPUS
+
+    def package_entries(self, component: str) -> list[str]:
+        """Like :meth:`packages`, with ``{branch}`` left for the node to fill from the version it installs."""
+        return list(getattr(self.versions, component).packages[self.os_family])
 
     def packages(self, component: str) -> list[str]:
         """NVIDIA repository package names of ``component`` (nvidia_driver, fabric_manager, ...) on this OS."""

@@ -146,6 +146,11 @@ class NvidiaImex(_Packaged):
     pass
 
 
+class Nvlsm(_Frozen):
+    package: str = Field(pattern=r"^[a-z0-9][a-z0-9.+-]*$")
+    present_file: str = Field(pattern=r"^/[A-Za-z0-9._/-]+$", description="The file that says it is installed.")
+
+
 class Dcgm(_Packaged):
     pass
 
@@ -165,6 +170,8 @@ class Prometheus(_Component):
 
 
 class DcgmExporter(_Component):
+    builds: dict[str, str] = Field(default_factory=dict, description="DCGM version -> the exporter version built "
+                                   "for it (NVIDIA/dcgm-exporter tags <dcgm>-<exporter>).")
     port: int
     package: str = Field(pattern=r"^[a-z0-9][a-z0-9.+-]*$")
     service: str = Field(pattern=r"^[A-Za-z0-9@._-]+\.service$")
@@ -207,6 +214,7 @@ class Versions(_Frozen):
     nvidia_driver: NvidiaDriver
     fabric_manager: FabricManager
     nvidia_imex: NvidiaImex
+    nvlsm: Nvlsm
     dcgm: Dcgm
     cuda: _Component
     nccl: _Component

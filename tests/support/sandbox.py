@@ -147,7 +147,9 @@ if [[ "${fmt}" == *Version* ]]; then cat "${state}/pkgdb/${name}"; else printf '
     "apt-cache": r"""
 case "$1" in
   madison) f="${SANDBOX}/madison/$2"; [[ -f "${f}" ]] || exit 0
-           printf ' %s | %s | https://developer.download.nvidia.com/compute/cuda/repos x Packages\n' "$2" "$(<"${f}")" ;;
+           while read -r v; do
+             printf ' %s | %s | https://developer.download.nvidia.com/compute/cuda/repos x Packages\n' "$2" "${v}"
+           done <"${f}" ;;
   show) [[ -e "${state}/apt-has-$2" ]] ;;
 esac
 """,
@@ -215,7 +217,20 @@ case "${cmd}" in
     for u in "${units[@]}"; do
       fmc_unit_exists "${u}" || { echo "Failed to ${cmd} ${u}: Unit ${u} not found." >&2; exit 5; }
     done ;;
+  list-unit-files)
+    for u in "${units[@]}"; do
+      if fmc_unit_exists "${u}"; then
+        if [[ -e "${state}/enabled-${u}" ]]; then echo "${u} enabled enabled"; else echo "${u} disabled enabled"; fi
+      fi
+    done
+    exit 0 ;;
 esac
+# Starting a persistence service turns persistence mode on.
+if [[ "${cmd}" == start || "${cmd}" == restart || ( "${cmd}" == enable && ${now} == 1 ) ]]; then
+  for u in "${units[@]}"; do
+    case "${u}" in *persistenced*|parallelcluster_nvidia*) rm -f "${state}/persistence-off" ;; esac
+  done
+fi
 exit 0
 """,
     "fi_info": r"""
@@ -249,7 +264,8 @@ for a in "$@"; do
     nvidia-imex=*|nvidia-imex-[0-9]*=*) cp "${SANDBOX}/pending/nvidia-imex" "${SANDBOX}/dynbin/nvidia-imex"; fmc_ship_unit nvidia-imex.service ;;
     datacenter-gpu-manager-exporter=*) cp "${SANDBOX}/pending/dcgm-exporter" "${SANDBOX}/dynbin/dcgm-exporter"; fmc_ship_unit nvidia-dcgm-exporter.service ;;
     datacenter-gpu-manager-4-core=*) fmc_ship_unit nvidia-dcgm.service ;;
-    nvlsm=*) mkdir -p "${FMC_ROOT}/opt/nvidia/nvlsm/sbin"; : >"${FMC_ROOT}/opt/nvidia/nvlsm/sbin/nvlsm" ;;
+    nvlsm|nvlsm=*) mkdir -p "${FMC_ROOT}/opt/nvidia/nvlsm/sbin"; : >"${FMC_ROOT}/opt/nvidia/nvlsm/sbin/nvlsm" ;;
+    lustre-client-modules-*) : >"${state}/has-lustre" ;;
   esac
 done
 """,
@@ -263,7 +279,8 @@ for a in "$@"; do
     nvidia-imex-*) cp "${SANDBOX}/pending/nvidia-imex" "${SANDBOX}/dynbin/nvidia-imex"; fmc_ship_unit nvidia-imex.service ;;
     datacenter-gpu-manager-exporter-*) cp "${SANDBOX}/pending/dcgm-exporter" "${SANDBOX}/dynbin/dcgm-exporter"; fmc_ship_unit nvidia-dcgm-exporter.service ;;
     datacenter-gpu-manager-4-core-*) fmc_ship_unit nvidia-dcgm.service ;;
-    nvlsm-*) mkdir -p "${FMC_ROOT}/opt/nvidia/nvlsm/sbin"; : >"${FMC_ROOT}/opt/nvidia/nvlsm/sbin/nvlsm" ;;
+    nvlsm|nvlsm-*) mkdir -p "${FMC_ROOT}/opt/nvidia/nvlsm/sbin"; : >"${FMC_ROOT}/opt/nvidia/nvlsm/sbin/nvlsm" ;;
+    lustre-client) : >"${state}/has-lustre" ;;
   esac
 done
 """,
@@ -312,6 +329,7 @@ case " $* " in
       done
     done ;;
   *driver_version*) for ((g = 0; g < T_GPUS; g++)); do echo "${T_DRIVER}"; done ;;
+  *" -pm 1 "*) rm -f "${state}/persistence-off" ;;
   *persistence_mode*) for ((g = 0; g < T_GPUS; g++)); do [[ -e "${state}/persistence-off" ]] && echo Disabled || echo Enabled; done ;;
   *remapped_rows*) for ((g = 0; g < T_GPUS; g++)); do
       if [[ -e "${state}/remap-pending" && ${g} == 0 ]]; then echo "00000000:53:00.0, Yes, No"
@@ -388,6 +406,11 @@ def fake_artifacts(arch: str = "x86_64") -> dict[str, bytes]:
                     "#!/bin/bash\necho \"efa_installer.sh $*\" >>\"${SANDBOX}/calls.log\"\n"
                     "mkdir -p \"${FMC_ROOT}/opt/amazon\"\n"
                     "printf '# EFA installer version: 1.51.0\\n' >\"${FMC_ROOT}/opt/amazon/efa_installed_packages\"\n"
+                    # the 1.44+ layout of aws-ofi-nccl: lib64/ on AL2023, lib/ on Ubuntu (FACTS.md section 4)
+                    "d=lib; grep -q '^ID=amzn' \"${FMC_ROOT}/etc/os-release\" && d=lib64\n"
+                    "mkdir -p \"${FMC_ROOT}/opt/amazon/ofi-nccl/${d}\"\n"
+                    "echo ELF >\"${FMC_ROOT}/opt/amazon/ofi-nccl/${d}/libnccl-net-ofi.so\"\n"
+                    "echo ELF >\"${FMC_ROOT}/opt/amazon/ofi-nccl/${d}/libnccl-ofi-tuner.so\"\n"
                     "cp \"${SANDBOX}/pending/fi_info\" \"${SANDBOX}/dynbin/fi_info\" 2>/dev/null || true\n",
                     0o755,
                 )
@@ -509,7 +532,7 @@ class Image:
         fields = dict(
             driver=has["driver"], fabric_manager=has["fabric_manager"], imex=has["imex"], nvlsm=has["nvlsm"],
             efa=has["efa"], gdrcopy=has["gdrcopy"], lustre=has["lustre"], enroot=has["enroot"], pyxis=has["pyxis"],
-            dcgm_exporter=has["dcgm_exporter"], node_exporter=False,
+            dcgm_exporter=has["dcgm_exporter"],  # node_exporter: pre-placed, a fake could never match the real digest
             driver_version=comps.driver.version or "580.105.08",
             efa_version=comps.efa.version or "1.47.0",
             ofi_nccl_files=tuple(ofi.files if has["ofi_nccl"] else ofi.alternative_files),
@@ -682,13 +705,23 @@ def build_sandbox(
     madison.mkdir()
     v = ctx.versions
     deb_versions = {v.nvidia_driver.version: "-1ubuntu1", v.dcgm.version: "-1"}
+    def carry(name: str, version: str) -> None:  # NVIDIA's repository carries NAME at VERSION
+        with (madison / name).open("a") as f:
+            f.write(version + "\n")
+
     for comp in (v.nvidia_driver, v.fabric_manager, v.nvidia_imex, v.dcgm):
         for entry in comp.names("ubuntu"):
             names = entry.split("|")
             epoch = "1:" if comp is v.dcgm else ""
-            (madison / names[min(image.repo_names, len(names) - 1)]).write_text(
-                f"{epoch}{comp.version}{deb_versions[comp.version]}")
-    (madison / v.dcgm_exporter.package).write_text(f"{v.dcgm_exporter.version}-1")
+            carry(names[min(image.repo_names, len(names) - 1)], f"{epoch}{comp.version}{deb_versions[comp.version]}")
+    if image.driver_version != v.nvidia_driver.version:  # the repository also carries the image's driver branch
+        branch = image.driver_version.split(".")[0]
+        for comp in (v.fabric_manager, v.nvidia_imex):
+            for entry in comp.packages["ubuntu"]:
+                names = entry.replace("{branch}", branch).split("|")
+                carry(names[min(image.repo_names, len(names) - 1)], f"{image.driver_version}-1ubuntu1")
+    carry(v.dcgm_exporter.package, f"{v.dcgm_exporter.version}-1")
+    carry(v.nvlsm.package, "2025.10.0-1")
     (root / "opt/slurm/include/slurm").mkdir(parents=True)
     (root / "opt/slurm/include/slurm/spank.h").write_text("/* spank */\n")
     if image.gdrcopy:
@@ -696,6 +729,7 @@ def build_sandbox(
         (path / "state/modules").write_text("gdrdrv 16384 0\n")
     if image.lustre:
         (path / "state/has-lustre").touch()
+    (path / "state/apt-has-lustre-client-modules-6.8.0-1024-aws").touch()  # the FSx repository covers uname -r
 
     artifacts = fake_artifacts(ctx.arch)
     for name, content in artifacts.items():

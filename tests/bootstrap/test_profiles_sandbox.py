@@ -1,0 +1,98 @@
+"""Every bundle fmcluster renders (every example and shipped project, also on AL2023 and Ubuntu 24.04) boots
+in the sandbox on every image profile of its flavour (each unconfirmed fact both ways) and on the bare OS.
+
+The stubs behave like the real tools (tests/support/sandbox.py): apt refuses a downgrade and a second
+source for NVIDIA's CUDA repository, systemctl refuses a unit that does not exist. So a green boot here
+means: nothing downgraded, no duplicate source, no unit enabled that the image lacks."""
+
+from __future__ import annotations
+
+import pytest
+from fmcluster.bootstrap import context, profiles
+from fmcluster.bootstrap.versions import BootstrapError
+from support import PROJECTS
+from support.sandbox import FSX, Image, build_sandbox, calls_of
+
+from fmcluster.generate.hyperpod import instance_groups
+from fmcluster.plan import make_plan
+
+GPU_NAME = {"A100 40GB": "NVIDIA A100-SXM4-40GB", "GB200": "NVIDIA GB200"}
+
+
+def _bundles() -> dict[str, context.BootstrapContext]:
+    """One context per distinct bundle (flavour, OS, instance type, role) of every project, on every OS."""
+    out: dict[str, context.BootstrapContext] = {}
+    for name, project in sorted(PROJECTS.items()):
+        for os_name in context.OPERATING_SYSTEMS:
+            cluster = make_plan(project.model_copy(update={"os": os_name})).cluster
+            flavour = context.ORCHESTRATOR_FLAVOUR[cluster.orchestrator]
+            if flavour == "hyperpod":
+                roles = [(g.compute_group, g.role, g.instance_type) for g in instance_groups(cluster)]
+            else:
+                roles = [(g.name, "compute", g.instance_type) for g in cluster.groups]
+            for group, role, itype in roles:
+                key = f"{flavour}-{os_name}-{itype}-{role}"
+                if key not in out:
+                    fsx = FSX if context.bundle_mounts_fsx(flavour) else None
+                    out[key] = context.context_for(cluster, group, role, flavour, fsx=fsx)
+    return out
+
+
+BUNDLES = _bundles()
+CASES = [
+    (key, label, profile.name if profile else "bare", present)
+    for key, ctx in BUNDLES.items()
+    for profile in [*profiles.profiles_for(ctx.flavour, ctx.os, ctx.arch), None]
+    for label, present in (profile.variants(ctx.arch) if profile else [("bare-os", None)])
+]
+
+
+def _image(ctx: context.BootstrapContext, profile_name: str, present: dict[str, bool] | None) -> Image:
+    hw = {}
+    if ctx.instance is not None:
+        i = ctx.instance
+        hw = dict(gpus=i.gpus, gpu_name=GPU_NAME.get(i.gpu_model, f"NVIDIA {i.gpu_model}"), efa_devices=i.efa_devices,
+                  nvme_drives=i.local_nvme_drives or 4)
+    if profile_name == "bare":
+        return Image(driver=False, fabric_manager=False, efa=False, gdrcopy=False, lustre=False, enroot=False,
+                     pyxis=False, dcgm_exporter=False, imex=False, units=(), profile="bare",
+                     **hw)
+    (profile,) = [p for p in profiles.load_profiles() if p.name == profile_name]
+    return Image.from_profile(profile, ctx.arch, present, **hw)
+
+
+def test_every_flavour_os_and_arch_fmcluster_deploys_has_its_profile():
+    for flavour in ("self-managed", "parallelcluster"):
+        for os_name in context.OPERATING_SYSTEMS:
+            for arch in context.ARCHES:
+                assert profiles.profiles_for(flavour, os_name, arch), (flavour, os_name, arch)
+    for arch in context.ARCHES:
+        assert profiles.profiles_for("hyperpod", "ubuntu-22.04", arch)
+
+
+def test_a_fact_without_a_source_is_refused_naming_the_file(tmp_path):
+    text = (profiles.PROFILES_DIR / "parallelcluster-ubuntu-22.04.yaml").read_text()
+    (tmp_path / "bad.yaml").write_text(text.replace("unconfirmed: true", "unconfirmed: false", 1))
+    with pytest.raises(BootstrapError, match=r"(?s)bad\.yaml: not a valid image profile.*needs its source"):
+        profiles.load_profiles(tmp_path)
+
+
+@pytest.mark.parametrize("key, variant, profile_name, present", CASES, ids=[f"{c[0]}-{c[2]}-{c[1]}" for c in CASES])
+def test_boots_on_the_image(tmp_path, key, variant, profile_name, present):
+    ctx = BUNDLES[key]
+    image = _image(ctx, profile_name, present)
+    sb = build_sandbox(tmp_path / "sb", ctx, image)
+    if ctx.instance is not None and ctx.instance.needs_imex:
+        (sb.path / "state/members").write_text("10.0.0.5\n")
+    res = sb.run()
+    assert res.rc == 0, res.out[-3000:]
+    assert (sb.root / "var/lib/fmcluster/health").read_text() == "healthy\n"
+    # one source for NVIDIA's CUDA repository (apt's stub refuses two; dnf's would take both)
+    sources = [p for d in ("etc/apt/sources.list.d", "etc/yum.repos.d") if (sb.root / d).is_dir()
+               for p in (sb.root / d).iterdir()
+               if "developer.download.nvidia.com/compute/cuda/repos" in p.read_text()]
+    assert len(sources) <= 1, sources
+    # B200/B300: where the bundle installs Fabric Manager, nvlsm is there afterwards (installed, or the image's)
+    if ctx.instance is not None and ctx.instance.gpu_model in ("B200", "B300"):
+        if any("fabricmanager" in c and " install " in c for c in calls_of(res, "apt-get") + calls_of(res, "dnf")):
+            assert (sb.root / "opt/nvidia/nvlsm/sbin/nvlsm").exists(), "Fabric Manager installed without nvlsm"
