@@ -35,10 +35,9 @@ def test_a_bundle_cooperates_with_what_hyperpod_set_up(tmp_path, role, container
     [profile] = profiles_for("hyperpod", "ubuntu-22.04", "x86_64")
     hardware = ({"gpus": ctx.instance.gpus, "gpu_name": "NVIDIA H200", "efa_devices": ctx.instance.efa_devices}
                 if ctx.instance else {"gpus": 0, "efa_devices": 0, "nvme_drives": 0})
-    # cuda_source off until i21's fix for a second CUDA apt source (issue 21, defect 3) lands
     # with-enroot-and-pyxis: HyperPod's default software in extended mode includes enroot (FACTS.md section 5); the
     # profile, written from the customer managed mode's scripts, says the AMI has neither: boot both.
-    present = {"cuda_source": False} | ({"enroot": True, "pyxis": True} if containers else {})
+    present = {"enroot": True, "pyxis": True} if containers else {}
     image = Image.from_profile(profile, "x86_64", present=present, node_exporter=True, **hardware)
     sb = build_sandbox(tmp_path / role, ctx, image)
     # what HyperPod's Slurm setup leaves on the controller: slurmctld's unit and scontrol

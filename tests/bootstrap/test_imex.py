@@ -352,8 +352,7 @@ def _hyperpod_api(api: Path, root: Path, mine: dict[str, str], pending: str | No
 def hyperpod(tmp_path_factory):
     ctx = context_for(make_project(ITYPE, "ubuntu-22.04", "hyperpod"), "gpu", "compute", "hyperpod")
     [profile] = profiles_for("hyperpod", "ubuntu-22.04", "aarch64")  # HyperPod's AMI, as its profile describes it
-    # cuda_source off until i21's fix for a second CUDA apt source (issue 21, defect 3) lands: not an IMEX matter
-    image = Image.from_profile(profile, "aarch64", present={"cuda_source": False}, gpus=ctx.instance.gpus,
+    image = Image.from_profile(profile, "aarch64", gpus=ctx.instance.gpus,
                                gpu_name="NVIDIA GB200",
                                efa_devices=ctx.instance.efa_devices, nvme_drives=4,
                                node_exporter=True)  # a node_exporter the fake download's digest cannot match
