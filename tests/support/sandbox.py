@@ -207,7 +207,7 @@ case "${cmd}" in
     [[ -e "${state}/inactive-${u}" ]] && exit 3; exit 0 ;;
   is-enabled)
     u=${units[0]}; fmc_unit_exists "${u}" || { ((quiet)) || echo "Failed to get unit file state for ${u}: No such file or directory" >&2; exit 1; }
-    [[ -e "${state}/enabled-${u}" ]] ;;
+    [[ -e "${state}/enabled-${u}" ]]; exit ;;  # the status, not the final exit 0
   enable)
     for u in "${units[@]}"; do
       fmc_unit_exists "${u}" || { echo "Failed to enable unit: Unit file ${u} does not exist." >&2; exit 1; }
