@@ -131,6 +131,8 @@ def render_files(ctx: BootstrapContext) -> dict[str, str]:
             )
         files["files/dcgm-counters.csv"] = DCGM_COUNTERS_FILE.read_text(encoding="utf-8")
         files["files/fmcluster-efa-counters"] = _render("partials/efa_counters.sh.j2", ctx)
+    if ctx.gpu and ctx.options.containers:
+        files["files/fmcluster-enroot-nccl.sh"] = _render("partials/enroot_nccl_hook.sh.j2", ctx)
     if ctx.lnet_over_efa:
         files["files/fmcluster-lnet-efa"] = _render("partials/lnet_efa.sh.j2", ctx)
     names = {s.name for s in ctx.steps()}

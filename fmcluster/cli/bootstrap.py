@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from fmcluster import catalog, config
-from fmcluster.bootstrap import context, render
+from fmcluster.bootstrap import budget, context, profiles, render
 from fmcluster.bootstrap import versions as pinned
 from fmcluster.errors import ConfigError
 from fmcluster.plan import make_plan
@@ -100,6 +100,8 @@ def render_cmd(
                                f"({', '.join(context.FSX_BOOT_ENV)} in the user data)")
                 for key in manifest.placeholders:
                     typer.echo(f"  not pinned: {key} (the node refuses to download it unless its image has it)")
+                for image in [*profiles.profiles_for(ctx.flavour, ctx.os, ctx.arch), None]:
+                    typer.echo(f"  boot budget: {budget.estimate(ctx, image).text()}")
     except pinned.BootstrapError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -62,3 +62,30 @@ def test_no_script_requires_the_pre_1_44_directory():
             for path, text in render.render_files(ctx).items():
                 assert "-d \"${FMC_ROOT}/opt/amazon/ofi-nccl" not in text, path
                 assert "x86_64-linux-gnu\"" not in text, path
+
+
+@pytest.mark.parametrize("container_files, own_env, expected", [
+    (("/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "/opt/amazon/ofi-nccl/lib/libnccl-ofi-tuner.so"), "",
+     "NCCL_NET_PLUGIN=/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so\nNCCL_TUNER_PLUGIN=/opt/amazon/ofi-nccl/lib/libnccl-ofi-tuner.so\n"),
+    (("/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu/libnccl-net.so",), "", "NCCL_NET_PLUGIN=/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu/libnccl-net.so\n"),
+    ((), "", ""),
+    (("/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so",), "NCCL_NET_PLUGIN=ofi\n", ""),
+], ids=["1.44+", "pre-1.44", "no-plugin", "image-sets-its-own"])
+def test_containers_get_their_own_plugin_by_full_path(tmp_path, container_files, own_env, expected):
+    """The enroot hook the containers step installs, run as enroot runs it at container start."""
+    ctx = context_for(make_project("p5.48xlarge", "ubuntu-22.04", "parallelcluster"), "gpu", "compute")
+    sb = build_sandbox(tmp_path / "sb", ctx, Image())
+    res = sb.run()
+    assert res.rc == 0, res.out[-2000:]
+    hook = sb.root / "etc/enroot/hooks.d/90-fmcluster-nccl.sh"
+    rootfs = tmp_path / "rootfs"
+    (rootfs / "etc").mkdir(parents=True)
+    (rootfs / "etc/environment").write_text(own_env)
+    for lib in container_files:
+        (rootfs / lib.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        (rootfs / lib.lstrip("/")).write_text("ELF\n")
+    environ = tmp_path / "environ"
+    environ.write_text("")
+    subprocess.run(["bash", str(hook)], env={"ENROOT_ROOTFS": str(rootfs), "ENROOT_ENVIRON": str(environ),
+                                              "PATH": "/usr/bin:/bin"}, check=True)
+    assert environ.read_text() == expected
