@@ -3,18 +3,15 @@ network) or 2 (bad input), never a traceback. The words come from :func:`fmclust
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn, TypeVar
+from typing import NoReturn
 
 import typer
 
 from fmcluster.aws import AwsError
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def fail(exc: AwsError, *, as_json: bool = False) -> NoReturn:
@@ -39,13 +36,3 @@ def account_errors(*, as_json: bool = False) -> Iterator[None]:
         from fmcluster.aws.session import translate
 
         fail(translate(exc), as_json=as_json)
-
-
-def aws_command(command: F) -> F:
-    """Decorate a Typer command that calls AWS: its failures become one line and a stable exit code."""
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        as_json = str(kwargs.get("output", "")).endswith("json")
-        with account_errors(as_json=as_json):
-            return command(*args, **kwargs)
-    return wrapper  # type: ignore[return-value]
