@@ -111,8 +111,9 @@ class AwsSession:
     region: str
     region_from: str
     profile: str | None
-    actions: dict[str, str] = field(default_factory=dict)
-    """Operation name -> IAM action (``DescribeStacks`` -> ``cloudformation:DescribeStacks``), as clients call them."""
+    actions: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Operation name -> (IAM action, Region called), as clients call them: ``DescribeStacks`` ->
+    (``cloudformation:DescribeStacks``, ``us-east-1``)."""
     clients: dict[tuple[str, str], Any] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -126,9 +127,10 @@ class AwsSession:
                 self.clients[key] = made
             return self.clients[key]
 
-    def _note_action(self, model: Any = None, **_: Any) -> None:
+    def _note_action(self, model: Any = None, request_signer: Any = None, **_: Any) -> None:
         if model is not None:
-            self.actions[model.name] = f"{model.service_model.signing_name}:{model.name}"
+            region = getattr(request_signer, "region_name", None) or self.region
+            self.actions[model.name] = (f"{model.service_model.signing_name}:{model.name}", region)
 
     @contextmanager
     def errors(self) -> Iterator[None]:
@@ -262,8 +264,9 @@ def _client_error(exc: ClientError, session: AwsSession | None, region: str, log
     error = exc.response.get("Error", {})
     code, message = error.get("Code", ""), " ".join(str(error.get("Message", "")).split())
     op = exc.operation_name
-    action = (session.actions.get(op) if session else None) or op
-    where = session.region if session else ""
+    action, where = (session.actions.get(op) if session else None) or (op, session.region if session else "")
+    if session and where != session.region:  # a call outside the project's Region (the Price List's us-east-1)
+        region = f" in {where}"
     if code in THROTTLED:
         return AwsError(f"AWS throttled {action}{region} ({code}) after {ATTEMPTS} attempts with botocore's standard "
                         "retry mode (hint: wait a minute and run the command again; other tools in the account "

@@ -349,3 +349,12 @@ def test_an_endpoint_that_never_answers_is_given_up_within_30_seconds(home: Path
     [line] = done.stderr.splitlines()
     assert line.startswith(f"error: {url}/ did not answer within {aws.READ_TIMEOUT_S} s, {aws.ATTEMPTS} times")
     assert took >= aws.ATTEMPTS * aws.READ_TIMEOUT_S  # it did wait for each attempt: the timeouts are the real ones
+
+
+def test_the_price_list_is_named_in_its_own_region(home: Path, answering) -> None:
+    """A project in us-west-2: its prices are asked of the Price List in us-east-1, and the line says so."""
+    answering("AccessDeniedException", 403, region="us-west-2")
+    command = Command("plan --prices", ["plan", str(ROOT / "examples" / "p6-b200-mixed.yaml"), "--prices"],
+                      "pricing:GetProducts")
+    code, line = run(command, home)
+    assert code == 1 and line.startswith("error: access denied to pricing:GetProducts in us-east-1 (AccessDenied")
