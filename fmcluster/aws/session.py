@@ -114,6 +114,8 @@ class AwsSession:
     actions: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Operation name -> (IAM action, Region called), as clients call them: ``DescribeStacks`` ->
     (``cloudformation:DescribeStacks``, ``us-east-1``)."""
+    last: tuple[str, str] | None = None
+    """The last call made: (IAM action, Region)."""
     clients: dict[tuple[str, str], Any] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -130,7 +132,7 @@ class AwsSession:
     def _note_action(self, model: Any = None, request_signer: Any = None, **_: Any) -> None:
         if model is not None:
             region = getattr(request_signer, "region_name", None) or self.region
-            self.actions[model.name] = (f"{model.service_model.signing_name}:{model.name}", region)
+            self.actions[model.name] = self.last = (f"{model.service_model.signing_name}:{model.name}", region)
 
     @contextmanager
     def errors(self) -> Iterator[None]:
@@ -225,6 +227,8 @@ def translate(exc: BaseException, session: AwsSession | None = None) -> AwsError
         return AwsError(f"cannot reach the proxy {exc.kwargs.get('proxy_url', '')} (hint: check HTTPS_PROXY and "
                         "NO_PROXY, or unset them)")
     if isinstance(exc, (ConnectTimeoutError, ReadTimeoutError, EndpointConnectionError, ConnectionClosedError)):
+        if session and session.last and session.last[1] != session.region:
+            region = f" in {session.last[1]}"  # a call outside the project's Region (the Price List's us-east-1)
         return AwsError(_unreachable(exc, region))
     if isinstance(exc, ClientError):
         return _client_error(exc, session, region, login)

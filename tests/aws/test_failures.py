@@ -358,3 +358,13 @@ def test_the_price_list_is_named_in_its_own_region(home: Path, answering) -> Non
                       "pricing:GetProducts")
     code, line = run(command, home)
     assert code == 1 and line.startswith("error: access denied to pricing:GetProducts in us-east-1 (AccessDenied")
+
+
+def test_the_price_list_endpoint_is_named_in_its_own_region(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    keys(monkeypatch)
+    monkeypatch.setenv("AWS_REGION", "us-west-2")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{closed_port()}")
+    command = Command("plan --prices", ["plan", str(ROOT / "examples" / "p6-b200-mixed.yaml"), "--prices"],
+                      "pricing:GetProducts")
+    code, line = run(command, home)
+    assert code == 1 and "(3 attempts) in us-east-1; gave up" in line
