@@ -368,3 +368,83 @@ def test_the_price_list_endpoint_is_named_in_its_own_region(home: Path, monkeypa
                       "pricing:GetProducts")
     code, line = run(command, home)
     assert code == 1 and "(3 attempts) in us-east-1; gave up" in line
+
+
+# --- moto's server, which enforces IAM: an unknown key, and a user with no policy ----------------
+
+@pytest.fixture(scope="module")
+def moto_iam(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, str]]:
+    """moto's server on loopback with IAM enforced after its first two calls (``INITIAL_NO_AUTH_ACTION_COUNT``),
+    which make a user without any policy and its access key: (endpoint, key ID, secret)."""
+    import boto3  # the fixture's own setup calls to moto
+
+    port = closed_port()
+    log = tmp_path_factory.mktemp("moto") / "moto.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")} | {"INITIAL_NO_AUTH_ACTION_COUNT": "2"}
+    with log.open("w") as out:
+        server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], env=env,
+                                  stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        iam = boto3.client("iam", region_name="us-east-1", endpoint_url=url, aws_access_key_id="setup",
+                           aws_secret_access_key="setup")
+        iam.create_user(UserName="nobody")
+        key = iam.create_access_key(UserName="nobody")["AccessKey"]
+        yield url, key["AccessKeyId"], key["SecretAccessKey"]
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+MOTO_DENIES = [c for c in COMMANDS if c.action.split(":")[0] in ("ec2", "cloudformation")]
+"""The commands whose first call moto's IAM answers in the service's own format (its JSON services' 403 is not)."""
+
+
+@pytest.mark.parametrize("command", MOTO_DENIES, ids=[c.name for c in MOTO_DENIES])
+def test_moto_denies_a_user_without_policies(command: Command, home: Path, monkeypatch: pytest.MonkeyPatch,
+                                             moto_iam: tuple[str, str, str]) -> None:
+    url, key, secret = moto_iam
+    for name, value in {"AWS_ENDPOINT_URL": url, "AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret,
+                        "AWS_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(name, value)
+    code, line = run(command, home)
+    assert code == 1 and line.startswith(f"error: access denied to {command.action} in us-east-1 (Region from AWS_REGION) "
+                                   "(AccessDenied)")
+
+
+def test_moto_preflight_without_policies_warns_per_check(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         moto_iam: tuple[str, str, str]) -> None:
+    """GetCallerIdentity needs no permission, so preflight knows who asks; each check it may not run is a warning."""
+    url, key, secret = moto_iam
+    for name, value in {"AWS_ENDPOINT_URL": url, "AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret,
+                        "AWS_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(name, value)
+    result = runner.invoke(app, ["preflight", PROJECT, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["results"][0]["check"] == "credentials" and data["results"][0]["status"] == "pass"
+    assert data["results"][0]["message"].startswith("arn:aws:iam::123456789012:user/nobody")
+    checks = data["results"][1:]
+    assert checks and all(r["status"] == "warn" and r["message"].startswith("could not check: ") for r in checks)
+    # moto answers its JSON services' denials in XML (code "403"); EC2's in EC2's own format
+    assert {r["check"] for r in checks if r["message"].startswith("could not check: AccessDenied: User: "
+                                                                  "arn:aws:iam::123456789012:user/nobody")} == {"zone", "offered"}
+
+
+def test_moto_refuses_an_unknown_key(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                     moto_iam: tuple[str, str, str]) -> None:
+    url, _, _ = moto_iam
+    for name, value in {"AWS_ENDPOINT_URL": url, "AWS_ACCESS_KEY_ID": "AKIAUNKNOWNKEY000000",
+                        "AWS_SECRET_ACCESS_KEY": "nope", "AWS_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(name, value)
+    code, line = run(COMMANDS[0], home)
+    assert code == 1
+    assert line.startswith("error: AWS refused the credentials for sts:GetCallerIdentity in us-east-1 "
+                           "(Region from AWS_REGION) (InvalidClientTokenId: The security token included in the "
+                           "request is invalid.)")
