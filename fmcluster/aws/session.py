@@ -9,6 +9,18 @@ The Region, first found wins (:data:`REGION_ORDER`): the command's ``--region``,
 last the Region the project's ``availability_zone_id`` names (``use1-az6`` is in us-east-1,
 :data:`fmcluster.facts.AZ_ID_REGIONS`). A Region found earlier that does not contain the project's zone
 is refused: the project's stacks and capacity are in the zone's Region.
+
+A command uses it so (``fmcluster/cli/hyperpod.py`` is a short example)::
+
+    with account_errors():                      # fmcluster.cli.awserrors: one line, exit 1 or 2
+        from fmcluster.aws.session import aws_session  # boto3 loads only for the commands that call AWS
+
+        session = aws_session(loaded.project, region=region)
+        with session.errors():
+            session.client("cloudformation").describe_stacks(StackName=name)
+
+Code under ``fmcluster/aws`` that turns a service's refusal into its own error first lets the caller's
+problems through: ``if is_account_problem(exc): raise``.
 """
 
 from __future__ import annotations
