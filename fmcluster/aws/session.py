@@ -54,7 +54,8 @@ from botocore.exceptions import (
 )
 from botocore.retries.standard import ThrottledRetryableChecker
 
-from fmcluster.aws import ACCOUNT_EXIT, INPUT_EXIT, AwsError
+from fmcluster.aws import INPUT_EXIT, AwsError
+from fmcluster.aws.permissions import COMMAND_ACTIONS
 from fmcluster.facts import AZ_ID_REGIONS, zone_region_prefix
 
 # --- bounded waits -------------------------------------------------------------------------------
@@ -123,6 +124,8 @@ class AwsSession:
     region: str
     region_from: str
     profile: str | None
+    command: str | None = None
+    """The command's key in :data:`fmcluster.aws.permissions.COMMAND_ACTIONS`: access denied lists its policy."""
     actions: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Operation name -> (IAM action, Region called), as clients call them: ``DescribeStacks`` ->
     (``cloudformation:DescribeStacks``, ``us-east-1``)."""
@@ -159,9 +162,11 @@ _current: list[AwsSession] = []
 """The session this process made last: :func:`translate` words its errors with its Region and profile."""
 
 
-def aws_session(project: Any = None, *, region: str | None = None, profile: str | None = None) -> AwsSession:
+def aws_session(project: Any = None, *, region: str | None = None, profile: str | None = None,
+                command: str | None = None) -> AwsSession:
     """The session for a command: ``project`` (a :class:`fmcluster.config.Project`, or None) gives its
-    ``region:`` and zone; ``region`` is the command's ``--region``. Raises :class:`AwsError`."""
+    ``region:`` and zone; ``region`` is the command's ``--region``; ``command`` names its IAM actions
+    (:data:`~fmcluster.aws.permissions.COMMAND_ACTIONS`). Raises :class:`AwsError`."""
     try:
         core = botocore.session.Session(profile=profile) if profile else botocore.session.Session()
         name = profile or os.environ.get("AWS_PROFILE") or os.environ.get("AWS_DEFAULT_PROFILE")
@@ -172,7 +177,7 @@ def aws_session(project: Any = None, *, region: str | None = None, profile: str 
         boto = boto3.session.Session(botocore_session=core, region_name=chosen)
     except (BotoCoreError, ClientError) as exc:
         raise translate(exc) from None
-    made = AwsSession(boto, chosen, source, name)
+    made = AwsSession(boto, chosen, source, name, command)
     _current[:] = [made]
     return made
 
@@ -297,6 +302,9 @@ def _client_error(exc: ClientError, session: AwsSession | None, region: str, log
         return AwsError(f"AWS refused the credentials for {action}{region} ({code}: {message}){opt_in} (hint: check "
                         f"the access keys or sign in again, e.g. `{login}`)")
     if code in DENIED:
+        needs = COMMAND_ACTIONS.get(session.command or "", ()) if session else ()
+        policy = (f"`fmcluster {session.command}` needs {', '.join(needs)}" if session and needs
+                  else "every action each command needs")
         return AwsError(f"access denied to {action}{region} ({code}) (hint: allow {action} in an IAM policy of these "
-                        f"credentials; every action each command needs is in {DOCS})")
+                        f"credentials; {policy}: see {DOCS})")
     return AwsError(f"AWS refused {action}{region}: {code}: {message}")

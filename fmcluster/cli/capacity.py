@@ -55,7 +55,7 @@ def search(
         from fmcluster.aws import capacity
         from fmcluster.aws.session import aws_session  # boto3, as above
 
-        session = aws_session(region=region)
+        session = aws_session(region=region, command="capacity search")
         region = session.region
         try:
             with session.errors():

@@ -70,7 +70,7 @@ def push(
         from fmcluster.aws.session import aws_session
         from fmcluster.aws.stacks import grafana_workspace_id  # botocore, as above
 
-        session = aws_session(loaded, region=region)
+        session = aws_session(loaded, region=region, command="dashboards push")
         with session.errors():
             if workspace_id is None:
                 try:

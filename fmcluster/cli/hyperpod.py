@@ -41,7 +41,7 @@ def status(
         from fmcluster.aws.hyperpod import HyperPodError, cluster_health
         from fmcluster.aws.session import aws_session  # boto3, as above
 
-        session = aws_session(loaded.project, region=region)
+        session = aws_session(loaded.project, region=region, command="hyperpod status")
         try:
             with session.errors():
                 health = cluster_health(session.client("sagemaker"), plan.cluster.hyperpod_name)

@@ -71,7 +71,8 @@ def config_command(
                 # heavy, and needed only with --from-stacks
                 from fmcluster.aws.session import aws_session
 
-                session = aws_session(loaded.project, region=region)
+                session = aws_session(loaded.project, region=region,
+                                      command="parallelcluster config --from-stacks")
                 with session.errors():
                     text = render(loaded, plan, cfn=session.client("cloudformation"), region=session.region)
         else:

@@ -44,7 +44,7 @@ def preflight(
         from fmcluster.aws import preflight as pf
         from fmcluster.aws.session import aws_session  # boto3, as above
 
-        session = aws_session(loaded.project, region=region)
+        session = aws_session(loaded.project, region=region, command="preflight")
         clients = pf.make_clients(session)
         with session.errors():
             if output is Output.json:

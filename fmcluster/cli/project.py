@@ -130,7 +130,7 @@ def _quote(loaded: config.LoadedProject, the_plan: Plan):  # -> fmcluster.aws.pr
         from fmcluster.aws import pricing
         from fmcluster.aws.session import aws_session  # boto3, as above
 
-        session = aws_session(loaded.project)
+        session = aws_session(loaded.project, command="plan --prices")
         try:
             with session.errors():
                 return pricing.quote(session.region, [g.instance_type for g in the_plan.groups], fsx, session=session)

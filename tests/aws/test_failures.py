@@ -29,6 +29,7 @@ from support import ROOT
 from typer.testing import CliRunner
 
 from fmcluster.aws import session as aws
+from fmcluster.aws.permissions import COMMAND_ACTIONS
 from fmcluster.cli import app
 
 runner = CliRunner()
@@ -64,7 +65,7 @@ COMMANDS = [
     Command("plan --prices", ["plan", PROJECT, "--prices"], "pricing:GetProducts"),
     Command("dashboards push", ["dashboards", "push", PROJECT], "cloudformation:DescribeStacks"),
     Command("hyperpod status", ["hyperpod", "status", HYPERPOD], "sagemaker:DescribeCluster"),
-    Command("parallelcluster config", ["parallelcluster", "config", PCLUSTER, "--from-stacks", "--out", "{tmp}/c.yaml"],
+    Command("parallelcluster config --from-stacks", ["parallelcluster", "config", PCLUSTER, "--from-stacks", "--out", "{tmp}/c.yaml"],
             "cloudformation:DescribeStacks"),
 ]
 IDS = [c.name for c in COMMANDS]
@@ -283,6 +284,7 @@ def test_access_denied_names_the_action(command: Command, home: Path, answering)
     assert code == 1
     assert line.startswith(f"error: access denied to {command.action} in us-east-1")
     assert f"allow {command.action} in an IAM policy" in line and "Commands that call AWS" in line
+    assert f"`fmcluster {command.name}` needs {', '.join(COMMAND_ACTIONS[command.name])}: see README.md" in line
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=IDS)
