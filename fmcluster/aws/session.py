@@ -93,7 +93,9 @@ DEFAULT_REGIONS = frozenset({
 })
 """The aws partition's Regions enabled in every account: those launched before 20 March 2019. Every later one
 is an opt-in Region, disabled until the account enables it (AWS Account Management reference, "Enable or
-disable AWS Regions in your account", docs.aws.amazon.com/accounts/latest/reference/manage-acct-regions.html)."""
+disable AWS Regions in your account", docs.aws.amazon.com/accounts/latest/reference/manage-acct-regions.html).
+The page states the rule, not a list: the membership follows from each Region's launch date and is unconfirmed
+against an AWS table. It only shapes a hint ("may be an opt-in Region not enabled"), never a decision."""
 
 REGION_ORDER = ("--region", "the project's region:", "AWS_REGION", "AWS_DEFAULT_REGION",
                 "the profile's region (~/.aws/config)", "the project's availability_zone_id")
