@@ -18,17 +18,17 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from fmcluster import catalog
+from fmcluster.aws.session import CLIENT_CONFIG, AwsSession
 from fmcluster.facts import LOCAL_ZONES, LUSTRE_PORTS
 from fmcluster.plan import GroupPlan, Plan
 
 Status = Literal["pass", "warn", "fail"]
 
 CHECK_TIMEOUT_S = 30.0
-"""The longest one check may take (botocore's own connect and read timeouts are shorter)."""
+"""The longest one check may take (each request gives up sooner: :data:`fmcluster.aws.session.GIVE_UP_S`)."""
 
 
 EC2_P_QUOTA = "Running On-Demand P instances"
@@ -55,19 +55,18 @@ def passed(check: str, subject: str, message: str) -> Result:
 
 
 class Clients:
-    """boto3 clients for one Region, made on first use; tests hand in their own (moto or Stubber-backed)."""
+    """boto3 clients for one Region, made on first use through the command's
+    :class:`~fmcluster.aws.session.AwsSession` (its bounded waits); tests hand in their own (moto or Stubber-backed)."""
 
-    def __init__(self, region: str, session: Any = None, overrides: dict[str, Any] | None = None,
-                 timeout: float = CHECK_TIMEOUT_S) -> None:
+    def __init__(self, region: str, session: AwsSession | None = None, overrides: dict[str, Any] | None = None) -> None:
         self.region = region
-        self.session = session or boto3.session.Session()
+        self.session = session
         self.made: dict[str, Any] = dict(overrides or {})
-        self.config = Config(connect_timeout=5, read_timeout=max(1, int(timeout) - 5),
-                             retries={"max_attempts": 3, "mode": "standard"})
 
     def __call__(self, service: str) -> Any:
         if service not in self.made:
-            self.made[service] = self.session.client(service, region_name=self.region, config=self.config)
+            self.made[service] = (self.session.client(service) if self.session else
+                                  boto3.session.Session().client(service, region_name=self.region, config=CLIENT_CONFIG))
         return self.made[service]
 
 

@@ -14,22 +14,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import boto3
-from botocore.exceptions import (
-    BotoCoreError,
-    ClientError,
-    NoCredentialsError,
-    NoRegionError,
-)
+from botocore.exceptions import ClientError
 
 from fmcluster import catalog
+from fmcluster.aws.session import AwsSession, is_account_problem
 from fmcluster.facts import LOCAL_ZONES
 
 MAX_DAYS = 182
 
 
 class CapacityError(RuntimeError):
-    """The search could not be made (bad arguments, no credentials, the API refused)."""
+    """The search could not be made (bad arguments, or the API refused what was asked)."""
 
 
 def valid_days(days: int) -> bool:
@@ -83,11 +78,9 @@ class Offer:
                 "capacity_yaml": self.capacity_yaml()}
 
 
-def make_client(region: str | None) -> Any:
-    try:
-        return boto3.client("ec2", region_name=region)
-    except NoRegionError:
-        raise CapacityError("capacity search needs a Region (hint: --region, or AWS_REGION)") from None
+def make_client(session: AwsSession) -> Any:
+    """The EC2 client of the command's session (tests replace this with a Stubber-backed one)."""
+    return session.client("ec2")
 
 
 def zone_ids(ec2: Any) -> dict[str, str]:
@@ -123,9 +116,9 @@ def search(ec2: Any, instance_type: str, count: int, days: int, *, start_after: 
                 break
             args["NextToken"] = page["NextToken"]
         names = zone_ids(ec2) if found else {}
-    except NoCredentialsError:
-        raise CapacityError("no AWS credentials found (hint: `aws configure`, `aws sso login` or AWS_PROFILE)") from None
-    except (ClientError, BotoCoreError) as exc:
+    except ClientError as exc:
+        if is_account_problem(exc):
+            raise  # credentials, permissions, throttling: the session's translation words it
         raise CapacityError(f"cannot search capacity blocks: {exc}") from None
     offers = [_offer(o, names) for o in found]
     return sorted(offers, key=lambda o: (o.start, o.upfront_fee, o.offering_id))

@@ -7,11 +7,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
+
+from fmcluster.aws.session import is_account_problem
 
 
 class HyperPodError(RuntimeError):
-    """The cluster cannot be read: absent, access denied, no Region."""
+    """The cluster cannot be read: absent, or the API refused what was asked."""
 
 
 @dataclass(frozen=True)
@@ -46,10 +48,10 @@ def cluster_health(sagemaker: Any, name: str) -> ClusterHealth:
         for page in sagemaker.get_paginator("list_cluster_nodes").paginate(ClusterName=name):
             nodes.extend(page.get("ClusterNodeSummaries", []))
     except ClientError as exc:
+        if is_account_problem(exc):
+            raise  # credentials, permissions, throttling: the session's translation words it
         error = exc.response.get("Error", {})
         raise HyperPodError(f"cannot read HyperPod cluster {name}: {error.get('Code')}: {error.get('Message')}") from None
-    except BotoCoreError as exc:
-        raise HyperPodError(f"cannot read HyperPod cluster {name}: {exc}") from None
     by_group: dict[str, Counter] = {}
     for node in nodes:
         status = node.get("InstanceStatus", {}).get("Status", "unknown")

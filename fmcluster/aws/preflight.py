@@ -1,9 +1,10 @@
 """``fmcluster preflight``: ask the account, before any money is spent, whether the project can deploy there.
 
 The checks themselves are in :mod:`fmcluster.aws.account_checks`. Each runs under a time limit; one that
-cannot run (access denied, the API absent in the Region, a timeout) is a warning, never a traceback. Only
-missing credentials or a missing Region stop the run (:class:`PreflightError`): without them nothing can
-be asked.
+cannot run (access denied, throttled, the API absent in the Region, a timeout) is a warning, never a
+traceback. What keeps every check from running -- no credentials, an SSO sign-in without a token, an
+unreachable endpoint -- stops the run with one line (:class:`fmcluster.aws.AwsError`, from
+:func:`fmcluster.aws.session.translate`).
 """
 
 from __future__ import annotations
@@ -11,23 +12,17 @@ from __future__ import annotations
 import concurrent.futures
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
-import boto3
-from botocore.exceptions import (
-    BotoCoreError,
-    ClientError,
-    NoCredentialsError,
-    PartialCredentialsError,
-)
+from botocore.exceptions import BotoCoreError, ClientError
 
 from fmcluster.aws import account_checks as ac
 from fmcluster.aws.account_checks import CHECK_TIMEOUT_S, Clients, Result
+from fmcluster.aws.session import DENIED, THROTTLED, AwsSession, is_account_problem, translate
 from fmcluster.config.project import Project
 from fmcluster.plan import Plan
 
-__all__ = ["CHECK_TIMEOUT_S", "Check", "Clients", "PreflightError", "Result", "checks_for", "failed", "identity",
-           "preflight", "region_of", "run_check"]
+__all__ = ["CHECK_TIMEOUT_S", "Check", "Clients", "Result", "checks_for", "failed", "identity", "make_clients",
+           "preflight", "run_check"]
 
 CANNOT_RUN = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "UnauthorizedException",
               "OptInRequired", "InvalidAction", "UnsupportedOperation", "UnknownOperationException",
@@ -35,27 +30,12 @@ CANNOT_RUN = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", 
 """Error codes that mean "this check cannot run here", not "the project is wrong"."""
 
 
-class PreflightError(RuntimeError):
-    """Preflight cannot start: no credentials, or no Region to ask."""
-
-
-def region_of(project: Project, session: Any = None) -> str:
-    region = project.region or (session or boto3.session.Session()).region_name
-    if not region:
-        raise PreflightError("preflight needs a Region (hint: set `region:` in the project, or AWS_REGION)")
-    return region
-
-
 def identity(clients: Clients, project: Project) -> Result:
-    """Who is asking; no credentials stop the run with a sentence, not a traceback."""
+    """Who is asking (STS ``GetCallerIdentity``); anything that stops it stops the run with one line."""
     try:
         me = clients("sts").get_caller_identity()
-    except (NoCredentialsError, PartialCredentialsError):
-        raise PreflightError("no AWS credentials found (hint: `aws configure`, `aws sso login`, AWS_PROFILE, "
-                             "or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)") from None
-    except ClientError as exc:
-        raise PreflightError(f"the AWS credentials were refused: {ac._error(exc)} (hint: refresh them, e.g. "
-                             "`aws sso login`)") from None
+    except (BotoCoreError, ClientError) as exc:
+        raise translate(exc, clients.session) from None
     account = me["Account"]
     if project.account and project.account != account:
         return Result("credentials", account, "fail", f"the credentials are for account {account}, the project "
@@ -105,10 +85,15 @@ def run_check(check: Check, timeout: float = CHECK_TIMEOUT_S) -> list[Result]:
     except concurrent.futures.TimeoutError:
         return [Result(check.name, check.subject, "warn", f"no answer within {timeout:g} s", "run preflight again")]
     except ClientError as exc:
-        what = "not allowed" if ac._code(exc) in CANNOT_RUN else "failed"
+        code = ac._code(exc)
+        if is_account_problem(exc) and code not in DENIED | THROTTLED | CANNOT_RUN:
+            raise  # expired or refused credentials: no other check can run either
+        what = "not allowed" if code in CANNOT_RUN or code in DENIED else "failed"
         return [Result(check.name, check.subject, "warn", f"could not check: {ac._error(exc)}",
                        "grant the read permission named above" if what == "not allowed" else "run preflight again")]
-    except (BotoCoreError, ValueError, KeyError, IndexError) as exc:
+    except BotoCoreError:
+        raise  # no credentials, no network: no other check can run either
+    except (ValueError, KeyError, IndexError) as exc:
         return [Result(check.name, check.subject, "warn", f"could not check: {exc}", "run preflight again")]
     finally:
         pool.shutdown(wait=False)
@@ -116,7 +101,7 @@ def run_check(check: Check, timeout: float = CHECK_TIMEOUT_S) -> list[Result]:
 
 def preflight(project: Project, plan: Plan, clients: Clients, *, timeout: float = CHECK_TIMEOUT_S,
               on_check: Callable[[Check], None] | None = None) -> list[Result]:
-    """Every check's results, credentials first. Raises :class:`PreflightError` without credentials."""
+    """Every check's results, credentials first. Raises :class:`fmcluster.aws.AwsError` when none can run."""
     results = [identity(clients, project)]
     for check in checks_for(project, plan, clients):
         if on_check:
@@ -129,6 +114,6 @@ def failed(results: Iterable[Result]) -> bool:
     return any(r.status == "fail" for r in results)
 
 
-def make_clients(region: str, timeout: float = CHECK_TIMEOUT_S) -> Clients:
+def make_clients(session: AwsSession) -> Clients:
     """The clients ``fmcluster preflight`` asks through (tests replace this with moto- or Stubber-backed ones)."""
-    return Clients(region, timeout=timeout)
+    return Clients(session.region, session)

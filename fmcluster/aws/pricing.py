@@ -21,8 +21,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-import boto3
-from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+from botocore.exceptions import ClientError
+
+from fmcluster.aws.session import AwsSession, is_account_problem
 
 PRICING_REGION = "us-east-1"
 """The Price List API answers in us-east-1 (also eu-central-1 and ap-south-1) for every Region's prices."""
@@ -49,8 +50,9 @@ class Price:
     """The day it was read from the Price List API (ISO 8601)."""
 
 
-def make_client() -> Any:
-    return boto3.client("pricing", region_name=PRICING_REGION)
+def make_client(session: AwsSession) -> Any:
+    """The Price List client of the command's session, in :data:`PRICING_REGION` (tests replace this)."""
+    return session.client("pricing", PRICING_REGION)
 
 
 def cache_dir() -> Path:
@@ -88,10 +90,9 @@ def on_demand_price(client: Any, service: str, filters: list[dict[str, str]], un
             args["NextToken"] = token
         try:
             page = client.get_products(**args)
-        except NoCredentialsError:
-            raise PriceError("the Price List API needs AWS credentials (it is a signed API); configure them, "
-                             "or plan without --prices") from None
-        except (ClientError, BotoCoreError) as exc:
+        except ClientError as exc:
+            if is_account_problem(exc):
+                raise  # credentials, permissions, throttling: the session's translation words it
             raise PriceError(f"cannot read the AWS Price List ({service}): {exc}") from None
         for item in page.get("PriceList", []):
             for price in _on_demand(json.loads(item) if isinstance(item, str) else item, unit, today):
@@ -169,8 +170,10 @@ class Quote:
 
 
 def quote(region: str, instance_types: Iterable[str], fsx: tuple[str, int | None] | None, *, client: Any = None,
-          cache: PriceCache | None = None, today: date | None = None) -> Quote:
-    """On-demand prices for ``instance_types`` and the storage of ``fsx`` (deployment type, MB/s per TiB)."""
+          session: AwsSession | None = None, cache: PriceCache | None = None, today: date | None = None) -> Quote:
+    """On-demand prices for ``instance_types`` and the storage of ``fsx`` (deployment type, MB/s per TiB).
+
+    The Price List client (``client``, else one of ``session``) is made only when a price is not cached."""
     today = today or date.today()
     cache = cache or PriceCache()
     client_: list[Any] = [client]
@@ -181,7 +184,9 @@ def quote(region: str, instance_types: Iterable[str], fsx: tuple[str, int | None
         if cached is not None:
             return cached
         if client_[0] is None:
-            client_[0] = make_client()
+            if session is None:
+                raise PriceError("no cached price and no AWS session to read one")
+            client_[0] = make_client(session)
         price = on_demand_price(client_[0], service, filters, unit, today)
         if price is not None:
             cache.put(key, price)
@@ -200,8 +205,3 @@ def quote(region: str, instance_types: Iterable[str], fsx: tuple[str, int | None
     finally:
         cache.save()
     return Quote(region, instances, fsx_price, note, cache.path)
-
-
-def default_region() -> str | None:
-    """The Region of the user's AWS configuration (AWS_REGION, AWS_DEFAULT_REGION, the profile), if any."""
-    return boto3.session.Session().region_name

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
 from fmcluster.aws import StackOutputsError
+from fmcluster.aws.session import is_account_problem
 from fmcluster.contracts import (
     BOOTSTRAP_ARGS_OUTPUT,
     BOOTSTRAP_OUTPUT,
@@ -31,10 +32,10 @@ def stack_outputs(cfn: Any, name: str) -> dict[str, str]:
     try:
         stacks = cfn.describe_stacks(StackName=name)["Stacks"]
     except ClientError as exc:
+        if is_account_problem(exc):
+            raise  # credentials, permissions, throttling: the session's translation words it
         raise StackOutputsError(f"cannot read stack {name}: {exc.response['Error'].get('Message', exc)} "
                                 f"(deploy it first: npx cdk deploy {name})") from None
-    except BotoCoreError as exc:
-        raise StackOutputsError(f"cannot read stack {name}: {exc}") from None
     return {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
 
 

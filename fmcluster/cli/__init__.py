@@ -1,6 +1,7 @@
-"""The ``fmcluster`` command. Only ``preflight``, ``capacity search``, ``dashboards push``,
-``parallelcluster config --from-stacks`` and ``plan --prices`` call AWS (through :mod:`fmcluster.aws`);
-everything else works offline."""
+"""The ``fmcluster`` command. Only ``preflight``, ``capacity search``, ``dashboards push``, ``hyperpod status``,
+``parallelcluster config --from-stacks`` and ``plan --prices`` call AWS, each through the one session of
+:mod:`fmcluster.aws.session` and failing with one line (:mod:`fmcluster.cli.awserrors`); everything else works
+offline."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from fmcluster.cli.awserrors import account_errors
 from fmcluster.cli.project import OUTPUT_OPT, Output
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -37,7 +38,8 @@ def search(
     end_before: str | None = typer.Option(None, "--end-before", help="Latest end (ISO date, UTC)."),
     ultraserver: str | None = typer.Option(None, "--ultraserver", help="UltraServer type, e.g. u-p6e-gb200x72."),
     ultraserver_count: int | None = typer.Option(None, "--ultraserver-count", min=1, help="UltraServers in the block."),
-    region: str | None = typer.Option(None, "--region", help="Default: your AWS configuration's Region."),
+    region: str | None = typer.Option(None, "--region", help="Default: AWS_REGION, AWS_DEFAULT_REGION, then your "
+                                      "profile's region."),
     output: Output = OUTPUT_OPT,
 ) -> None:
     """Search EC2 Capacity Block offerings, earliest first, then cheapest, with total and per GPU-hour price.
@@ -47,18 +49,22 @@ def search(
 
     Example: fmcluster capacity search --instance-type p5.48xlarge --count 4 --days 7 --start-after 2026-12-01
     """
-    # boto3 loads only for the commands that call AWS.
-    from fmcluster.aws import capacity
+    after, before = _date(start_after, "--start-after"), _date(end_before, "--end-before")
+    with account_errors(as_json=output is Output.json):
+        # boto3 loads only for the commands that call AWS.
+        from fmcluster.aws import capacity
+        from fmcluster.aws.session import aws_session  # boto3, as above
 
-    try:
-        ec2 = capacity.make_client(region)
-        region = ec2.meta.region_name
-        offers = capacity.search(ec2, instance_type, count, days, start_after=_date(start_after, "--start-after"),
-                                 end_before=_date(end_before, "--end-before"), ultraserver_type=ultraserver,
-                                 ultraserver_count=ultraserver_count)
-    except capacity.CapacityError as exc:
-        err.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+        session = aws_session(region=region, command="capacity search")
+        region = session.region
+        try:
+            with session.errors():
+                offers = capacity.search(capacity.make_client(session), instance_type, count, days,
+                                         start_after=after, end_before=before, ultraserver_type=ultraserver,
+                                         ultraserver_count=ultraserver_count)
+        except capacity.CapacityError as exc:
+            err.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
+            raise typer.Exit(1) from None
     if output is Output.json:
         print(json.dumps({"region": region, "offerings": [o.as_dict(region) for o in offers]}, indent=2))
         return

@@ -16,6 +16,7 @@ from rich.markup import escape
 from fmcluster import config
 from fmcluster.aws import StackOutputsError, grafana
 from fmcluster.contracts import GRAFANA_WORKSPACE_OUTPUT as WORKSPACE_OUTPUT
+from fmcluster.cli.awserrors import account_errors
 from fmcluster.errors import ConfigError
 from fmcluster.generate import dashboards
 
@@ -56,33 +57,34 @@ def push(
     workspace_id: str | None = typer.Option(
         None, "--workspace-id", help=f"Grafana workspace ID. Default: output {WORKSPACE_OUTPUT} of NAME-observability."
     ),
-    region: str | None = typer.Option(None, "--region", help="AWS Region. Default: the project's, then your profile's."),
+    region: str | None = typer.Option(None, "--region", help="AWS Region. Default: the project's region:, "
+                                      "AWS_REGION, AWS_DEFAULT_REGION, the profile's, the zone's."),
     token_ttl: int = typer.Option(grafana.DEFAULT_TOKEN_TTL_SECONDS, "--token-ttl", min=60,
                                   help="Seconds the temporary service-account token lives."),
 ) -> None:
     """Upload the project's dashboards to its Amazon Managed Grafana workspace (short-lived token)."""
-    # Heavy, and needed only here: boto3 and botocore load for the commands that call AWS.
-    import boto3
-
-    from fmcluster.aws.stacks import grafana_workspace_id  # botocore, as above
-
     loaded = _project(project)
-    chosen_region = region or loaded.region
-    session = boto3.session.Session(region_name=chosen_region) if chosen_region else boto3.session.Session()
-    if workspace_id is None:
-        try:
-            workspace_id = grafana_workspace_id(session.client("cloudformation"), loaded.name)
-        except StackOutputsError as exc:
-            err.print(f"[red]error[/]: {escape(str(exc))} (hint: deploy it, or pass --workspace-id)", highlight=False,
-                      soft_wrap=True)
-            raise typer.Exit(1) from None
     models = dashboards.build_dashboards(loaded.name)
-    try:
-        result = grafana.push_dashboards(session.client("grafana"), workspace_id, loaded.name, models,
-                                         token_ttl_seconds=token_ttl)
-    except grafana.PushError as exc:
-        err.print(f"[red]error[/]: {escape(str(exc))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+    with account_errors():
+        # Heavy, and needed only here: boto3 and botocore load for the commands that call AWS.
+        from fmcluster.aws.session import aws_session
+        from fmcluster.aws.stacks import grafana_workspace_id  # botocore, as above
+
+        session = aws_session(loaded, region=region, command="dashboards push")
+        with session.errors():
+            if workspace_id is None:
+                try:
+                    workspace_id = grafana_workspace_id(session.client("cloudformation"), loaded.name)
+                except StackOutputsError as exc:
+                    err.print(f"[red]error[/]: {escape(str(exc))} (hint: deploy it, or pass --workspace-id)",
+                              highlight=False, soft_wrap=True)
+                    raise typer.Exit(1) from None
+            try:
+                result = grafana.push_dashboards(session.client("grafana"), workspace_id, loaded.name, models,
+                                                 token_ttl_seconds=token_ttl)
+            except grafana.PushError as exc:
+                err.print(f"[red]error[/]: {escape(str(exc))}", highlight=False, soft_wrap=True)
+                raise typer.Exit(1) from None
     out.print(f"pushed {len(result.dashboards)} dashboards to {result.url} (folder {result.folder_uid})",
               highlight=False, soft_wrap=True)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from fmcluster import checks, config
+from fmcluster.cli.awserrors import account_errors
 from fmcluster.errors import ConfigError
 
 app = typer.Typer(help="SageMaker HyperPod: the cluster a hyperpod project builds.", no_args_is_help=True)
@@ -18,7 +19,8 @@ def _group() -> None:
 @app.command("status")
 def status(
     project: str = typer.Argument(..., help="Project name (under projects/) or path to a project file."),
-    region: str | None = typer.Option(None, "--region", help="AWS Region. Default: the project's, then your profile's."),
+    region: str | None = typer.Option(None, "--region", help="AWS Region. Default: the project's region:, AWS_REGION, AWS_DEFAULT_REGION, "
+                                      "the profile's, the zone's."),
 ) -> None:
     """Cluster status and, per instance group, nodes by status (needs AWS credentials; reads only).
     Exit 1 when the cluster cannot be read or a group is not all Running."""
@@ -34,25 +36,18 @@ def status(
         typer.echo(f"{where}  orchestrator.type  is {loaded.project.orchestrator.type!r}, not 'hyperpod' "
                    "(hint: this command reads a HyperPod cluster)", err=True)
         raise typer.Exit(2)
-    # Heavy, and needed only here: boto3 and botocore load for the commands that call AWS.
-    import boto3
-    from botocore.exceptions import BotoCoreError  # botocore, as above
+    with account_errors():
+        # Heavy, and needed only here: boto3 and botocore load for the commands that call AWS.
+        from fmcluster.aws.hyperpod import HyperPodError, cluster_health
+        from fmcluster.aws.session import aws_session  # boto3, as above
 
-    from fmcluster.aws.hyperpod import (  # botocore, as above
-        HyperPodError,
-        cluster_health,
-    )
-
-    chosen = region or loaded.project.region
-    try:
-        client = boto3.client("sagemaker", region_name=chosen) if chosen else boto3.client("sagemaker")
-        health = cluster_health(client, plan.cluster.hyperpod_name)
-    except HyperPodError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
-    except BotoCoreError as exc:  # no Region or no credentials
-        typer.echo(f"error: {exc} (hint: set --region, or AWS credentials)", err=True)
-        raise typer.Exit(1) from None
+        session = aws_session(loaded.project, region=region, command="hyperpod status")
+        try:
+            with session.errors():
+                health = cluster_health(session.client("sagemaker"), plan.cluster.hyperpod_name)
+        except HyperPodError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from None
     typer.echo(f"cluster {health.name}: {health.status}" + (f" ({health.failure})" if health.failure else ""))
     for group in health.groups:
         nodes = ", ".join(f"{n} {s}" for s, n in group.statuses.items()) or "no nodes"

@@ -10,6 +10,7 @@ import yaml
 
 from fmcluster import checks, config
 from fmcluster.aws import StackOutputsError
+from fmcluster.cli.awserrors import account_errors
 from fmcluster.errors import ConfigError
 from fmcluster.generate import parallelcluster as generate
 from fmcluster.generate import placeholders
@@ -65,12 +66,17 @@ def config_command(
             typer.echo(f"{where}  orchestrator.type  is {loaded.project.orchestrator.type!r}, not 'parallelcluster' "
                        "(hint: set orchestrator.type: parallelcluster)", err=True)
             raise typer.Exit(2)
-        cfn = None
         if from_stacks:
-            import boto3  # heavy, and needed only with --from-stacks
+            with account_errors():
+                # heavy, and needed only with --from-stacks
+                from fmcluster.aws.session import aws_session
 
-            cfn = boto3.client("cloudformation", region_name=region or loaded.project.region)
-        text = render(loaded, plan, cfn=cfn, region=region)
+                session = aws_session(loaded.project, region=region,
+                                      command="parallelcluster config --from-stacks")
+                with session.errors():
+                    text = render(loaded, plan, cfn=session.client("cloudformation"), region=session.region)
+        else:
+            text = render(loaded, plan, region=region)
     except ConfigError as exc:
         typer.echo(exc.report(), err=True)
         raise typer.Exit(exc.exit_code) from None

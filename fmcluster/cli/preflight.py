@@ -1,7 +1,8 @@
 """``fmcluster preflight PROJECT``: ask the account whether the project can deploy there, before money is spent.
 
-One of the two commands (with ``capacity search``) that call AWS; the checks are in
-:mod:`fmcluster.aws.preflight`. Exit 1 on any fail, 2 on a bad project file.
+It calls AWS through the one session of :mod:`fmcluster.aws.session`; the checks are in
+:mod:`fmcluster.aws.preflight`. Exit 1 on any fail or an account or network problem (one line), 2 on a bad
+project file or Region.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 from rich.text import Text
 
+from fmcluster.cli.awserrors import account_errors
 from fmcluster.cli.project import OUTPUT_OPT, PROJECT_ARG, Output, _load
 
 out = Console()
@@ -26,6 +28,8 @@ def preflight(
     project: str = PROJECT_ARG,
     output: Output = OUTPUT_OPT,
     timeout: float = typer.Option(30.0, "--timeout", min=1, help="Seconds each check may take before it is a warning."),
+    region: str | None = typer.Option(None, "--region", help="AWS Region; must contain the project's zone. Default: "
+                                      "the project's region:, AWS_REGION, AWS_DEFAULT_REGION, the profile's, the zone's."),
 ) -> None:
     """Check the project against the AWS account: credentials and Region, instance types offered in the zone,
     reservations and capacity blocks, quotas, an existing subnet or file system, IAM Identity Center.
@@ -35,25 +39,22 @@ def preflight(
     Example: fmcluster preflight llama-pretrain -o json
     """
     loaded, plan, _ = _load(project, output)
-    # boto3 loads only for the commands that call AWS.
-    from fmcluster.aws import preflight as pf
+    with account_errors(as_json=output is Output.json):
+        # boto3 loads only for the commands that call AWS.
+        from fmcluster.aws import preflight as pf
+        from fmcluster.aws.session import aws_session  # boto3, as above
 
-    try:
-        region = pf.region_of(loaded.project)
-        clients = pf.make_clients(region, timeout)
-        if output is Output.json:
-            results = pf.preflight(loaded.project, plan, clients, timeout=timeout)
-        else:
-            with Progress(SpinnerColumn(), TextColumn("{task.description}"), console=err, transient=True) as bar:
-                task = bar.add_task("credentials", total=None)
-                results = pf.preflight(loaded.project, plan, clients, timeout=timeout,
-                                       on_check=lambda c: bar.update(task, description=f"{c.name}: {c.subject}"))
-    except pf.PreflightError as exc:
-        if output is Output.json:
-            print(json.dumps({"ok": False, "error": str(exc)}, indent=2))
-        else:
-            err.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+        session = aws_session(loaded.project, region=region, command="preflight")
+        clients = pf.make_clients(session)
+        with session.errors():
+            if output is Output.json:
+                results = pf.preflight(loaded.project, plan, clients, timeout=timeout)
+            else:
+                with Progress(SpinnerColumn(), TextColumn("{task.description}"), console=err, transient=True) as bar:
+                    task = bar.add_task("credentials", total=None)
+                    results = pf.preflight(loaded.project, plan, clients, timeout=timeout,
+                                           on_check=lambda c: bar.update(task, description=f"{c.name}: {c.subject}"))
+    region = session.region
     ok = not pf.failed(results)
     if output is Output.json:
         print(json.dumps({"ok": ok, "project": plan.project, "region": region,

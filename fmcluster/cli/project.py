@@ -20,6 +20,7 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from fmcluster import checks, config, guard
+from fmcluster.cli.awserrors import account_errors
 from fmcluster.cli.planview import print_plan
 from fmcluster.errors import ConfigError, Problem
 from fmcluster.plan import Plan
@@ -122,21 +123,20 @@ def plan(
 
 def _quote(loaded: config.LoadedProject, the_plan: Plan):  # -> fmcluster.aws.pricing.Quote
     """The Price List's on-demand prices for the project's instance types and file system, or exit 1."""
-    # boto3 loads only here: --prices is the one plan path that calls AWS.
-    from fmcluster.aws import pricing
-
-    region = loaded.project.region or pricing.default_region()
-    if region is None:
-        err.print("error: --prices needs a Region (hint: set `region:` in the project, or AWS_REGION)",
-                  highlight=False, markup=False)
-        raise typer.Exit(1)
     st = the_plan.storage
     fsx = (st.deployment_type or "", st.throughput_per_tib) if st.created else None
-    try:
-        return pricing.quote(region, [g.instance_type for g in the_plan.groups], fsx)
-    except pricing.PriceError as exc:
-        err.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+    with account_errors():
+        # boto3 loads only here: --prices is the one plan path that calls AWS.
+        from fmcluster.aws import pricing
+        from fmcluster.aws.session import aws_session  # boto3, as above
+
+        session = aws_session(loaded.project, command="plan --prices")
+        try:
+            with session.errors():
+                return pricing.quote(session.region, [g.instance_type for g in the_plan.groups], fsx, session=session)
+        except pricing.PriceError as exc:
+            err.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
+            raise typer.Exit(1) from None
 
 
 def _quote_dict(quote) -> dict:

@@ -70,7 +70,7 @@ def test_durations(days: int, ok: bool) -> None:
 
 def test_the_command_prints_the_purchase_and_the_block(monkeypatch: pytest.MonkeyPatch, ec2) -> None:
     client, stub = ec2
-    monkeypatch.setattr(capacity, "make_client", lambda region: client)
+    monkeypatch.setattr(capacity, "make_client", lambda session: client)
     # the command's console is made at import: give it the width, whatever the terminal was then
     monkeypatch.setattr(importlib.import_module("fmcluster.cli.capacity"), "out", Console(width=160, color_system=None))
     request = {"InstanceType": "p5.48xlarge", "InstanceCount": 4, "CapacityDurationHours": 168}

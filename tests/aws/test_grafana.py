@@ -15,6 +15,7 @@ from botocore.stub import ANY, Stubber
 from typer.testing import CliRunner
 
 from fmcluster.aws import grafana
+from fmcluster.aws.session import AwsSession
 from fmcluster.cli import dashboards as cli
 from fmcluster.generate import dashboards
 
@@ -254,18 +255,15 @@ def test_cli_push_reads_the_workspace_from_the_stack(tmp_path: Path, monkeypatch
     graf = boto3.client("grafana", region_name="us-east-1")
     seen: dict[str, object] = {}
 
-    class Session:
-        def __init__(self, region_name: str | None = None) -> None:
-            seen["region"] = region_name
-
-        def client(self, name: str) -> object:
-            return {"cloudformation": cfn, "grafana": graf}[name]
+    def client(self: AwsSession, name: str, region: str | None = None) -> object:
+        seen["region"] = self.region
+        return {"cloudformation": cfn, "grafana": graf}[name]
 
     def fake_push(client: object, workspace_id: str, project_name: str, models: dict, **kwargs: object):
         seen.update(workspace=workspace_id, project=project_name, uids=list(models), client=client)
         return grafana.PushResult(url="https://g.example", folder_uid="fmc-llama", dashboards=list(models))
 
-    monkeypatch.setattr(boto3.session, "Session", Session)
+    monkeypatch.setattr(AwsSession, "client", client)
     monkeypatch.setattr(grafana, "push_dashboards", fake_push)
     with cfn_stub:
         result = CliRunner().invoke(cli.app, ["dashboards", "push", str(project)])

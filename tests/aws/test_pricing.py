@@ -10,12 +10,13 @@ from pathlib import Path
 
 import boto3
 import pytest
-from botocore.exceptions import NoCredentialsError
+from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 from support import ROOT
 from typer.testing import CliRunner
 
 from fmcluster.aws import pricing
+from fmcluster.aws.session import translate
 from fmcluster.cli import app
 
 ANSWERS = Path(__file__).with_name("pricing")
@@ -129,18 +130,18 @@ def test_scratch_file_systems_are_not_looked_up(client, cache) -> None:
 
 def test_api_errors_become_one_sentence(client, cache) -> None:
     real, stub = client
-    stub.add_client_error("get_products", "AccessDeniedException", "not authorized to perform pricing:GetProducts")
-    with pytest.raises(pricing.PriceError, match="cannot read the AWS Price List.*pricing:GetProducts"):
+    stub.add_client_error("get_products", "InvalidParameterException", "Input for filter regionCode is invalid")
+    with pytest.raises(pricing.PriceError, match="cannot read the AWS Price List.*regionCode is invalid"):
         pricing.quote("us-east-1", ["p5.48xlarge"], None, client=real, cache=cache, today=TODAY)
 
 
-def test_no_credentials_says_what_to_do(cache) -> None:
-    class NoCredentials:
-        def get_products(self, **_: object) -> dict:
-            raise NoCredentialsError()
-
-    with pytest.raises(pricing.PriceError, match="needs AWS credentials.*without --prices"):
-        pricing.quote("us-east-1", ["p5.48xlarge"], None, client=NoCredentials(), cache=cache, today=TODAY)
+def test_account_problems_are_left_to_the_session(client, cache) -> None:
+    """Access denied is about the caller: it reaches the command's translation, not a PriceError."""
+    real, stub = client
+    stub.add_client_error("get_products", "AccessDeniedException", "not authorized to perform pricing:GetProducts")
+    with pytest.raises(ClientError) as caught:
+        pricing.quote("us-east-1", ["p5.48xlarge"], None, client=real, cache=cache, today=TODAY)
+    assert "access denied to GetProducts" in str(translate(caught.value))
 
 
 def test_cache_dir_is_the_users(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -156,7 +157,7 @@ def test_cache_dir_is_the_users(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
 @pytest.fixture
 def stubbed_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, client):
     real, stub = client
-    monkeypatch.setattr(pricing, "make_client", lambda: real)
+    monkeypatch.setattr(pricing, "make_client", lambda session: real)
     monkeypatch.setenv("FMCLUSTER_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("FMCLUSTER_PROJECTS_DIR", str(ROOT / "projects"))
     monkeypatch.setenv("COLUMNS", "80")
@@ -204,7 +205,7 @@ def test_plan_json_gains_prices_only_with_the_flag(stubbed_cli) -> None:
 
 
 def test_plan_without_prices_never_calls_aws(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse() -> None:
+    def refuse(session: object) -> None:
         raise AssertionError("plan without --prices made a pricing client")
 
     monkeypatch.setattr(pricing, "make_client", refuse)
@@ -216,4 +217,6 @@ def test_plan_without_prices_never_calls_aws(monkeypatch: pytest.MonkeyPatch) ->
 def test_plan_prices_errors_exit_1_without_a_traceback(stubbed_cli) -> None:
     stubbed_cli.add_client_error("get_products", "ThrottlingException", "Rate exceeded")
     result = runner.invoke(app, ["plan", "default", "--prices"])
-    assert result.exit_code == 1 and "Rate exceeded" in result.stderr and "Traceback" not in result.output
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    [line] = result.stderr.splitlines()[-1:]
+    assert line.startswith("error: AWS throttled GetProducts in us-east-1") and "standard retry mode" in line

@@ -10,6 +10,7 @@ from support import project_dict
 from typer.testing import CliRunner
 
 from fmcluster.aws import StackOutputsError
+from fmcluster.aws.session import AwsSession
 from fmcluster.aws.stacks import contracts_from_stacks
 from fmcluster.cli import parallelcluster as cli
 
@@ -88,7 +89,7 @@ def test_config_offline_writes_placeholders(project_file, tmp_path):
 
 def test_config_from_stacks_writes_real_ids(project_file, tmp_path, monkeypatch):
     client, stubber = _stubbed(("pc-network", NETWORK), ("pc-storage", STORAGE), ("pc-cluster", CLUSTER))
-    monkeypatch.setattr(boto3, "client", lambda *a, **k: client)
+    monkeypatch.setattr(AwsSession, "client", lambda *a, **k: client)
     out = tmp_path / "cluster.yaml"
     result = CliRunner().invoke(cli.app, ["config", str(project_file), "--out", str(out), "--from-stacks"])
     assert result.exit_code == 0, result.output
@@ -123,7 +124,7 @@ def test_existing_storage_needs_no_storage_stack(tmp_path, monkeypatch):
     from support import ROOT
 
     client, stubber = _stubbed(("p5e-existing-vpc-network", NETWORK), ("p5e-existing-vpc-cluster", CLUSTER))
-    monkeypatch.setattr(boto3, "client", lambda *a, **k: client)
+    monkeypatch.setattr(AwsSession, "client", lambda *a, **k: client)
     source = (ROOT / "examples" / "p5e-existing-vpc.yaml").read_text() + "orchestrator: {type: parallelcluster}\n"
     (tmp_path / "p5e-existing-vpc.yaml").write_text(source)
     out = tmp_path / "cluster.yaml"

@@ -1,0 +1,51 @@
+"""The IAM actions each command that calls AWS needs: all read-only except the Grafana service account and
+token that ``dashboards push`` makes. README's "Commands that call AWS" shows them; ``tests/aws/test_permissions.py``
+checks each against botocore's service models and against the calls the code makes.
+
+An IAM action is the service's prefix (botocore's ``signingName``) and the API operation's name (the Service
+Authorization Reference, docs.aws.amazon.com/service-authorization/latest/reference/, one page per service).
+``sts:GetCallerIdentity`` needs no permission: no policy can deny it (STS API reference, GetCallerIdentity).
+"""
+
+from __future__ import annotations
+
+COMMAND_ACTIONS: dict[str, tuple[str, ...]] = {
+    "preflight": (
+        "sts:GetCallerIdentity",
+        "ec2:DescribeAvailabilityZones",
+        "ec2:DescribeInstanceTypeOfferings",
+        "ec2:DescribeCapacityReservations",   # a group on a reservation or capacity block
+        "ec2:DescribeCapacityBlocks",         # a capacity block's UltraServer type
+        "sagemaker:DescribeTrainingPlan",     # a group on a training plan
+        "servicequotas:ListServiceQuotas",
+        "ec2:DescribeSubnets",                # network.existing
+        "fsx:DescribeFileSystems",            # storage.fsx.existing
+        "ec2:DescribeNetworkInterfaces",      # storage.fsx.existing: its security groups
+        "ec2:DescribeSecurityGroups",
+        "sso:ListInstances",                  # Grafana with AWS_SSO
+    ),
+    "capacity search": (
+        "ec2:DescribeCapacityBlockOfferings",
+        "ec2:DescribeAvailabilityZones",
+    ),
+    "plan --prices": (
+        "pricing:GetProducts",
+    ),
+    "dashboards push": (
+        "cloudformation:DescribeStacks",      # the workspace ID, unless --workspace-id
+        "grafana:DescribeWorkspace",
+        "grafana:CreateWorkspaceServiceAccount",
+        "grafana:ListWorkspaceServiceAccounts",
+        "grafana:CreateWorkspaceServiceAccountToken",
+        "grafana:DeleteWorkspaceServiceAccountToken",
+    ),
+    "hyperpod status": (
+        "sagemaker:DescribeCluster",
+        "sagemaker:ListClusterNodes",
+    ),
+    "parallelcluster config --from-stacks": (
+        "cloudformation:DescribeStacks",
+    ),
+}
+"""Command -> the IAM actions it may call, in the order it calls them."""
+
