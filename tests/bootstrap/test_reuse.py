@@ -54,6 +54,15 @@ def test_without_any_persistence_unit_our_own_is_added(tmp_path):
     assert (sb.root / "var/lib/fmcluster/health").read_text() == "healthy\n"
 
 
+def test_persistence_mode_already_on_is_accepted_without_a_unit(tmp_path):
+    sb, res = _boot(tmp_path, "p5.48xlarge", "ubuntu-22.04", "none", Image(units=("docker.service", "nvidia-fabricmanager.service",
+                                                                                 "nvidia-dcgm-exporter.service")))
+    assert res.rc == 0, res.out[-2000:]
+    assert "persistence: mode is already on for every GPU (nvidia-smi); kept, no unit added" in res.log
+    assert not (sb.root / "etc/systemd/system/fmcluster-persistenced.service").exists()
+    assert not [c for c in calls_of(res, "systemctl") if "persistenced" in c and (" enable" in c or " start" in c)]
+
+
 # --- DCGM and NVIDIA's repository ------------------------------------------------------------------
 
 @pytest.mark.parametrize("os_name", ["ubuntu-22.04", "al2023"])
