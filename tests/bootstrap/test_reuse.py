@@ -54,6 +54,15 @@ def test_without_any_persistence_unit_our_own_is_added(tmp_path):
     assert (sb.root / "var/lib/fmcluster/health").read_text() == "healthy\n"
 
 
+def test_persistence_mode_already_on_is_accepted_without_a_unit(tmp_path):
+    sb, res = _boot(tmp_path, "p5.48xlarge", "ubuntu-22.04", "none", Image(units=("docker.service", "nvidia-fabricmanager.service",
+                                                                                 "nvidia-dcgm-exporter.service")))
+    assert res.rc == 0, res.out[-2000:]
+    assert "persistence: mode is already on for every GPU (nvidia-smi); kept, no unit added" in res.log
+    assert not (sb.root / "etc/systemd/system/fmcluster-persistenced.service").exists()
+    assert not [c for c in calls_of(res, "systemctl") if "persistenced" in c and (" enable" in c or " start" in c)]
+
+
 # --- DCGM and NVIDIA's repository ------------------------------------------------------------------
 
 @pytest.mark.parametrize("os_name", ["ubuntu-22.04", "al2023"])
@@ -118,3 +127,25 @@ def test_fabric_manager_missing_is_installed_at_the_image_s_driver_version(tmp_p
     assert res.rc == 0, res.out[-2000:]
     assert any("nvidia-fabricmanager=595.64-1ubuntu1" in c for c in _installs(res)), _installs(res)
     assert not [c for c in _installs(res) if "580." in c]
+
+
+@pytest.mark.parametrize("name, arch, flipped", [("parallelcluster-ubuntu-22.04", "x86_64", False),
+                                                 ("self-managed-al2023", "aarch64", True)])
+def test_a_second_boot_on_a_profile_image_changes_nothing(tmp_path, name, arch, flipped):
+    profile = _profile(name)
+    present = profile.variants(arch)[-1 if flipped else 0][1]
+    itype = "p6e-gb200.36xlarge" if arch == "aarch64" else "p5.48xlarge"
+    orch = "none" if profile.flavour == "self-managed" else profile.flavour
+    ctx = context_for(make_project(itype, profile.os, orch), "gpu", "compute", fsx=FSX if orch == "none" else None)
+    hw = dict(gpus=ctx.instance.gpus, efa_devices=ctx.instance.efa_devices, nvme_drives=ctx.instance.local_nvme_drives or 4,
+              gpu_name="NVIDIA GB200" if arch == "aarch64" else "NVIDIA H100 80GB HBM3")
+    sb = build_sandbox(tmp_path / "sb", ctx, Image.from_profile(profile, arch, present, **hw))
+    if ctx.instance.needs_imex:
+        (sb.path / "state/members").write_text("10.0.0.5\n")
+    first = sb.run()
+    assert first.rc == 0, first.out[-2000:]
+    again = sb.run()
+    assert again.rc == 0, again.out[-2000:]
+    assert not _installs(again)
+    assert not [c for c in calls_of(again, "systemctl") if " enable" in c or " restart" in c]
+    assert again.log.count("already done") == len(sb.manifest.steps) - 2  # all but preflight and the health check
