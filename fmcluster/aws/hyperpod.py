@@ -9,6 +9,10 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from fmcluster.aws import StackOutputsError
+from fmcluster.aws.stacks import stack_outputs
+from fmcluster.contracts import HYPERPOD_CLUSTER_NAME_OUTPUT, stack_name
+
 
 class HyperPodError(RuntimeError):
     """The cluster cannot be read: absent, access denied, no Region."""
@@ -60,3 +64,17 @@ def cluster_health(sagemaker: Any, name: str) -> ClusterHealth:
               for g in cluster.get("InstanceGroups", [])]
     return ClusterHealth(name=cluster.get("ClusterName", name), status=cluster.get("ClusterStatus", "unknown"),
                          failure=cluster.get("FailureMessage") or None, groups=groups)
+
+
+def deployed_name(cfn: Any, project: str) -> str:
+    """The cluster's name as the ``NAME-cluster`` stack resolved it (its prefix and the compute subnet's ID),
+    with a boto3 CloudFormation client."""
+    name = stack_name(project, "cluster")
+    try:
+        outputs = stack_outputs(cfn, name)
+    except StackOutputsError as exc:
+        raise HyperPodError(str(exc)) from None
+    if HYPERPOD_CLUSTER_NAME_OUTPUT not in outputs:
+        raise HyperPodError(f"stack {name} has no output {HYPERPOD_CLUSTER_NAME_OUTPUT}: is it a HyperPod project, "
+                            "deployed with this version of fmcluster? (fmcluster deploy PROJECT)")
+    return outputs[HYPERPOD_CLUSTER_NAME_OUTPUT]

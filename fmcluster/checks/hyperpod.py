@@ -9,7 +9,6 @@ from fmcluster import catalog
 from fmcluster.checks.registry import Finding, check
 from fmcluster.config.hyperpod import BUCKET_PREFIX, CONTROLLER, LOGIN
 from fmcluster.config.loader import LoadedProject
-from fmcluster.contracts import STACKS, stack_name
 from fmcluster.plan import Plan
 
 HP = ("orchestrator", "hyperpod")
@@ -98,10 +97,6 @@ def groups(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
             yield Finding(("compute_groups", i, "name"),
                           f"compute group name {name!r} is the name of HyperPod's {name} instance group",
                           "rename the compute group")
-    name = plan.cluster.hyperpod_name
-    if name in {stack_name(project.name, s) for s in STACKS}:
-        yield Finding(HP + ("cluster_name",) if hp.cluster_name else ("name",),
-                      f"cluster name {name!r} is also a stack name", "choose another orchestrator.hyperpod.cluster_name")
 
 
 @check("hyperpod-lifecycle-bucket", "error")

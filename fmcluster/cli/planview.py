@@ -215,7 +215,7 @@ def _scheduler(p: Plan, console: Console) -> None:
              else "the cluster is kept (Retain): delete it with pcluster delete-cluster")
     elif cluster.orchestrator == "hyperpod":
         hp = cluster.hyperpod
-        _row(lines, "Slurm", f"SageMaker HyperPod cluster {cluster.hyperpod_name}, created by cdk deploy; "
+        _row(lines, "Slurm", f"SageMaker HyperPod cluster {cluster.hyperpod_name_prefix}-<subnet ID>, created by cdk deploy; "
                              f"node recovery {hp.node_recovery}, slurm.conf {hp.slurm_config_strategy}")
         for group in hyperpod.instance_groups(cluster):
             where = f"partition {group.partition}" if group.partition else group.node_type.lower()
