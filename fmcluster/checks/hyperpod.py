@@ -72,12 +72,20 @@ def ultraservers(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                           f"{group.instance_type} does not come in UltraServers", "remove ultraserver")
             continue
         sizes = [u for u in offers if wanted in (None, u.name)]
-        if sizes and all(group.count % u.instances for u in sizes):
-            offered = " or ".join(f"{u.instances} ({u.name})" for u in sizes)
+        planned = plan.group(group.name)
+        spares = planned.spare_instances_per_ultraserver
+        usable = {u.name: planned.usable_per_ultraserver(u.instances) for u in sizes}
+        if sizes and all(n <= 0 or group.count % n for n in usable.values()):
+            offered = " or ".join(f"{usable[u.name]} ({u.name}, {u.instances} instances" +
+                                  (f" less {spares} spare)" if spares else ")") for u in sizes)
+            multiples = sorted(n for n in usable.values() if n > 0)
+            kept = (f"; the training plan keeps {spares} spare instance{'s' if spares > 1 else ''} per UltraServer "
+                    "(capacity.spare_instances_per_ultraserver, as bought)" if spares else "")
             yield Finding(("compute_groups", i, "count"),
-                          f"{group.count} {group.instance_type} instances are not whole UltraServers; a training plan "
-                          f"gives them in UltraServers of {offered} instances",
-                          f"use a multiple of {min(u.instances for u in sizes)}")
+                          f"{group.count} {group.instance_type} instances are not whole UltraServers of usable "
+                          f"instances: {offered}{kept}",
+                          f"use a multiple of {' or '.join(map(str, multiples))}" if multiples
+                          else "lower capacity.spare_instances_per_ultraserver")
 
 
 @check("hyperpod-groups", "error")

@@ -94,7 +94,8 @@ class GroupSettings(Model):
     ultraserver: UltraServerType | None = Field(
         default=None,
         description="GB200: the UltraServer type of the training plan (x36 = 9 instances, x72 = 18). Default: x72 "
-                    "when the count is a multiple of 18, else x36.")
+                    "when the count is whole x72 UltraServers of usable instances (17 each with the plan's default "
+                    "1 spare), else x36.")
 
 
 class HyperPodSettings(Model):

@@ -106,7 +106,7 @@ def test_gb200_training_plan_and_local_zone(synthesized: Synthesized) -> None:
     _, cluster = _cluster(synthesized, "p6e-gb200-hyperpod")
     groups = _groups(cluster)
     assert groups["nvl72"]["TrainingPlanArn"] == "arn:aws:sagemaker:us-east-1:111122223333:training-plan/gb200"
-    assert (groups["nvl72"]["InstanceType"], groups["nvl72"]["InstanceCount"]) == ("ml.p6e-gb200.36xlarge", 18)
+    assert (groups["nvl72"]["InstanceType"], groups["nvl72"]["InstanceCount"]) == ("ml.p6e-gb200.36xlarge", 17)  # 18 less the plan's spare
     assert "TrainingPlanArn" not in groups["controller"]
     # the compute subnet is in the Local Zone; the controller goes beside FSx in the parent zone
     assert "ServicesSubnet" in json.dumps(groups["controller"]["OverrideVpcConfig"]["Subnets"])
