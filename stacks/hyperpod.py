@@ -30,7 +30,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 from fmcluster.bootstrap.bundles import LifecycleBundles
 
-from fmcluster.contracts import HYPERPOD_CLUSTER_NAME_OUTPUT, MetricsContract, NetworkContract, StorageContract
+from fmcluster.contracts import HYPERPOD_CLUSTER_ARN_OUTPUT, MetricsContract, NetworkContract, StorageContract
 from fmcluster.facts import PROJECT_TAG
 from fmcluster.generate.hyperpod import LIFECYCLE_PREFIX, InstanceGroup, instance_groups
 from fmcluster.plan import ClusterPlan
@@ -93,8 +93,10 @@ class HyperPodCluster(Construct):
         self.cluster = self._add_cluster(network, storage, bundles)
         self.cluster.node.add_dependency(policy)
         self.cluster.node.add_dependency(self.upload)
-        CfnOutput(stack, HYPERPOD_CLUSTER_NAME_OUTPUT, value=self.cluster_name, description="SageMaker HyperPod cluster")
-        CfnOutput(stack, "HyperPodClusterArn", value=self.cluster.attr_cluster_arn)
+        # `fmcluster hyperpod status` reads the ARN (DescribeCluster takes name or ARN); an output of the name would
+        # re-export the network stack's import (cfn-lint W6001).
+        CfnOutput(stack, HYPERPOD_CLUSTER_ARN_OUTPUT, value=self.cluster.attr_cluster_arn,
+                  description="SageMaker HyperPod cluster")
         CfnOutput(stack, "HyperPodLifecycleUri", value=f"s3://{self.bucket.bucket_name}/{LIFECYCLE_PREFIX}/",
                   description="Lifecycle bundles, one prefix per instance group")
 

@@ -11,7 +11,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from fmcluster.aws import StackOutputsError
 from fmcluster.aws.stacks import stack_outputs
-from fmcluster.contracts import HYPERPOD_CLUSTER_NAME_OUTPUT, stack_name
+from fmcluster.contracts import HYPERPOD_CLUSTER_ARN_OUTPUT, stack_name
 
 
 class HyperPodError(RuntimeError):
@@ -66,15 +66,15 @@ def cluster_health(sagemaker: Any, name: str) -> ClusterHealth:
                          failure=cluster.get("FailureMessage") or None, groups=groups)
 
 
-def deployed_name(cfn: Any, project: str) -> str:
-    """The cluster's name as the ``NAME-cluster`` stack resolved it (its prefix and the compute subnet's ID),
-    with a boto3 CloudFormation client."""
+def deployed_cluster(cfn: Any, project: str) -> str:
+    """The ARN of the cluster the ``NAME-cluster`` stack made (its name is known only once deployed: its prefix and
+    the compute subnet's ID), with a boto3 CloudFormation client. DescribeCluster takes it as ``ClusterName``."""
     name = stack_name(project, "cluster")
     try:
         outputs = stack_outputs(cfn, name)
     except StackOutputsError as exc:
         raise HyperPodError(str(exc)) from None
-    if HYPERPOD_CLUSTER_NAME_OUTPUT not in outputs:
-        raise HyperPodError(f"stack {name} has no output {HYPERPOD_CLUSTER_NAME_OUTPUT}: is it a HyperPod project, "
-                            "deployed with this version of fmcluster? (fmcluster deploy PROJECT)")
-    return outputs[HYPERPOD_CLUSTER_NAME_OUTPUT]
+    if HYPERPOD_CLUSTER_ARN_OUTPUT not in outputs:
+        raise HyperPodError(f"stack {name} has no output {HYPERPOD_CLUSTER_ARN_OUTPUT}: is it a HyperPod project? "
+                            "(deploy it: fmcluster deploy PROJECT)")
+    return outputs[HYPERPOD_CLUSTER_ARN_OUTPUT]

@@ -41,14 +41,14 @@ def status(
     from fmcluster.aws.hyperpod import (  # botocore, as above
         HyperPodError,
         cluster_health,
-        deployed_name,
+        deployed_cluster,
     )
 
     chosen = region or loaded.project.region
     try:
         client = boto3.client("sagemaker", region_name=chosen) if chosen else boto3.client("sagemaker")
         cfn = boto3.client("cloudformation", region_name=chosen) if chosen else boto3.client("cloudformation")
-        health = cluster_health(client, deployed_name(cfn, plan.project))
+        health = cluster_health(client, deployed_cluster(cfn, plan.project))
     except HyperPodError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None

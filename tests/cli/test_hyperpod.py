@@ -27,12 +27,15 @@ NAME = "demo-hyperpod-0123456789abcdef0"
 """As the demo-cluster stack names it: the prefix and the compute subnet's ID (never a literal name)."""
 
 
-def _deploy_stack(name: str = NAME) -> None:
-    """A demo-cluster stack whose output holds the cluster's name, as the real stack's does."""
+ARN = f"arn:aws:sagemaker:us-east-1:123456789012:cluster/{NAME}"  # moto's form: the name last
+
+
+def _deploy_stack(arn: str = ARN) -> None:
+    """A demo-cluster stack whose output holds the cluster's ARN, as the real stack's does."""
     import json
 
     template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
-                "Outputs": {"HyperPodClusterName": {"Value": name}}}
+                "Outputs": {"HyperPodClusterArn": {"Value": arn}}}
     boto3.client("cloudformation", region_name="us-east-1").create_stack(
         StackName="demo-cluster", TemplateBody=json.dumps(template))
 
@@ -88,7 +91,7 @@ def test_status_of_a_cluster_never_created_exits_1(tmp_path: Path) -> None:
     with mock_aws():
         _deploy_stack()
         result = CliRunner().invoke(app, ["hyperpod", "status", str(tmp_path / "demo.yaml")])
-    assert result.exit_code == 1 and f"cannot read HyperPod cluster {NAME}" in result.output
+    assert result.exit_code == 1 and f"cannot read HyperPod cluster {ARN}" in result.output
 
 
 def test_status_before_the_stack_is_deployed_exits_1(tmp_path: Path) -> None:

@@ -61,7 +61,9 @@ def test_fsx_lifecycle_and_vpc(synthesized: Synthesized) -> None:
     for name, group in _groups(cluster).items():
         fsx = [c["FsxLustreConfig"] for c in group["InstanceStorageConfigs"] if "FsxLustreConfig" in c]
         assert len(fsx) == 1 and fsx[0]["MountPath"] == "/fsx"
-        assert "FileSystemDNSName" in json.dumps(fsx[0]["DnsName"]) and "LustreMountName" in json.dumps(fsx[0]["MountName"])
+        # through the storage stack's exports (strong references)
+        assert fsx[0]["DnsName"] == {"Fn::ImportValue": "p5en-hyperpod-FileSystemDnsName"}
+        assert fsx[0]["MountName"] == {"Fn::ImportValue": "p5en-hyperpod-FileSystemMountName"}
         assert {"EbsVolumeConfig": {"VolumeSizeInGB": 500}} in group["InstanceStorageConfigs"]
         life = group["LifeCycleConfig"]
         assert life["OnCreate"] == "bootstrap.sh"
@@ -145,10 +147,11 @@ def _placeholder(value: Any, refs: dict[str, str]) -> Any:
     if "Fn::Split" in value:
         sep, text = value["Fn::Split"]
         return str(_placeholder(text, refs)).split(sep)
-    if "Fn::GetStackOutput" in value:
-        name = value["Fn::GetStackOutput"]["OutputName"]
+    if "Fn::GetStackOutput" in value or "Fn::ImportValue" in value:
+        name = value["Fn::ImportValue"] if "Fn::ImportValue" in value else value["Fn::GetStackOutput"]["OutputName"]
         for key, stand_in in (("Subnet", "subnet-0123456789abcdef0"), ("SecurityGroup", "sg-0123456789abcdef0"),
                               ("DNSName", "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com"),
+                              ("DnsName", "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com"),
                               ("MountName", "abcdefgh")):
             if key in name:
                 return stand_in
@@ -232,7 +235,9 @@ def test_the_cluster_has_no_literal_name(hp_old: dict) -> None:
     assert not isinstance(name, str)
     subnet = cluster["Properties"]["VpcConfig"]["Subnets"][0]
     assert name == {"Fn::Join": ["-", ["demo-hyperpod", {"Fn::Select": [1, {"Fn::Split": ["-", subnet]}]}]]}
-    assert template["Outputs"]["HyperPodClusterName"]["Value"] == name  # what `fmcluster hyperpod status` reads
+    # what `fmcluster hyperpod status` reads: the ARN (the name is known once deployed)
+    assert template["Outputs"]["HyperPodClusterArn"]["Value"] == {"Fn::GetAtt": [next(
+        lid for lid, r in template["Resources"].items() if r["Type"] == "AWS::SageMaker::Cluster"), "ClusterArn"]}
 
 
 def test_guard_says_a_custom_named_cluster_cannot_be_replaced(hp_old: dict) -> None:
