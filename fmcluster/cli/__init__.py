@@ -1,4 +1,4 @@
-"""The ``fmcluster`` command. Only ``preflight``, ``capacity search``, ``dashboards push``,
+"""The ``fmcluster`` command. Only ``deploy``, ``preflight``, ``capacity search``, ``dashboards push``,
 ``parallelcluster config --from-stacks`` and ``plan --prices`` call AWS (through :mod:`fmcluster.aws`);
 everything else works offline."""
 
@@ -13,6 +13,7 @@ from fmcluster.cli import (
     bootstrap,
     capacity,
     dashboards,
+    deploy,
     diagram,
     hyperpod,
     parallelcluster,
@@ -29,6 +30,7 @@ app = typer.Typer(help="fmcluster: one YAML file per project -> a GPU training c
 app.command()(project.validate)
 app.command()(project.plan)
 app.command()(project.new)
+app.command(context_settings=deploy.CDK_CONTEXT)(deploy.deploy)
 app.command()(preflight.preflight)
 app.command()(diagram.diagram)
 app.add_typer(bootstrap.app, name="bootstrap", help="Node bootstrap: pinned versions, rendered bundles.")
