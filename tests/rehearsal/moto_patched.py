@@ -36,6 +36,17 @@ what CloudFormation does; none of them deploys anything on moto's behalf:
    Guide, "Referencing exported outputs": you can't delete a stack or modify an output value that another
    stack imports). moto checks neither; the patch refuses both. (A changed value of an export in use, as when
    the resource behind it is replaced, is not checked: moto's update does not tell.)
+8. Change sets by stack: ``DescribeChangeSet`` and ``DeleteChangeSet`` ignore ``StackName`` and take the
+   first change set of that name in the Region (the CLI names every one ``cdk-deploy-change-set``), and an
+   unknown one is a ``ValidationError``. A second deploy deletes the stack's old change set and waits for
+   ``ChangeSetNotFound`` (botocore's CloudFormation model: ``ChangeSetNotFoundException``, code
+   ``ChangeSetNotFound``), so it never ends. The patch finds the named stack's change set and answers
+   ``ChangeSetNotFound`` for one that does not exist (``DeleteChangeSet`` of one that does not exist, which
+   the CLI sends "if it exists" and whose documented errors have no not-found, does nothing).
+9. An update that keeps an SSM-typed parameter (``UsePreviousValue``, as the CLI sends CDK's
+   ``BootstrapVersion``) hands moto the parameter's last *value*, which moto then looks up as an SSM
+   parameter name: ``AttributeError`` (a 500) on every second deploy. CloudFormation resolves the parameter
+   again from its name; the patch gives moto the name back (the template's default).
 5. Stack deletion: moto's CloudFormation models of the route table, its routes and subnet association, the
    internet gateway and its attachment, the NAT gateway, the VPC endpoint and the Elastic IP have
    no ``delete``, so ``DeleteStack`` leaves them and the VPC then refuses to go ("has dependencies")
@@ -54,7 +65,8 @@ from typing import Any
 
 from moto.cloudformation import models as cfn
 from moto.cloudformation import parsing
-from moto.cloudformation.exceptions import ValidationError
+from moto.cloudformation import responses
+from moto.cloudformation.exceptions import CloudFormationError, ValidationError
 from moto.ec2.models import ec2_backends
 from moto.ec2.models.elastic_ip_addresses import ElasticAddress
 from moto.ec2.models.internet_gateways import InternetGateway
@@ -64,6 +76,7 @@ from moto.ec2.models.subnets import SubnetRouteTableAssociation
 from moto.ec2.models.vpcs import VPCEndPoint
 from moto.ec2.models.vpn_gateway import VPCGatewayAttachment
 from moto.kms import models as kms
+from moto.ssm.models import ssm_backends
 
 # --- 1. change sets ------------------------------------------------------------------------------
 
@@ -73,6 +86,12 @@ _execute_change_set = cfn.CloudFormationBackend.execute_change_set
 
 def create_change_set(self: cfn.CloudFormationBackend, *args: Any, **kwargs: Any) -> tuple[str, str]:
     change_set_id, stack_id = _create_change_set(self, *args, **kwargs)
+    change_set = self.change_sets[change_set_id]
+    ssm = ssm_backends[self.account_id][self.region_name]
+    for key, slot in (change_set.template_dict.get("Parameters") or {}).items():  # --- 9. SSM parameters, again
+        value = change_set.parameters.get(key)
+        if str(slot.get("Type", "")).startswith("AWS::SSM::Parameter::") and value and ssm.get_parameter(value) is None:
+            change_set.parameters[key] = slot.get("Default", value)  # the parameter's name, not its last value
     stack = self.stacks[stack_id]
     stack.cross_stack_resources = self.exports
     stack.resource_map.cross_stack_resources = self.exports
@@ -138,6 +157,44 @@ cfn.CloudFormationBackend.delete_stack = delete_stack
 
 cfn.CloudFormationBackend.create_change_set = create_change_set
 cfn.CloudFormationBackend.execute_change_set = execute_change_set
+
+# --- 8. change sets by stack ---------------------------------------------------------------------
+
+
+class ChangeSetNotFound(CloudFormationError):
+    code = "ChangeSetNotFound"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"ChangeSet [{name}] does not exist")
+
+
+def _change_set(backend: cfn.CloudFormationBackend, name: str, stack: str | None) -> cfn.ChangeSet:
+    if name in backend.change_sets:  # an ARN
+        return backend.change_sets[name]
+    found = [cs for cs in backend.change_sets.values() if cs.change_set_name == name
+             and (not stack or stack in (cs.stack_name, cs.stack_id))]
+    if not found:
+        raise ChangeSetNotFound(name)
+    return found[-1]
+
+
+def _describe_change_set(self: responses.CloudFormationResponse) -> Any:
+    change_set = _change_set(self.cloudformation_backend, self._get_param("ChangeSetName"), self._get_param("StackName"))
+    return responses.ActionResult(change_set)
+
+
+def _delete_change_set(self: responses.CloudFormationResponse) -> Any:
+    backend = self.cloudformation_backend
+    try:
+        change_set = _change_set(backend, self._get_param("ChangeSetName"), self._get_param("StackName"))
+    except ChangeSetNotFound:  # the CLI deletes "if it exists"; DeleteChangeSet documents no not-found error
+        return responses.EmptyResult()
+    del backend.change_sets[change_set.change_set_id]
+    return responses.EmptyResult()
+
+
+responses.CloudFormationResponse.describe_change_set = _describe_change_set
+responses.CloudFormationResponse.delete_change_set = _delete_change_set
 
 # --- 2. KMS key tags -----------------------------------------------------------------------------
 
