@@ -11,6 +11,10 @@ create-only property (an FSx file system in a subnet whose CIDR changes) is repl
 are followed in every form CDK writes: ``Ref``, ``Fn::GetAtt``, ``Fn::ImportValue`` and the weak
 ``Fn::GetStackOutput`` that cdk.json's ``defaultCrossStackReferences: weak`` makes.
 
+A replaced resource whose custom name (:data:`CUSTOM_NAMES`) stays the same is reported whatever its type:
+CloudFormation cannot replace it, the update fails and the stack rolls back (a name built from a replaced
+resource's ID, like the HyperPod cluster's, changes with it and is no obstacle).
+
 It also reports what is not a replacement but loses or strands data: a stateful resource NEW no
 longer has (retained and orphaned under our Retain policy, deleted otherwise), an update the
 service refuses (:data:`UPDATE_REFUSED`), and a NEW that deploys to other stacks (a rename, another
