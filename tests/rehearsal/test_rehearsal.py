@@ -344,7 +344,8 @@ def day_two(r: Rehearsal, stacks: dict[str, dict], deployed: dict[str, dict]) ->
     read back with GetTemplate, then the real `cdk deploy`):
 
     1. the model described (storage.checkpoint) instead of a pinned size: the planner grows FSx, an update;
-    2. a smaller model, whose planner-sized FSx would shrink: refused (exit 3), nothing deployed;
+    2. a smaller model, whose planner-sized FSx would shrink, and a new VPC range, which would replace the network
+       the file system and the cluster use: both refused (exit 3), nothing deployed;
     3. an in-place change (a count, and the group's root volume, which the launch template carries): deployed as
        an update -- every resource keeps its physical ID, the launch template gets a new version;
     4. the strong references: deleting the network stack under the cluster that imports its values is refused.
@@ -374,6 +375,15 @@ def day_two(r: Rehearsal, stacks: dict[str, dict], deployed: dict[str, dict]) ->
     [fs] = [x for x in held["Resources"].values() if x["Type"] == "AWS::FSx::FileSystem"]
     assert fs["Properties"]["StorageCapacity"] > stacks[storage]["Resources"]["FileSystem"]["Properties"][
         "StorageCapacity"]  # still the grown file system: cdk never ran
+
+    # a new network under the deployed stacks: the VPC, subnet and groups the file system and cluster use are replaced
+    cidr = project.network.vpc_cidr
+    moved = (unpinned + model.format("70e9")).replace(f"vpc_cidr: {cidr}", "vpc_cidr: 10.250.0.0/16")
+    assert cidr and moved != unpinned + model.format("70e9")
+    (day2 / r.file.name).write_text(moved)
+    refused = r.fmcluster("deploy", str(day2 / r.file.name), *args, expect=3)
+    assert "/FileSystem (AWS::FSx::FileSystem): " in refused and "which is replaced" in refused, refused
+    assert f'CidrBlock changes from "{cidr}" to "10.250.0.0/16"' in refused, refused
 
     group = project.compute_groups[0]
     more = (unpinned + model.format("70e9")).replace(
