@@ -45,6 +45,9 @@ PROMETHEUS_REMOTE_WRITE_OUTPUT = "PrometheusRemoteWriteUrl"
 GRAFANA_WORKSPACE_OUTPUT = "GrafanaWorkspaceId"
 """The output of the ``NAME-observability`` stack that holds the Grafana workspace ID."""
 
+HYPERPOD_CLUSTER_ARN_OUTPUT = "HyperPodClusterArn"
+"""``NAME-cluster`` of a hyperpod project: the cluster's ARN, which ``fmcluster hyperpod status`` reads (the name is
+its prefix and the compute subnet's ID, known only once deployed)."""
 NODE_POLICY_OUTPUT = "ParallelClusterNodePolicyArn"
 CLUSTER_NAME_OUTPUT = "ParallelClusterName"
 HEAD_NODE_IP_OUTPUT = "HeadNodePrivateIp"

@@ -11,6 +11,10 @@ create-only property (an FSx file system in a subnet whose CIDR changes) is repl
 are followed in every form CDK writes: ``Ref``, ``Fn::GetAtt``, ``Fn::ImportValue`` and the weak
 ``Fn::GetStackOutput`` that cdk.json's ``defaultCrossStackReferences: weak`` makes.
 
+A replaced resource whose custom name (:data:`CUSTOM_NAMES`) stays the same is reported whatever its type:
+CloudFormation cannot replace it, the update fails and the stack rolls back (a name built from a replaced
+resource's ID, like the HyperPod cluster's, changes with it and is no obstacle).
+
 It also reports what is not a replacement but loses or strands data: a stateful resource NEW no
 longer has (retained and orphaned under our Retain policy, deleted otherwise), an update the
 service refuses (:data:`UPDATE_REFUSED`), and a NEW that deploys to other stacks (a rename, another
@@ -58,6 +62,22 @@ UPDATE_REFUSED: dict[tuple[str, str], tuple[str, str]] = {
         "and the stack roll back"),
 }
 """Changes CloudFormation would try as an update that the service refuses."""
+
+CUSTOM_NAMES: dict[str, str] = {
+    # type -> the property that names it (its physical name): every type fmcluster names, audited against
+    # cfn-lint's create-only lists (tests/test_guard.py checks each entry is a property of its type's schema)
+    "AWS::SageMaker::Cluster": "/properties/ClusterName",
+    "AWS::S3::Bucket": "/properties/BucketName",
+    "AWS::Logs::LogGroup": "/properties/LogGroupName",
+    "AWS::IAM::ManagedPolicy": "/properties/ManagedPolicyName",
+    "AWS::IAM::Role": "/properties/RoleName",
+    "AWS::EC2::LaunchTemplate": "/properties/LaunchTemplateName",
+    "AWS::EC2::SecurityGroup": "/properties/GroupName",
+    "AWS::APS::RuleGroupsNamespace": "/properties/Name",
+}
+"""CloudFormation cannot replace a resource whose custom name stays the same: the update fails ("cannot update a
+stack when a custom-named resource requires replacing. Rename ... and update the stack again") and rolls back
+(AWS CloudFormation User Guide, "Update behaviors of stack resources"; FACTS.md section 5)."""
 
 RETAINED = ("Retain", "RetainExceptOnCreate")
 
@@ -198,14 +218,15 @@ def compare(old: dict[str, dict], new: dict[str, dict], moved: str | None = None
                     if kind == rtype and isinstance(a, int) and isinstance(b, int) and b < a:
                         replaced[(stack, logical_id)] = f"{path.removeprefix('/properties/')} shrinks from {a} to {b}: {why}"
 
-    # Replacement spreads: a stateful resource whose create-only property points at a replaced one.
+    # Replacement spreads: a stateful or custom-named resource whose create-only property points at a replaced one.
     exports = _exports(old)
     changed = True
     while changed:
         changed = False
         for stack, template in old.items():
             for logical_id, resource in template.get("Resources", {}).items():
-                if resource["Type"] not in STATEFUL_TYPES or (stack, logical_id) in replaced:
+                judged = resource["Type"] in STATEFUL_TYPES or resource["Type"] in CUSTOM_NAMES
+                if not judged or (stack, logical_id) in replaced:
                     continue
                 for path in create_only_paths(resource["Type"]):
                     for kind, ref in _references(_get(resource.get("Properties", {}), path)):
@@ -219,12 +240,40 @@ def compare(old: dict[str, dict], new: dict[str, dict], moved: str | None = None
                     if (stack, logical_id) in replaced:
                         break
 
+    wedged = _custom_named(old, new_by_role, replaced, exports)
     results = []
     for (stack, logical_id), why in sorted((refused | replaced).items()):
         kind = old[stack]["Resources"][logical_id]["Type"]
-        if kind in STATEFUL_TYPES:
+        if (stack, logical_id) in wedged:
+            results.append(Replacement(stack, logical_id, kind, f"{why}; {wedged[(stack, logical_id)]}"))
+        elif kind in STATEFUL_TYPES:
             results.append(Replacement(stack, logical_id, kind, why))
     return results
+
+
+def _custom_named(old: dict[str, dict], new_by_role: dict[str, tuple[str, dict]], replaced: dict[tuple[str, str], str],
+                  exports: dict[tuple[str, Any], tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """Replaced resources that keep their custom name (:data:`CUSTOM_NAMES`): CloudFormation refuses those updates.
+    A name that reads a replaced resource (the HyperPod cluster's, built from the compute subnet's ID) changes with it."""
+    wedged = {}
+    for (stack, logical_id) in replaced:
+        resource = old[stack]["Resources"][logical_id]
+        path = CUSTOM_NAMES.get(resource["Type"])
+        counterpart = new_by_role.get(_role(stack))
+        after = counterpart[1].get("Resources", {}).get(logical_id) if counterpart else None
+        if path is None or after is None or after["Type"] != resource["Type"]:
+            continue
+        name, new_name = _get(resource.get("Properties", {}), path), _get(after.get("Properties", {}), path)
+        if name is None or name != new_name:
+            continue
+        moves = any(((stack, ref) if kind == "local" else exports.get((kind, ref))) in replaced
+                    for kind, ref in _references(name))
+        if not moves:
+            prop = path.removeprefix("/properties/")
+            wedged[(stack, logical_id)] = (
+                f"its custom name ({prop} {_show(name)}) stays the same, and CloudFormation cannot replace a "
+                "custom-named resource: the update fails and the stack rolls back")
+    return wedged
 
 
 def moved(old: Project, new: Project) -> str | None:

@@ -13,7 +13,9 @@ import os
 import sys
 from pathlib import Path
 
-from aws_cdk import App, Environment, Stack, Tags, Token, Validations
+from dataclasses import replace
+
+from aws_cdk import App, Environment, Fn, Stack, Tags, Token, Validations
 from cdk_nag import AwsSolutionsChecks
 from fmcluster.bootstrap import bundles
 from fmcluster.stacks.cluster import ClusterStack
@@ -23,7 +25,15 @@ from fmcluster.stacks.storage import StorageStack
 
 from fmcluster import checks, config
 from fmcluster.config.loader import LoadedProject
-from fmcluster.contracts import stack_name
+from fmcluster.contracts import (
+    BUCKET_OUTPUTS,
+    FILE_SYSTEM_OUTPUTS,
+    NETWORK_OUTPUTS,
+    NetworkContract,
+    StorageContract,
+    export_name,
+    stack_name,
+)
 from fmcluster.errors import ConfigError
 from fmcluster.facts import PROJECT_TAG
 from fmcluster.generate import rules
@@ -90,6 +100,9 @@ def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
         stacks.append(observability)
         metrics = observability.contract
 
+    # The cluster stack reads network and storage through their exports (strong references).
+    network_contract = imported_network(name, network.contract)
+    storage_contract = imported_storage(name, storage_contract)
     bundle_dir = Path(app.outdir) / bundles.BUNDLES_DIR / name
     if plan.cluster.orchestrator == "parallelcluster":
         node_bundles: bundles.DispatchedBundles | bundles.LifecycleBundles | dict[str, bundles.GroupBundle] = (
@@ -104,8 +117,10 @@ def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
     runs_slurm = ((plan.cluster.orchestrator == "parallelcluster" and plan.cluster.pcluster.create_cluster)
                   or plan.cluster.orchestrator == "hyperpod")
     cluster = ClusterStack(app, stack_name(name, "cluster"), plan=plan.cluster, bundles=node_bundles,
-                           network=network.contract, storage=storage_contract, metrics=metrics, env=env,
+                           network=network_contract, storage=storage_contract, metrics=metrics, env=env,
                            termination_protection=protect and runs_slurm)
+    for producer in stacks:  # imports name no stack: deploy network and storage (and observability) first
+        cluster.add_stack_dependency(producer)
     stacks.append(cluster)
 
     for stack in stacks:
@@ -113,6 +128,33 @@ def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
         for key, value in project.tags.items():
             Tags.of(stack).add(key, value)
     return stacks
+
+
+def _imported(project: str, key: str, value: str) -> str:
+    """A value the network or storage stack makes, read through its export (``Fn::ImportValue``): a strong reference,
+    so CloudFormation refuses to change or delete it while the cluster stack uses it (FACTS.md section 5). cdk.json's
+    weak references (``Fn::GetStackOutput``) would leave the cluster on a stale ID and the producer deletable. A value
+    known at synthesis (an existing VPC, subnet or file system) stays as it is."""
+    return Fn.import_value(export_name(project, key)) if Token.is_unresolved(value) else value
+
+
+def imported_network(project: str, contract: NetworkContract) -> NetworkContract:
+    """The network contract as the cluster stack reads it: each value through the network stack's export. In a regular
+    zone the services subnet is the compute subnet: it stays one value, so the cluster sees that too."""
+    values = {field: _imported(project, key, getattr(contract, field)) for key, field in NETWORK_OUTPUTS.items()}
+    if contract.services_subnet_id == contract.compute_subnet_id:
+        values["services_subnet_id"] = values["compute_subnet_id"]
+    return NetworkContract(**values)
+
+
+def imported_storage(project: str, contract: StorageContract) -> StorageContract:
+    """The storage contract as the cluster stack reads it: each value through the storage stack's export."""
+    bucket = {field: _imported(project, key, getattr(contract, field)) for key, field in BUCKET_OUTPUTS.items()}
+    fsx = contract.fsx
+    if fsx is not None:  # mount path and EFA are settings (literals), the rest comes from the file system
+        fsx = replace(fsx, **{field: _imported(project, key, getattr(fsx, field))
+                              for key, field in FILE_SYSTEM_OUTPUTS.items() if field not in ("mount_path", "efa_enabled")})
+    return replace(contract, fsx=fsx, **bucket)
 
 
 def extra_rule_files(loaded: LoadedProject) -> list:

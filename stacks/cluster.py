@@ -75,7 +75,7 @@ class ClusterStack(Stack):
             # the archive of bundles, and the metrics workspace the nodes' agents remote-write to
             bootstrap_args=[archive.s3_object_url, *([metrics.remote_write_url] if metrics else [])],
             bootstrap_read_arns=[a.bucket.arn_for_objects(a.s3_object_key) for a in (dispatcher, archive)],
-            metrics=metrics,
+            metrics=metrics, scripts_bucket_arn=dispatcher.bucket.bucket_arn,
         )
         CfnOutput(self, BOOTSTRAP_OUTPUT, value=dispatcher.s3_object_url,
                   description="OnNodeConfigured script; its argument is BootstrapBundlesUri")

@@ -31,7 +31,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 from fmcluster.bootstrap.bundles import LifecycleBundles
 
-from fmcluster.contracts import MetricsContract, NetworkContract, StorageContract
+from fmcluster.contracts import HYPERPOD_CLUSTER_ARN_OUTPUT, MetricsContract, NetworkContract, StorageContract
 from fmcluster.facts import PROJECT_TAG
 from fmcluster.generate.hyperpod import LIFECYCLE_PREFIX, InstanceGroup, instance_groups
 from fmcluster.plan import ClusterPlan
@@ -85,18 +85,25 @@ class HyperPodCluster(Construct):
         )
         self._acknowledge_upload(stack)
 
-        self.role, policy = self._add_role(metrics)
+        self.role, policy = self._add_role(metrics, efa_fsx=storage.fsx is not None and storage.fsx.efa_enabled)
+        # No literal name: ClusterName and VpcConfig are create-only (cfn-lint's schema) and CloudFormation refuses to
+        # replace a resource whose custom name stays the same ("cannot update a stack when a custom-named resource
+        # requires replacing"). The compute subnet's ID in the name makes a new subnet come with a new name.
+        self.cluster_name = Fn.join("-", [plan.hyperpod_name_prefix,
+                                          Fn.select(1, Fn.split("-", network.compute_subnet_id))])
         self.cluster = self._add_cluster(network, storage, bundles)
         self.cluster.node.add_dependency(policy)
         self.cluster.node.add_dependency(self.upload)
-        CfnOutput(stack, "HyperPodClusterName", value=plan.hyperpod_name, description="SageMaker HyperPod cluster")
-        CfnOutput(stack, "HyperPodClusterArn", value=self.cluster.attr_cluster_arn)
+        # `fmcluster hyperpod status` reads the ARN (DescribeCluster takes name or ARN); an output of the name would
+        # re-export the network stack's import (cfn-lint W6001).
+        CfnOutput(stack, HYPERPOD_CLUSTER_ARN_OUTPUT, value=self.cluster.attr_cluster_arn,
+                  description="SageMaker HyperPod cluster")
         CfnOutput(stack, "HyperPodLifecycleUri", value=f"s3://{self.bucket.bucket_name}/{LIFECYCLE_PREFIX}/",
                   description="Lifecycle bundles, one prefix per instance group")
 
     # -- the role --------------------------------------------------------------------------------
 
-    def _add_role(self, metrics: MetricsContract | None) -> tuple[iam.Role, iam.Policy]:
+    def _add_role(self, metrics: MetricsContract | None, efa_fsx: bool = False) -> tuple[iam.Role, iam.Policy]:
         project = self.plan.project
         role = iam.Role(
             self, "ExecutionRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
@@ -117,6 +124,11 @@ class HyperPodCluster(Construct):
             iam.PolicyStatement(sid="ListLifecycleScripts", actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn],
                                 conditions={"StringLike": {"s3:prefix": [f"{LIFECYCLE_PREFIX}/*"]}}),
         ]
+        if efa_fsx:
+            # An EFA-enabled file system: HyperPod describes it to set up its clients (FACTS.md section 5, from AWS's
+            # HyperPod samples); DescribeFileSystems is listed against "*" like the VPC Describe actions above.
+            statements.append(iam.PolicyStatement(sid="DescribeEfaFileSystem", actions=["fsx:DescribeFileSystems"],
+                                                  resources=["*"]))
         if metrics is not None:
             statements.append(iam.PolicyStatement(sid="RemoteWriteMetrics", actions=["aps:RemoteWrite"],
                                                   resources=[metrics.workspace_arn]))
@@ -132,7 +144,8 @@ class HyperPodCluster(Construct):
         bucket = Stack.of(self).get_logical_id(self.bucket.node.default_child)  # type: ignore[arg-type]
         for resource, why in (
             ("*", "the VPC interface actions HyperPod documents for a customer VPC take no resource-level "
-                  "permissions (Describe*) or name interfaces that do not exist yet"),
+                  "permissions (Describe*) or name interfaces that do not exist yet; fsx:DescribeFileSystems "
+                  "(EFA-enabled FSx only) is read-only"),
             ("arn:<AWS::Partition>:ec2:*:*:network-interface/*",
              "HyperPod tags the interfaces it creates for the nodes; their IDs are not known before"),
             (f"<{bucket}.Arn>/{LIFECYCLE_PREFIX}/*", "read-only, under this stack's own lifecycle prefix"),
@@ -203,7 +216,7 @@ class HyperPodCluster(Construct):
         tags = [CfnTag(key=PROJECT_TAG, value=plan.project), *(CfnTag(key=k, value=v) for k, v in plan.tags.items())]
         return sagemaker.CfnCluster(
             self, "Cluster",
-            cluster_name=plan.hyperpod_name,
+            cluster_name=self.cluster_name,
             instance_groups=groups,
             orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
                 slurm=sagemaker.CfnCluster.ClusterOrchestratorSlurmConfigProperty(

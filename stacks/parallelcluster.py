@@ -49,24 +49,27 @@ class ParallelClusterCluster(Construct):
 
     ``bootstrap_uri``: S3 URI of the bundle's entry script, run by every compute node as
     ``OnNodeConfigured``. ``bootstrap_read_arns``: the S3 object ARNs (or ``<bucket-arn>/<prefix>/*``)
-    the nodes must read to run it.
+    the nodes must read to run it. ``scripts_bucket_arn``: the bucket the cluster's custom-action scripts are
+    assets in (CDK's asset bucket); the provider may read its ``*.sh`` objects, every custom action's script.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, plan: ClusterPlan,
                  network: NetworkContract, storage: StorageContract | None, bootstrap_uri: str,
                  bootstrap_read_arns: Sequence[str], metrics: MetricsContract | None = None,
-                 bootstrap_args: Sequence[str] = ()) -> None:
+                 bootstrap_args: Sequence[str] = (), scripts_bucket_arn: str | None = None) -> None:
         super().__init__(scope, construct_id)
         settings = plan.pcluster
         project = plan.project
         stack = Stack.of(self)
         self.cluster_name = plan.pcluster_name
+        self.scripts_bucket_arn = scripts_bucket_arn
 
         self.node_policy = iam.ManagedPolicy(
             self, "NodePolicy",
             managed_policy_name=node_policy_name(project),
-            description=f"fmcluster {project}: ParallelCluster nodes read the bootstrap bundle"
-                        + (" and remote-write metrics" if metrics else ""),
+            # Description is create-only and the name is custom: a description that followed the settings (metrics on
+            # or off) would make CloudFormation replace a custom-named policy, which it refuses (fmcluster.guard).
+            description=f"fmcluster {project}: what ParallelCluster nodes need (bootstrap bundle, metrics)",
             document=iam.PolicyDocument.from_json({
                 "Version": "2012-10-17",
                 "Statement": generate.node_policy_statements(bootstrap_read_arns, metrics),
@@ -98,15 +101,30 @@ class ParallelClusterCluster(Construct):
         # The provider's Lambda creates the cluster stack, which attaches our node policies to the
         # roles it makes under /parallelcluster/<cluster>/: allow exactly that, nothing else.
         roles = Fn.sub(f"arn:${{AWS::Partition}}:iam::${{AWS::AccountId}}:role/parallelcluster/{self.cluster_name}/*")
+        statements = [iam.PolicyStatement(
+            actions=["iam:AttachRolePolicy", "iam:DetachRolePolicy"],
+            resources=[roles],
+            conditions={"ArnEquals": {"iam:PolicyARN": [self.node_policy.managed_policy_arn, *extra_policies]}},
+        )]
+        scripts = None
+        if self.scripts_bucket_arn is not None:
+            # The provider's Lambda reads only parallelcluster-* buckets (aws-parallelcluster
+            # cloudformation/custom_resource/cluster.yaml, its policies; FACTS.md section 5): without this its check
+            # of the custom actions' script URLs gets a 403 and reports a validation warning.
+            scripts = f"{self.scripts_bucket_arn}/*.sh"
+            statements.append(iam.PolicyStatement(sid="ReadCustomActionScripts", actions=["s3:GetObject"],
+                                                  resources=[scripts]))
         attach = iam.ManagedPolicy(
             self, "ProviderAttachPolicy",
             description=f"fmcluster {project}: let the ParallelCluster provider attach the node policies",
-            statements=[iam.PolicyStatement(
-                actions=["iam:AttachRolePolicy", "iam:DetachRolePolicy"],
-                resources=[roles],
-                conditions={"ArnEquals": {"iam:PolicyARN": [self.node_policy.managed_policy_arn, *extra_policies]}},
-            )],
+            statements=statements,
         )
+        if scripts is not None:
+            Validations.of(attach).acknowledge(Acknowledgment(
+                id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag_text(Stack.of(self), scripts)}]",
+                reason="Read-only: the shell scripts (content-hashed assets) in CDK's asset bucket, which ParallelCluster's "
+                       "provider checks for every custom action; nothing else of the bucket.",
+            ))
         Validations.of(attach).acknowledge(Acknowledgment(
             id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag_text(Stack.of(self), roles)}]",
             reason="ParallelCluster names the node roles when it creates the cluster; the path is this cluster's "

@@ -33,7 +33,6 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from fmcluster.config.storage import Association
 from fmcluster.contracts import (
     BUCKET_OUTPUTS,
     FILE_SYSTEM_OUTPUTS,
@@ -43,6 +42,7 @@ from fmcluster.contracts import (
     export_name,
 )
 from fmcluster.plan import StoragePlan
+from fmcluster.plan.associations import AssociationPlan, plan_associations
 
 LOG_RETENTION_DAYS = 365
 
@@ -141,29 +141,29 @@ class StorageStack(Stack):
             ),
         )
         file_system.apply_removal_policy(RemovalPolicy.RETAIN)
-        for assoc in spec.associations:
+        for assoc in plan_associations(self.spec):
             self._add_association(file_system, bucket, assoc)
         return MountContract(
             file_system_id=file_system.ref, dns_name=file_system.attr_dns_name,
             mount_name=file_system.attr_lustre_mount_name, mount_path=spec.mount_path, efa_enabled=spec.efa_enabled,
         )
 
-    def _add_association(self, file_system: fsx.CfnFileSystem, bucket: s3.IBucket, assoc: Association) -> None:
-        if assoc.data_repository_path:
-            repository = assoc.data_repository_path
-        else:
-            repository = f"s3://{bucket.bucket_name}{assoc.file_system_path}/"
+    def _add_association(self, file_system: fsx.CfnFileSystem, bucket: s3.IBucket, assoc: AssociationPlan) -> None:
+        # Export defaults by owner (fmcluster.plan.associations): no deletions anywhere unless asked, nothing at all
+        # into a bucket the project does not own.
+        repository = assoc.repository or f"s3://{bucket.bucket_name}{assoc.file_system_path}/"
         s3_config = fsx.CfnDataRepositoryAssociation.S3Property(
-            auto_import_policy=fsx.CfnDataRepositoryAssociation.AutoImportPolicyProperty(events=assoc.import_events)
-            if assoc.import_events else None,
-            auto_export_policy=fsx.CfnDataRepositoryAssociation.AutoExportPolicyProperty(events=assoc.export_events)
-            if assoc.export_events else None,
+            auto_import_policy=fsx.CfnDataRepositoryAssociation.AutoImportPolicyProperty(
+                events=list(assoc.import_events)) if assoc.import_events else None,
+            auto_export_policy=fsx.CfnDataRepositoryAssociation.AutoExportPolicyProperty(
+                events=list(assoc.export_events)) if assoc.export_events else None,
         )
+        source = assoc.source
         resource = fsx.CfnDataRepositoryAssociation(
             self, association_id(assoc.file_system_path),
             file_system_id=file_system.ref, file_system_path=assoc.file_system_path, data_repository_path=repository,
-            batch_import_meta_data_on_create=assoc.batch_import_on_create,
-            imported_file_chunk_size=assoc.imported_file_chunk_size_mib, s3=s3_config,
+            batch_import_meta_data_on_create=source.batch_import_on_create,
+            imported_file_chunk_size=source.imported_file_chunk_size_mib, s3=s3_config,
         )
         resource.apply_removal_policy(RemovalPolicy.RETAIN)
 

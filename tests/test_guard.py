@@ -87,9 +87,11 @@ def test_a_removed_resource_without_retain_is_deleted() -> None:
 
 
 def test_the_guard_judges_what_cdk_synth_builds(old_templates) -> None:
-    """cdk.json's context reaches the guard's app: weak references (Fn::GetStackOutput), not exports."""
-    text = json.dumps(old_templates)
+    """cdk.json's context reaches the guard's app: weak references (Fn::GetStackOutput) between the long-lived stacks;
+    the cluster stack reads network and storage through their exports (Fn::ImportValue, strong)."""
+    text = json.dumps({k: v for k, v in old_templates.items() if not k.endswith("-cluster")})
     assert "Fn::GetStackOutput" in text and "Fn::ImportValue" not in text
+    assert "Fn::ImportValue" in json.dumps(old_templates["demo-cluster"])
     context = json.loads((ROOT / "cdk.json").read_text())["context"]
     assert context["@aws-cdk/core:defaultCrossStackReferences"] == "weak"
 
@@ -183,3 +185,54 @@ def test_guard_synthesis_equals_the_cdk_cli(tmp_path: Path) -> None:
         differ = sorted(k for k in set(cli[stack][0]) | set(ours[stack][0]) if cli[stack][0].get(k) != ours[stack][0].get(k))
         assert not differ, f"{stack}: resources differ: {differ}"
         assert cli[stack][1] == ours[stack][1], f"{stack}: outputs differ"
+
+
+NOT_NAMES = {
+    ("AWS::EC2::VPCEndpoint", "/properties/ServiceName"): "the AWS service it reaches, not its own name",
+    ("AWS::EC2::FlowLog", "/properties/LogGroupName"): "the log group it writes to, not its own name",
+}
+
+
+def test_every_custom_named_resource_is_known_to_the_guard(synthesized) -> None:
+    """The audit: every resource any project or example builds with a create-only `...Name` property set is one
+    the guard knows (so it can say that CloudFormation will not replace it while the name stays)."""
+    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+
+    unknown = set()
+    for template in synthesized.templates.values():
+        for resource in template.get("Resources", {}).values():
+            kind = resource["Type"]
+            if kind.startswith("Custom::"):
+                continue
+            create_only = PROVIDER_SCHEMA_MANAGER.get_resource_schema("us-east-1", kind).schema.get(
+                "createOnlyProperties", [])
+            for prop in resource.get("Properties", {}):
+                path = f"/properties/{prop}"
+                if prop.endswith("Name") and path in create_only and (kind, path) not in NOT_NAMES:
+                    if guard.CUSTOM_NAMES.get(kind) != path:
+                        unknown.add((kind, path))
+    assert not unknown, f"custom-named resources the guard does not know: {sorted(unknown)}"
+
+
+def test_the_custom_name_table_names_real_create_only_properties() -> None:
+    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+
+    for kind, path in guard.CUSTOM_NAMES.items():
+        schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema("us-east-1", kind).schema
+        assert path in schema.get("createOnlyProperties", []), (kind, path)
+
+
+def test_a_custom_named_policy_whose_description_changes_is_refused() -> None:
+    """ManagedPolicy: Description is create-only, the name custom -> CloudFormation would have to replace a
+    custom-named resource; the guard reports it although a policy holds no data."""
+    policy = {"Type": "AWS::IAM::ManagedPolicy",
+              "Properties": {"ManagedPolicyName": "parallelcluster-demo-nodes", "Description": "a",
+                             "PolicyDocument": {}}}
+    old = {"demo-cluster": {"Resources": {"NodePolicy": policy}}}
+    new = {"demo-cluster": {"Resources": {"NodePolicy": {**policy, "Properties": {**policy["Properties"],
+                                                                                    "Description": "b"}}}}}
+    [found] = guard.compare(old, new)
+    assert found.logical_id == "NodePolicy" and "custom name (ManagedPolicyName" in found.reason
+    renamed = {"demo-cluster": {"Resources": {"NodePolicy": {**policy, "Properties": {
+        **policy["Properties"], "Description": "b", "ManagedPolicyName": "other"}}}}}
+    assert guard.compare(old, renamed) == []  # a new name: CloudFormation replaces it, nothing is lost

@@ -203,6 +203,17 @@ def check_training_plan(clients: Clients, zone_id: str, group: GroupPlan, arn: s
                        "search and buy a new training plan")]
     covered = sum(s.get("TotalInstanceCount", 0) for s in tp.get("ReservedCapacitySummaries", [])
                   if s.get("InstanceType") == ml_type and s.get("AvailabilityZoneId", zone_id) == zone_id)
+    servers = tp.get("TotalUltraServerCount") or 0
+    if servers and "AvailableSpareInstanceCount" in tp:  # an UltraServer plan: spares are counted apart (FACTS.md 5)
+        spares = tp["AvailableSpareInstanceCount"] / servers
+        if spares != group.spare_instances_per_ultraserver:
+            return [Result("training plan", group.name, "fail",
+                           f"{tp['TrainingPlanName']} keeps {tp['AvailableSpareInstanceCount']} spare instances over "
+                           f"{servers} UltraServers ({spares:g} each); the project says "
+                           f"{group.spare_instances_per_ultraserver}",
+                           f"set capacity.spare_instances_per_ultraserver: {spares:g} and count to whole UltraServers "
+                           "of the rest")]
+        covered = tp.get("AvailableInstanceCount", covered)  # the usable instances, spares held back
     if covered < group.count:
         return [Result("training plan", group.name, "fail", f"{tp['TrainingPlanName']} covers {covered} x {ml_type} "
                        f"in {zone_id}, the group wants {group.count}", "lower count, or extend the plan")]

@@ -11,6 +11,10 @@ from botocore.exceptions import ClientError
 
 from fmcluster.aws.session import is_account_problem
 
+from fmcluster.aws import StackOutputsError
+from fmcluster.aws.stacks import stack_outputs
+from fmcluster.contracts import HYPERPOD_CLUSTER_ARN_OUTPUT, stack_name
+
 
 class HyperPodError(RuntimeError):
     """The cluster cannot be read: absent, or the API refused what was asked."""
@@ -62,3 +66,17 @@ def cluster_health(sagemaker: Any, name: str) -> ClusterHealth:
               for g in cluster.get("InstanceGroups", [])]
     return ClusterHealth(name=cluster.get("ClusterName", name), status=cluster.get("ClusterStatus", "unknown"),
                          failure=cluster.get("FailureMessage") or None, groups=groups)
+
+
+def deployed_cluster(cfn: Any, project: str) -> str:
+    """The ARN of the cluster the ``NAME-cluster`` stack made (its name is known only once deployed: its prefix and
+    the compute subnet's ID), with a boto3 CloudFormation client. DescribeCluster takes it as ``ClusterName``."""
+    name = stack_name(project, "cluster")
+    try:
+        outputs = stack_outputs(cfn, name)
+    except StackOutputsError as exc:
+        raise HyperPodError(str(exc)) from None
+    if HYPERPOD_CLUSTER_ARN_OUTPUT not in outputs:
+        raise HyperPodError(f"stack {name} has no output {HYPERPOD_CLUSTER_ARN_OUTPUT}: is it a HyperPod project? "
+                            "(deploy it: fmcluster deploy PROJECT)")
+    return outputs[HYPERPOD_CLUSTER_ARN_OUTPUT]

@@ -9,7 +9,6 @@ from fmcluster import catalog
 from fmcluster.checks.registry import Finding, check
 from fmcluster.config.hyperpod import BUCKET_PREFIX, CONTROLLER, LOGIN
 from fmcluster.config.loader import LoadedProject
-from fmcluster.contracts import STACKS, stack_name
 from fmcluster.plan import Plan
 
 HP = ("orchestrator", "hyperpod")
@@ -73,12 +72,20 @@ def ultraservers(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                           f"{group.instance_type} does not come in UltraServers", "remove ultraserver")
             continue
         sizes = [u for u in offers if wanted in (None, u.name)]
-        if sizes and all(group.count % u.instances for u in sizes):
-            offered = " or ".join(f"{u.instances} ({u.name})" for u in sizes)
+        planned = plan.group(group.name)
+        spares = planned.spare_instances_per_ultraserver
+        usable = {u.name: planned.usable_per_ultraserver(u.instances) for u in sizes}
+        if sizes and all(n <= 0 or group.count % n for n in usable.values()):
+            offered = " or ".join(f"{usable[u.name]} ({u.name}, {u.instances} instances" +
+                                  (f" less {spares} spare)" if spares else ")") for u in sizes)
+            multiples = sorted(n for n in usable.values() if n > 0)
+            kept = (f"; the training plan keeps {spares} spare instance{'s' if spares > 1 else ''} per UltraServer "
+                    "(capacity.spare_instances_per_ultraserver, as bought)" if spares else "")
             yield Finding(("compute_groups", i, "count"),
-                          f"{group.count} {group.instance_type} instances are not whole UltraServers; a training plan "
-                          f"gives them in UltraServers of {offered} instances",
-                          f"use a multiple of {min(u.instances for u in sizes)}")
+                          f"{group.count} {group.instance_type} instances are not whole UltraServers of usable "
+                          f"instances: {offered}{kept}",
+                          f"use a multiple of {' or '.join(map(str, multiples))}" if multiples
+                          else "lower capacity.spare_instances_per_ultraserver")
 
 
 @check("hyperpod-groups", "error")
@@ -98,10 +105,6 @@ def groups(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
             yield Finding(("compute_groups", i, "name"),
                           f"compute group name {name!r} is the name of HyperPod's {name} instance group",
                           "rename the compute group")
-    name = plan.cluster.hyperpod_name
-    if name in {stack_name(project.name, s) for s in STACKS}:
-        yield Finding(HP + ("cluster_name",) if hp.cluster_name else ("name",),
-                      f"cluster name {name!r} is also a stack name", "choose another orchestrator.hyperpod.cluster_name")
 
 
 @check("hyperpod-lifecycle-bucket", "error")

@@ -1,7 +1,7 @@
-"""The ``fmcluster`` command. Only ``preflight``, ``capacity search``, ``dashboards push``, ``hyperpod status``,
-``parallelcluster config --from-stacks`` and ``plan --prices`` call AWS, each through the one session of
-:mod:`fmcluster.aws.session` and failing with one line (:mod:`fmcluster.cli.awserrors`); everything else works
-offline."""
+"""The ``fmcluster`` command. Only ``deploy``, ``preflight``, ``capacity search``, ``dashboards push``,
+``hyperpod status``, ``parallelcluster config --from-stacks`` and ``plan --prices`` call AWS, each through the
+one session of :mod:`fmcluster.aws.session` and failing with one line (:mod:`fmcluster.cli.awserrors`);
+everything else works offline."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from fmcluster.cli import (
     bootstrap,
     capacity,
     dashboards,
+    deploy,
     diagram,
     hyperpod,
     parallelcluster,
@@ -30,6 +31,7 @@ app = typer.Typer(help="fmcluster: one YAML file per project -> a GPU training c
 app.command()(project.validate)
 app.command()(project.plan)
 app.command()(project.new)
+app.command(context_settings=deploy.CDK_CONTEXT)(deploy.deploy)
 app.command()(preflight.preflight)
 app.command()(diagram.diagram)
 app.add_typer(bootstrap.app, name="bootstrap", help="Node bootstrap: pinned versions, rendered bundles.")

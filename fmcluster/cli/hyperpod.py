@@ -38,13 +38,14 @@ def status(
         raise typer.Exit(2)
     with account_errors():
         # Heavy, and needed only here: boto3 and botocore load for the commands that call AWS.
-        from fmcluster.aws.hyperpod import HyperPodError, cluster_health
+        from fmcluster.aws.hyperpod import HyperPodError, cluster_health, deployed_cluster
         from fmcluster.aws.session import aws_session  # boto3, as above
 
         session = aws_session(loaded.project, region=region, command="hyperpod status")
         try:
             with session.errors():
-                health = cluster_health(session.client("sagemaker"), plan.cluster.hyperpod_name)
+                name = deployed_cluster(session.client("cloudformation"), plan.project)
+                health = cluster_health(session.client("sagemaker"), name)
         except HyperPodError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from None

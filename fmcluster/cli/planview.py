@@ -20,7 +20,8 @@ from fmcluster.facts import AMP_ACTIVE_SERIES_QUOTA
 from fmcluster.generate import hyperpod, metrics
 from fmcluster.generate import parallelcluster as pcluster
 from fmcluster.plan import Plan
-from fmcluster.plan.storage import SCRATCH_2_THROUGHPUT, duration_text
+from fmcluster.plan.associations import plan_associations
+from fmcluster.plan.storage import SCRATCH_2_THROUGHPUT, duration_text, pin_advice
 
 if TYPE_CHECKING:  # the Price List side path loads only with --prices
     from fmcluster.aws.pricing import Quote
@@ -159,6 +160,10 @@ def _storage(p: Plan, console: Console) -> None:
     tier = f"{st.throughput_per_tib or SCRATCH_2_THROUGHPUT} MB/s per TiB"
     _row(lines, "file system", f"{st.deployment_type}, {st.capacity_gib:,} GiB"
                                + (" (sized by the planner)" if st.sized_by_planner else ""))
+    if st.sized_by_planner:
+        _row(lines, "pin it", pin_advice(st.capacity_gib))
+    for assoc in plan_associations(st.spec):
+        _row(lines, "association", "\n".join(line.strip() for line in assoc.words(p.project)))
     _row(lines, "throughput", f"{tier} = {st.aggregate_mb_s / 1000:,.2f} GB/s; "
                               f"{_num(st.per_gpu_mb_s, '{:,.1f}')} MB/s per GPU when all read at once")
     bound = p.checkpoint_bound
@@ -210,7 +215,7 @@ def _scheduler(p: Plan, console: Console) -> None:
              else "the cluster is kept (Retain): delete it with pcluster delete-cluster")
     elif cluster.orchestrator == "hyperpod":
         hp = cluster.hyperpod
-        _row(lines, "Slurm", f"SageMaker HyperPod cluster {cluster.hyperpod_name}, created by cdk deploy; "
+        _row(lines, "Slurm", f"SageMaker HyperPod cluster {cluster.hyperpod_name_prefix}-<subnet ID>, created by cdk deploy; "
                              f"node recovery {hp.node_recovery}, slurm.conf {hp.slurm_config_strategy}")
         for group in hyperpod.instance_groups(cluster):
             where = f"partition {group.partition}" if group.partition else group.node_type.lower()

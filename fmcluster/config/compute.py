@@ -44,6 +44,11 @@ class TrainingPlan(Model):
 
     type: Literal["training-plan"]
     arn: str = Field(pattern=TRAINING_PLAN_ARN, description="ARN of the SageMaker training plan.")
+    spare_instances_per_ultraserver: Int = Field(
+        default=1, ge=0, le=17,
+        description="UltraServer plans (GB200): the spare instances the plan keeps per UltraServer, as bought "
+                    "(`aws sagemaker create-training-plan --spare-instance-count-per-ultra-server N`; AWS's default "
+                    "is 1). The group's count is whole UltraServers of the rest: 17 per x72 UltraServer with 1 spare.")
 
 
 Capacity = Annotated[Union[OnDemand, Reservation, CapacityBlock, TrainingPlan], Field(discriminator="type")]

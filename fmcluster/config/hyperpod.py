@@ -20,6 +20,8 @@ from fmcluster.config.compute import Capacity, OnDemand
 ML_INSTANCE_TYPE = r"^ml\.[a-z][a-z0-9-]*\.[a-z0-9]+$"
 CLUSTER_NAME = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
 """``AWS::SageMaker::Cluster`` ClusterName (cfn-lint schema): 1 to 63 letters, digits and inner hyphens."""
+CLUSTER_NAME_PREFIX_MAX = 45
+"""ClusterName takes 63 characters; fmcluster appends ``-`` and the compute subnet ID's 17 hex digits."""
 PARTITION_NAME = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
 """``SlurmConfig.PartitionNames`` items (cfn-lint schema pattern; Slurm names kept to 63 characters)."""
 BUCKET_NAME = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
@@ -92,14 +94,19 @@ class GroupSettings(Model):
     ultraserver: UltraServerType | None = Field(
         default=None,
         description="GB200: the UltraServer type of the training plan (x36 = 9 instances, x72 = 18). Default: x72 "
-                    "when the count is a multiple of 18, else x36.")
+                    "when the count is whole x72 UltraServers of usable instances (17 each with the plan's default "
+                    "1 spare), else x36.")
 
 
 class HyperPodSettings(Model):
     """How fmcluster builds the HyperPod cluster (``orchestrator.type: hyperpod``)."""
 
-    cluster_name: str | None = Field(default=None, pattern=CLUSTER_NAME,
-                                     description="Name of the HyperPod cluster. Default: `<project>-hyperpod`.")
+    cluster_name: str | None = Field(
+        default=None, pattern=CLUSTER_NAME, max_length=CLUSTER_NAME_PREFIX_MAX,
+        description="How the HyperPod cluster's name starts (up to 45 characters); fmcluster appends the compute "
+                    "subnet's ID, so that a network change replaces the cluster instead of wedging the stack "
+                    "(CloudFormation cannot replace a resource whose name stays the same). Default: "
+                    "`<project>-hyperpod`. `fmcluster hyperpod status` reads the full name from the stack.")
     controller: ControllerGroup = Field(default_factory=ControllerGroup, description="The Slurm controller group.")
     login: LoginGroup | None = Field(default=None, description="Optional login group.")
     groups: dict[str, GroupSettings] = Field(

@@ -89,8 +89,11 @@ class Association(Model):
     import_events: list[S3_EVENT] = Field(
         default_factory=lambda: ["NEW", "CHANGED", "DELETED"], description="S3 changes imported automatically."
     )
-    export_events: list[S3_EVENT] = Field(
-        default_factory=lambda: ["NEW", "CHANGED", "DELETED"], description="File-system changes exported to S3 automatically."
+    export_events: list[S3_EVENT] | None = Field(
+        default=None,
+        description="File-system changes exported to S3 automatically. Default: NEW and CHANGED into the project's "
+                    "bucket, nothing into a bucket the project does not own (`external_buckets`). DELETED (a file "
+                    "deleted on FSx deletes the S3 object) is exported only when listed here.",
     )
     batch_import_on_create: bool = Field(default=True, description="Import the prefix's metadata when the association is made.")
     imported_file_chunk_size_mib: Int = Field(default=1024, ge=1, le=512000, description="Stripe size of imported files, MiB.")
@@ -109,8 +112,8 @@ class Association(Model):
 
     @field_validator("import_events", "export_events")
     @classmethod
-    def _unique(cls, value: list[str]) -> list[str]:
-        if len(set(value)) != len(value):
+    def _unique(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and len(set(value)) != len(value):
             raise ValueError("events listed more than once")
         return value
 

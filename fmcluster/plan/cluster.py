@@ -45,8 +45,9 @@ class ClusterPlan:
         return self.pcluster.cluster_name or f"{self.project}-slurm"
 
     @property
-    def hyperpod_name(self) -> str:
-        """The HyperPod cluster name: never the ``NAME-cluster`` stack's name."""
+    def hyperpod_name_prefix(self) -> str:
+        """How the HyperPod cluster name starts; the stack appends the compute subnet's ID (known at deploy time)
+        so that a change of ``VpcConfig`` (create-only) comes with a new name and CloudFormation can replace it."""
         return self.hyperpod.cluster_name or f"{self.project}-hyperpod"
 
     def group(self, name: str) -> GroupPlan:

@@ -82,6 +82,12 @@ class GroupPlan:
     root_volume_gib: int
     training_plan_arn: str | None = None
     """The SageMaker training plan the group's capacity comes from (HyperPod), or None."""
+    spare_instances_per_ultraserver: int = 0
+    """Instances per UltraServer a training plan keeps as spares (not in the group); 0 without a plan."""
+
+    def usable_per_ultraserver(self, instances: int) -> int:
+        """Instances of an UltraServer of ``instances`` that the group can use (the plan's spares held back)."""
+        return instances - self.spare_instances_per_ultraserver
 
     @property
     def kernel_arch(self) -> KernelArch:
@@ -141,6 +147,8 @@ def plan_group(group: ComputeGroup) -> GroupPlan:
         ami_id=group.ami_id,
         root_volume_gib=group.root_volume_gib,
         training_plan_arn=getattr(group.capacity, "arn", None),
+        spare_instances_per_ultraserver=getattr(group.capacity, "spare_instances_per_ultraserver", 0)
+        if instance.ultraservers else 0,
     )
 
 

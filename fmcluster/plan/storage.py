@@ -190,3 +190,10 @@ def duration_text(seconds: float) -> str:
     if seconds < 2 * 3600:
         return f"{seconds / 60:,.0f} min"
     return f"{seconds / 3600:,.1f} h"
+
+
+def pin_advice(capacity_gib: int) -> str:
+    """What to do about a planner-sized file system once it is deployed (FSx for Lustre only grows)."""
+    return (f"auto-sized: once deployed, write `storage_capacity_gib: {capacity_gib}` under storage.fsx, so that a "
+            "smaller model or a longer target can never shrink it (FSx only grows; a smaller size means a new, "
+            "empty file system, which `fmcluster deploy` refuses)")

@@ -82,7 +82,9 @@ def test_slurm_jobs_request_the_right_nodes_gpus_and_partition(rendered):
             continue
         for group in project.compute_groups:
             itype = catalog.get(group.instance_type)
-            ultra = max((u.instances for u in itype.ultraservers if group.count % u.instances == 0), default=None)
+            spares = getattr(group.capacity, "spare_instances_per_ultraserver", 0)  # a training plan's, held back
+            ultra = max((u.instances - spares for u in itype.ultraservers if group.count % (u.instances - spares) == 0),
+                        default=None)
             files = {p.name: sbatch_options(p.read_text()) for p in (target / group.name).glob("*.sbatch")}
             expected_files = {"node-checks.sbatch", "nccl-pairs.sbatch"} | (
                 {"nccl.sbatch"} if ultra is None else

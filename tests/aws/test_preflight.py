@@ -14,7 +14,7 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 from rich.console import Console
-from support import ROOT
+from support import BASE, ROOT
 from typer.testing import CliRunner
 
 from fmcluster import checks, config
@@ -320,3 +320,46 @@ def test_a_region_outside_the_zone_is_refused_as_bad_input(monkeypatch: pytest.M
     assert result.exit_code == 2 and json.loads(result.stdout) == {"ok": False, "exit_code": 2, "error": (
         "Region eu-west-1 (from AWS_REGION) does not contain the project's availability_zone_id use1-az6, which is in "
         "us-east-1 (hint: unset AWS_REGION or use --region us-east-1)")}
+
+
+def _ultraserver_plan_response(arn: str, available: int, spares: int, servers: int = 1) -> dict:
+    return {"TrainingPlanArn": arn, "TrainingPlanName": "gb200", "Status": "Active", "EndTime": NOW + timedelta(days=3),
+            "TotalInstanceCount": 18 * servers, "AvailableInstanceCount": available,
+            "AvailableSpareInstanceCount": spares, "TotalUltraServerCount": servers,
+            "ReservedCapacitySummaries": [{
+                "ReservedCapacityArn": "arn:aws:sagemaker:us-east-1:111122223333:reserved-capacity/r1",
+                "ReservedCapacityType": "UltraServer", "UltraServerType": "ml.u-p6e-gb200x72", "UltraServerCount": servers,
+                "InstanceType": "ml.p6e-gb200.36xlarge", "TotalInstanceCount": 18 * servers, "Status": "Active",
+                "AvailabilityZoneId": "use1-dfw2-az1"}]}
+
+
+def _gb200_group(count: int, spares: int):
+    from fmcluster.plan import make_plan
+
+    text = (BASE.replace("p5.48xlarge", "p6e-gb200.36xlarge").replace("count: 2", f"count: {count}")
+            + "    capacity: {type: training-plan, arn: arn:aws:sagemaker:us-east-1:111122223333:training-plan/gb200, "
+            + f"spare_instances_per_ultraserver: {spares}}}\norchestrator: {{type: hyperpod}}\n")
+    return make_plan(config.parse(text).project).groups[0]
+
+
+def test_an_ultraserver_plan_is_read_in_usable_instances() -> None:
+    """A default x72 plan: 17 available, 1 spare. 17 fits; 18 (the whole UltraServer) does not."""
+    arn = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/gb200"
+    for count, status in ((17, "pass"), (18, "fail")):
+        sm, stub = stubbed("sagemaker")
+        stub.add_response("describe_training_plan", _ultraserver_plan_response(arn, 17, 1), {"TrainingPlanName": "gb200"})
+        with stub:
+            [result] = ac.check_training_plan(clients_with(sagemaker=sm), "use1-dfw2-az1", _gb200_group(count, 1), arn,
+                                              NOW)
+        assert result.status == status, result
+    assert result.message == "gb200 covers 17 x ml.p6e-gb200.36xlarge in use1-dfw2-az1, the group wants 18"
+
+
+def test_spares_that_differ_from_the_plans_are_a_failure_naming_the_setting() -> None:
+    arn = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/gb200"
+    sm, stub = stubbed("sagemaker")
+    stub.add_response("describe_training_plan", _ultraserver_plan_response(arn, 16, 2), {"TrainingPlanName": "gb200"})
+    with stub:
+        [result] = ac.check_training_plan(clients_with(sagemaker=sm), "use1-dfw2-az1", _gb200_group(17, 1), arn, NOW)
+    assert result.status == "fail" and "keeps 2 spare instances over 1 UltraServers (2 each)" in result.message
+    assert "spare_instances_per_ultraserver: 2" in result.advice

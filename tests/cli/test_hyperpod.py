@@ -23,8 +23,26 @@ def _group(name: str, itype: str, count: int) -> dict:
             "LifeCycleConfig": {"SourceS3Uri": URI.format(name), "OnCreate": "bootstrap.sh"}}
 
 
+NAME = "demo-hyperpod-0123456789abcdef0"
+"""As the demo-cluster stack names it: the prefix and the compute subnet's ID (never a literal name)."""
+
+
+ARN = f"arn:aws:sagemaker:us-east-1:123456789012:cluster/{NAME}"  # moto's form: the name last
+
+
+def _deploy_stack(arn: str = ARN) -> None:
+    """A demo-cluster stack whose output holds the cluster's ARN, as the real stack's does."""
+    import json
+
+    template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
+                "Outputs": {"HyperPodClusterArn": {"Value": arn}}}
+    boto3.client("cloudformation", region_name="us-east-1").create_stack(
+        StackName="demo-cluster", TemplateBody=json.dumps(template))
+
+
 def _create(client) -> None:
-    client.create_cluster(ClusterName="demo-hyperpod", InstanceGroups=[
+    _deploy_stack()
+    client.create_cluster(ClusterName=NAME, InstanceGroups=[
         _group("controller", "ml.m5.12xlarge", 1), _group("train", "ml.p4d.24xlarge", 2)],
         VpcConfig={"SecurityGroupIds": ["sg-0123456789abcdef0"], "Subnets": ["subnet-0123456789abcdef0"]})
 
@@ -33,7 +51,7 @@ def test_cluster_health_counts_nodes_per_group() -> None:
     with mock_aws():
         client = boto3.client("sagemaker", region_name="us-east-1")
         _create(client)
-        health = cluster_health(client, "demo-hyperpod")
+        health = cluster_health(client, NAME)
     assert health.status == "InService"
     by_name = {g.name: g for g in health.groups}
     assert (by_name["train"].instance_type, by_name["train"].target, by_name["train"].current) == ("ml.p4d.24xlarge", 2, 2)
@@ -61,7 +79,7 @@ def test_status_prints_each_group(tmp_path: Path) -> None:
         _create(boto3.client("sagemaker", region_name="us-east-1"))
         result = CliRunner().invoke(app, ["hyperpod", "status", str(tmp_path / "demo.yaml")])
     lines = result.output.splitlines()
-    assert lines[0] == "cluster demo-hyperpod: InService"
+    assert lines[0] == f"cluster {NAME}: InService"  # the name the stack resolved, not one guessed offline
     train = next(line for line in lines if " train " in line)
     assert "ml.p4d.24xlarge" in train and "2/2" in train
     assert "ok train" in train and "2 Running" in train
@@ -71,8 +89,16 @@ def test_status_prints_each_group(tmp_path: Path) -> None:
 def test_status_of_a_cluster_never_created_exits_1(tmp_path: Path) -> None:
     (tmp_path / "demo.yaml").write_text(PROJECT)
     with mock_aws():
+        _deploy_stack()
         result = CliRunner().invoke(app, ["hyperpod", "status", str(tmp_path / "demo.yaml")])
-    assert result.exit_code == 1 and "cannot read HyperPod cluster demo-hyperpod" in result.output
+    assert result.exit_code == 1 and f"cannot read HyperPod cluster {ARN}" in result.output
+
+
+def test_status_before_the_stack_is_deployed_exits_1(tmp_path: Path) -> None:
+    (tmp_path / "demo.yaml").write_text(PROJECT)
+    with mock_aws():
+        result = CliRunner().invoke(app, ["hyperpod", "status", str(tmp_path / "demo.yaml")])
+    assert result.exit_code == 1 and "cannot read stack demo-cluster" in result.output
 
 
 def test_status_of_a_project_without_hyperpod_exits_2(tmp_path: Path) -> None:

@@ -26,6 +26,27 @@ what CloudFormation does; none of them deploys anything on moto's behalf:
    ``Arn`` attribute (IAM policies in moto must name ARNs), ``moto-skipped:LOGICAL_ID.ATTRIBUTE``
    otherwise. ``Ref`` of such a resource keeps moto's answer (no value). The rehearsal names every
    output that reads a skipped resource instead of checking its value.
+6. ``Fn::ImportValue`` (the cluster stack's strong references to the network and storage stacks) of an export
+   whose value reads a resource moto skipped: moto registers the export with no value and then reports it
+   missing. The patch answers with a marked placeholder, ``moto-skipped:export/NAME``, as patch 4 does for
+   ``Fn::GetAtt``; an export that does not exist still fails, as in CloudFormation.
+7. Exports in use: CloudFormation refuses to delete a stack whose export another stack imports ("Export X
+   cannot be deleted as it is in use by Y") and to update a stack so that such an export goes away ("Cannot
+   update export X as it is in use by Y") -- the protection strong references give (AWS CloudFormation User
+   Guide, "Referencing exported outputs": you can't delete a stack or modify an output value that another
+   stack imports). moto checks neither; the patch refuses both. (A changed value of an export in use, as when
+   the resource behind it is replaced, is not checked: moto's update does not tell.)
+8. Change sets by stack: ``DescribeChangeSet`` and ``DeleteChangeSet`` ignore ``StackName`` and take the
+   first change set of that name in the Region (the CLI names every one ``cdk-deploy-change-set``), and an
+   unknown one is a ``ValidationError``. A second deploy deletes the stack's old change set and waits for
+   ``ChangeSetNotFound`` (botocore's CloudFormation model: ``ChangeSetNotFoundException``, code
+   ``ChangeSetNotFound``), so it never ends. The patch finds the named stack's change set and answers
+   ``ChangeSetNotFound`` for one that does not exist (``DeleteChangeSet`` of one that does not exist, which
+   the CLI sends "if it exists" and whose documented errors have no not-found, does nothing).
+9. An update that keeps an SSM-typed parameter (``UsePreviousValue``, as the CLI sends CDK's
+   ``BootstrapVersion``) hands moto the parameter's last *value*, which moto then looks up as an SSM
+   parameter name: ``AttributeError`` (a 500) on every second deploy. CloudFormation resolves the parameter
+   again from its name; the patch gives moto the name back (the template's default).
 5. Stack deletion: moto's CloudFormation models of the route table, its routes and subnet association, the
    internet gateway and its attachment, the NAT gateway, the VPC endpoint and the Elastic IP have
    no ``delete``, so ``DeleteStack`` leaves them and the VPC then refuses to go ("has dependencies")
@@ -44,7 +65,8 @@ from typing import Any
 
 from moto.cloudformation import models as cfn
 from moto.cloudformation import parsing
-from moto.cloudformation.exceptions import ValidationError
+from moto.cloudformation import responses
+from moto.cloudformation.exceptions import CloudFormationError, ValidationError
 from moto.ec2.models import ec2_backends
 from moto.ec2.models.elastic_ip_addresses import ElasticAddress
 from moto.ec2.models.internet_gateways import InternetGateway
@@ -54,6 +76,7 @@ from moto.ec2.models.subnets import SubnetRouteTableAssociation
 from moto.ec2.models.vpcs import VPCEndPoint
 from moto.ec2.models.vpn_gateway import VPCGatewayAttachment
 from moto.kms import models as kms
+from moto.ssm.models import ssm_backends
 
 # --- 1. change sets ------------------------------------------------------------------------------
 
@@ -63,6 +86,12 @@ _execute_change_set = cfn.CloudFormationBackend.execute_change_set
 
 def create_change_set(self: cfn.CloudFormationBackend, *args: Any, **kwargs: Any) -> tuple[str, str]:
     change_set_id, stack_id = _create_change_set(self, *args, **kwargs)
+    change_set = self.change_sets[change_set_id]
+    ssm = ssm_backends[self.account_id][self.region_name]
+    for key, slot in (change_set.template_dict.get("Parameters") or {}).items():  # --- 9. SSM parameters, again
+        value = change_set.parameters.get(key)
+        if str(slot.get("Type", "")).startswith("AWS::SSM::Parameter::") and value and ssm.get_parameter(value) is None:
+            change_set.parameters[key] = slot.get("Default", value)  # the parameter's name, not its last value
     stack = self.stacks[stack_id]
     stack.cross_stack_resources = self.exports
     stack.resource_map.cross_stack_resources = self.exports
@@ -77,8 +106,16 @@ def execute_change_set(self: cfn.CloudFormationBackend, change_set_name: str, st
         if not named:
             raise ValidationError(stack_name)
         change_set = named[-1]
-    _execute_change_set(self, change_set.change_set_id, stack_name)
     stack = self.stacks[change_set.stack_id]
+    kept = {spec["Export"]["Name"] for spec in (change_set.template_dict.get("Outputs") or {}).values()
+            if isinstance(spec, dict) and isinstance(spec.get("Export", {}).get("Name"), str)}
+    for name in sorted({e.name for e in stack.exports} - kept):  # --- 7. an export in use may not go away
+        users = _importers(self, name, stack.stack_id)
+        if users:
+            raise ValidationError(message=f"Cannot update export {name} as it is in use by {', '.join(users)}")
+    for export in stack.exports:  # an update re-registers the stack's own exports
+        self.exports.pop(export.name, None)
+    _execute_change_set(self, change_set.change_set_id, stack_name)
     stack._parse_template()
     stack.output_map = stack._create_output_map()
     self._validate_export_uniqueness(stack)
@@ -86,8 +123,78 @@ def execute_change_set(self: cfn.CloudFormationBackend, change_set_name: str, st
         self.exports[export.name] = export
 
 
+def _importers(backend: cfn.CloudFormationBackend, export: str, exporter: str) -> list[str]:
+    """Live stacks (other than ``exporter``) whose template imports ``export``."""
+    return sorted(s.name for s in backend.stacks.values()
+                  if s.stack_id != exporter and s.status != "DELETE_COMPLETE"
+                  and export in _imports(getattr(s, "template_dict", {}) or {}))
+
+
+def _imports(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        found = {node["Fn::ImportValue"]} if isinstance(node.get("Fn::ImportValue"), str) else set()
+        return found.union(*(_imports(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_imports(v) for v in node))
+    return set()
+
+
+_delete_stack = cfn.CloudFormationBackend.delete_stack
+
+
+def delete_stack(self: cfn.CloudFormationBackend, name_or_stack_id: str) -> None:
+    for stack in [s for s in self.stacks.values() if name_or_stack_id in (s.name, s.stack_id)]:
+        for export in stack.exports:
+            users = _importers(self, export.name, stack.stack_id)
+            if users:
+                raise ValidationError(message=f"Export {export.name} cannot be deleted as it is in use by "
+                                              f"{', '.join(users)}")
+    _delete_stack(self, name_or_stack_id)
+
+
+cfn.CloudFormationBackend.delete_stack = delete_stack
+
+
 cfn.CloudFormationBackend.create_change_set = create_change_set
 cfn.CloudFormationBackend.execute_change_set = execute_change_set
+
+# --- 8. change sets by stack ---------------------------------------------------------------------
+
+
+class ChangeSetNotFound(CloudFormationError):
+    code = "ChangeSetNotFound"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"ChangeSet [{name}] does not exist")
+
+
+def _change_set(backend: cfn.CloudFormationBackend, name: str, stack: str | None) -> cfn.ChangeSet:
+    if name in backend.change_sets:  # an ARN
+        return backend.change_sets[name]
+    found = [cs for cs in backend.change_sets.values() if cs.change_set_name == name
+             and (not stack or stack in (cs.stack_name, cs.stack_id))]
+    if not found:
+        raise ChangeSetNotFound(name)
+    return found[-1]
+
+
+def _describe_change_set(self: responses.CloudFormationResponse) -> Any:
+    change_set = _change_set(self.cloudformation_backend, self._get_param("ChangeSetName"), self._get_param("StackName"))
+    return responses.ActionResult(change_set)
+
+
+def _delete_change_set(self: responses.CloudFormationResponse) -> Any:
+    backend = self.cloudformation_backend
+    try:
+        change_set = _change_set(backend, self._get_param("ChangeSetName"), self._get_param("StackName"))
+    except ChangeSetNotFound:  # the CLI deletes "if it exists"; DeleteChangeSet documents no not-found error
+        return responses.EmptyResult()
+    del backend.change_sets[change_set.change_set_id]
+    return responses.EmptyResult()
+
+
+responses.CloudFormationResponse.describe_change_set = _describe_change_set
+responses.CloudFormationResponse.delete_change_set = _delete_change_set
 
 # --- 2. KMS key tags -----------------------------------------------------------------------------
 
@@ -124,6 +231,12 @@ def clean_json(resource_json: Any, resources_map: parsing.ResourceMap) -> Any:
             raise ValidationError(message=f"Stack {args['StackName']} has no output {args['OutputName']}")
         output = outputs[args["OutputName"]]
         return resource_json if output is None or output.value is None else output.value
+    if isinstance(resource_json, dict) and isinstance(resource_json.get("Fn::ImportValue"), str):
+        name = resource_json["Fn::ImportValue"]  # --- 6. an export whose value moto could not compute
+        backend = cfn.cloudformation_backends[resources_map._account_id][resources_map._region_name]
+        export = backend.exports.get(name)
+        if export is not None and not isinstance(export.value, str):
+            return f"moto-skipped:export/{name}"
     if isinstance(resource_json, dict) and "Fn::GetAtt" in resource_json:
         logical_id = resource_json["Fn::GetAtt"][0]
         declared = resources_map._resource_json_map.get(logical_id)

@@ -10,7 +10,9 @@ For the default project and the first example of each orchestrator, in a moto se
 
 and checks: every stack reaches CREATE_COMPLETE; the bootstrap bundle asset is in the CDK staging
 bucket under its hash, byte for byte; every export and every cross-stack reference resolves to the
-producer's value; after destroy the retained resources remain and the others are gone; no process
+producer's value (every Fn::ImportValue names a deployed export); for a project whose stacks all
+execute, a day two with `fmcluster deploy` (``day_two``: growth and an in-place change deploy as
+updates, a shrink is refused, the network cannot be deleted under the cluster); after destroy the retained resources remain and the others are gone; no process
 of the rehearsal (CLI, jsii, the app, moto) touched anything but loopback.
 
 What it is not: moto's CloudFormation creates only the resource types it models and skips the rest
@@ -150,14 +152,22 @@ class Rehearsal:
             self.moto.terminate()
             self.moto.wait(timeout=30)
 
-    def cdk(self, *args: str) -> str:
+    def cdk(self, *args: str, expect: int | None = 0) -> str:
+        return self.run([str(CDK), *args, "--no-notices"], expect)
+
+    def fmcluster(self, *args: str, expect: int | None = 0) -> str:
+        """The fmcluster CLI of this checkout, as a user runs it (``fmcluster deploy`` then runs the CDK CLI)."""
+        return self.run([str(Path(sys.executable).parent / "fmcluster"), *args], expect)
+
+    def run(self, command: list[str], expect: int | None) -> str:
         started = time.monotonic()
-        proc = subprocess.run([str(CDK), *args, "--no-notices"], cwd=ROOT, env=self.env(), capture_output=True,
-                              text=True, timeout=600, check=False)
+        proc = subprocess.run(command, cwd=ROOT, env=self.env(), capture_output=True, text=True, timeout=600,
+                              check=False)
         out = proc.stdout + proc.stderr
-        self.outputs.append(f"$ cdk {' '.join(args)}  # {time.monotonic() - started:.1f}s\n{out}")
-        if proc.returncode != 0:
-            pytest.fail(f"`cdk {' '.join(args)}` exited {proc.returncode}:\n{out[-4000:]}\n--- moto:\n"
+        shown = " ".join([Path(command[0]).name, *command[1:]])
+        self.outputs.append(f"$ {shown}  # {time.monotonic() - started:.1f}s, exit {proc.returncode}\n{out}")
+        if expect is not None and proc.returncode != expect:
+            pytest.fail(f"`{shown}` exited {proc.returncode}, not {expect}:\n{out[-4000:]}\n--- moto:\n"
                         f"{self.moto_log.read_text()[-3000:]}", pytrace=False)
         return out
 
@@ -319,12 +329,87 @@ def rehearse(r: Rehearsal, project) -> None:
     deployed = {name: {s["LogicalResourceId"]: s for s in cfn.list_stack_resources(StackName=name)["StackResourceSummaries"]
                        if s["LogicalResourceId"]}  # moto lists each skipped resource once, with no ID
                 for name in executed}
+    if not blocked:  # every stack executes: the second deploy, as a user makes it
+        day_two(r, stacks, deployed)
     r.cdk("destroy", *app, "--all", "--force")
     check_destroyed(r, stacks, deployed)
 
     assert not r.net_log.exists(), f"the rehearsal tried to leave loopback:\n{r.net_log.read_text()}"
     print(f"\n{r.file.name}: executed {executed}; change set only {sorted(blocked)} ({blocked}); "
           f"moto skipped {sorted(skipped)}")
+
+
+def day_two(r: Rehearsal, stacks: dict[str, dict], deployed: dict[str, dict]) -> None:
+    """After the first deploy, `fmcluster deploy` as a user runs it (validate, guard against the deployed templates
+    read back with GetTemplate, then the real `cdk deploy`):
+
+    1. the model described (storage.checkpoint) instead of a pinned size: the planner grows FSx, an update;
+    2. a smaller model, whose planner-sized FSx would shrink, and a new VPC range, which would replace the network
+       the file system and the cluster use: both refused (exit 3), nothing deployed;
+    3. an in-place change (a count, and the group's root volume, which the launch template carries): deployed as
+       an update -- every resource keeps its physical ID, the launch template gets a new version;
+    4. the strong references: deleting the network stack under the cluster that imports its values is refused.
+    """
+    cfn = r.boto("cloudformation")
+    project = config.parse(r.file.read_text(), r.file).project
+    text = r.file.read_text()
+    day2 = r.work / "day2"
+    day2.mkdir()
+    args = ("--all", "--require-approval", "never", "-o", str(r.work / "cdk.out.day2"), "-c", "protect=false",
+            "-c", "nag=false")
+
+    unpinned = re.sub(r"\n    storage_capacity_gib: \d+", "", text)
+    assert unpinned != text
+    model = "  checkpoint: {{parameters: {}, target_write_seconds: 600}}\n"
+    (day2 / r.file.name).write_text(unpinned + model.format("70e9"))
+    grown = r.fmcluster("deploy", str(day2 / r.file.name), *args)
+    assert "no file system, association, bucket or workspace would be replaced" in grown
+    storage = next(name for name in stacks if name.endswith("-storage"))
+    assert cfn.describe_stacks(StackName=storage)["Stacks"][0]["StackStatus"] == "UPDATE_COMPLETE"
+
+    (day2 / r.file.name).write_text(unpinned + model.format("13e9"))
+    refused = r.fmcluster("deploy", str(day2 / r.file.name), *args, expect=3)
+    assert "StorageCapacity shrinks" in refused and "refused" in refused, refused
+    held = cfn.get_template(StackName=storage)["TemplateBody"]
+    held = json.loads(held) if isinstance(held, str) else held
+    [fs] = [x for x in held["Resources"].values() if x["Type"] == "AWS::FSx::FileSystem"]
+    assert fs["Properties"]["StorageCapacity"] > stacks[storage]["Resources"]["FileSystem"]["Properties"][
+        "StorageCapacity"]  # still the grown file system: cdk never ran
+
+    # a new network under the deployed stacks: the VPC, subnet and groups the file system and cluster use are replaced
+    cidr = project.network.vpc_cidr
+    moved = (unpinned + model.format("70e9")).replace(f"vpc_cidr: {cidr}", "vpc_cidr: 10.250.0.0/16")
+    assert cidr and moved != unpinned + model.format("70e9")
+    (day2 / r.file.name).write_text(moved)
+    refused = r.fmcluster("deploy", str(day2 / r.file.name), *args, expect=3)
+    assert "/FileSystem (AWS::FSx::FileSystem): " in refused and "which is replaced" in refused, refused
+    assert f'CidrBlock changes from "{cidr}" to "10.250.0.0/16"' in refused, refused
+
+    group = project.compute_groups[0]
+    more = (unpinned + model.format("70e9")).replace(
+        f"    count: {group.count}\n", f"    count: {group.count + 2}\n    root_volume_gib: 321\n", 1)
+    assert "root_volume_gib: 321" in more
+    (day2 / r.file.name).write_text(more)
+    r.fmcluster("deploy", str(day2 / r.file.name), *args)
+    status = {s["StackName"]: s["StackStatus"] for s in cfn.describe_stacks()["Stacks"]}
+    cluster = next(name for name in stacks if name.endswith("-cluster"))
+    assert status[cluster] == "UPDATE_COMPLETE", status
+    for name, before in deployed.items():  # an update: not one resource was replaced
+        after = {s["LogicalResourceId"]: s["PhysicalResourceId"]
+                 for s in cfn.list_stack_resources(StackName=name)["StackResourceSummaries"] if s["LogicalResourceId"]}
+        assert after == {lid: s["PhysicalResourceId"] for lid, s in before.items()}, name
+    ec2 = r.boto("ec2")
+    template = next(s["PhysicalResourceId"] for s in deployed[cluster].values()
+                    if s["ResourceType"] == "AWS::EC2::LaunchTemplate")
+    versions = ec2.describe_launch_template_versions(LaunchTemplateId=template)["LaunchTemplateVersions"]
+    sizes = sorted((v["VersionNumber"], v["LaunchTemplateData"]["BlockDeviceMappings"][0]["Ebs"]["VolumeSize"])
+                   for v in versions)
+    assert len(sizes) == 2 and sizes[-1][1] == 321, sizes
+
+    network = next(name for name in stacks if name.endswith("-network"))
+    out = r.cdk("destroy", "--app", str(r.assembly), network, "--exclusively", "--force", expect=None)
+    assert f"in use by {cluster}" in out, out[-3000:]
+    assert {s["StackName"] for s in cfn.describe_stacks()["Stacks"]} >= set(stacks)
 
 
 def check_bundle_assets(r: Rehearsal, staging: str, cluster_stacks: list[str]) -> None:
@@ -375,6 +460,8 @@ def check_references(r: Rehearsal, stacks: dict[str, dict], executed: list[str],
             assert ref["OutputName"] in stacks[producer]["Outputs"]
             if f"{producer}.{ref['OutputName']}" not in unresolvable:
                 assert outputs_of(cfn, producer).get(ref["OutputName"]), f"{name} -> {producer}.{ref['OutputName']}"
+        for imported in references(template, "Fn::ImportValue"):  # the cluster's strong references
+            assert imported in exports, f"{name} imports {imported}, which no deployed stack exports"
     # A consumer really received the producer's values: the launch templates' subnet and groups exist.
     ec2 = r.boto("ec2")
     for lt in ec2.describe_launch_templates()["LaunchTemplates"]:

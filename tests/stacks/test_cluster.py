@@ -104,7 +104,7 @@ def test_launch_template_boots_the_rendered_bundle(synthesized: Synthesized) -> 
     assert any(".zip" in str(t) for t in tokens)
     assert {"export FMC_FSX_ID=", "export FMC_FSX_DNS=", "export FMC_FSX_MOUNT_NAME="} <= {
         line.strip().rstrip('"') for p in parts if isinstance(p, str) for line in p.splitlines() if "export FMC_FSX" in line}
-    assert any("p4d-on-demand-storage" in str(t) for t in tokens)
+    assert {"Fn::ImportValue": "p4d-on-demand-FileSystemId"} in tokens  # the storage stack's export
     # the node may read exactly that object, nothing else in the asset bucket
     policy = next(r for lid, r in resources.items()
                   if r["Type"] == "AWS::IAM::Policy" and lid.startswith("NodeRole"))["Properties"]["PolicyDocument"]
@@ -141,7 +141,9 @@ def test_parallelcluster_nodes_run_the_dispatcher_on_their_bundle(synthesized: S
     [resource] = queue["ComputeResources"]
     assert resource["Efa"] == {"Enabled": True, "GdrSupport": True}
     assert resource["Networking"]["PlacementGroup"]["Enabled"] is True
-    assert "default-storage" not in str(config) and "p5-parallelcluster-storage" in str(config["SharedStorage"])
+    assert "default-" not in str(config)
+    assert config["SharedStorage"][0]["FsxLustreSettings"]["FileSystemId"] == {
+        "Fn::ImportValue": "p5-parallelcluster-FileSystemId"}  # the storage stack's export
     policies = [r for r in synthesized.template("p5-parallelcluster-cluster")["Resources"].values()
                 if r["Type"] == "AWS::IAM::ManagedPolicy" and "ReadBootstrapBundle" in str(r)]
     [read] = [s for s in policies[0]["Properties"]["PolicyDocument"]["Statement"] if s["Sid"] == "ReadBootstrapBundle"]
@@ -173,3 +175,30 @@ def test_the_nodes_metrics_agent_gets_the_projects_remote_write_url(synthesized:
     assert line.strip().startswith("export FMC_METRICS_REMOTE_WRITE_URL=") and line.rstrip().endswith('api/v1/remote_write"')
     tokens = [p for p in parts if not isinstance(p, str)]
     assert any("p4d-on-demand-observability" in str(t) and "PrometheusEndpoint" in str(t) for t in tokens)
+
+
+def _intrinsics(node, kind: str) -> list:
+    if isinstance(node, dict):
+        return [v for k, v in node.items() if k == kind] + [x for v in node.values() for x in _intrinsics(v, kind)]
+    if isinstance(node, list):
+        return [x for v in node for x in _intrinsics(v, kind)]
+    return []
+
+
+def test_the_cluster_reads_network_and_storage_by_strong_references(synthesized: Synthesized) -> None:
+    """Fn::ImportValue of the producers' own exports: CloudFormation refuses to change or delete an export in use, so a
+    network or storage change cannot leave the cluster on stale IDs, nor the producer be deleted under it."""
+    checked = 0
+    for name, template in synthesized.templates.items():
+        if not name.endswith("-cluster"):
+            continue
+        project = name.removesuffix("-cluster")
+        weak = {ref["StackName"] for ref in _intrinsics(template, "Fn::GetStackOutput")}
+        assert weak <= {f"{project}-observability"}, (name, weak)  # metrics only; never network or storage
+        exports = {spec["Export"]["Name"] for producer in ("network", "storage")
+                   for spec in synthesized.templates.get(f"{project}-{producer}", {}).get("Outputs", {}).values()
+                   if "Export" in spec}
+        imports = set(_intrinsics(template, "Fn::ImportValue"))
+        assert imports and imports <= exports, (name, imports - exports)
+        checked += 1
+    assert checked == len([n for n in synthesized.templates if n.endswith("-cluster")]) >= 10

@@ -51,7 +51,7 @@ def test_p5en_groups_node_types_partitions_and_health_checks(synthesized: Synthe
     assert "TrainingPlanArn" not in train
     assert props["NodeRecovery"] == "Automatic"
     assert props["Orchestrator"] == {"Slurm": {"SlurmConfigStrategy": "Managed"}}
-    assert props["ClusterName"] == "p5en-hyperpod-hyperpod"
+    assert props["ClusterName"]["Fn::Join"][1][0] == "p5en-hyperpod-hyperpod"  # then the compute subnet's ID
 
 
 def test_fsx_lifecycle_and_vpc(synthesized: Synthesized) -> None:
@@ -61,7 +61,9 @@ def test_fsx_lifecycle_and_vpc(synthesized: Synthesized) -> None:
     for name, group in _groups(cluster).items():
         fsx = [c["FsxLustreConfig"] for c in group["InstanceStorageConfigs"] if "FsxLustreConfig" in c]
         assert len(fsx) == 1 and fsx[0]["MountPath"] == "/fsx"
-        assert "FileSystemDNSName" in json.dumps(fsx[0]["DnsName"]) and "LustreMountName" in json.dumps(fsx[0]["MountName"])
+        # through the storage stack's exports (strong references)
+        assert fsx[0]["DnsName"] == {"Fn::ImportValue": "p5en-hyperpod-FileSystemDnsName"}
+        assert fsx[0]["MountName"] == {"Fn::ImportValue": "p5en-hyperpod-FileSystemMountName"}
         assert {"EbsVolumeConfig": {"VolumeSizeInGB": 500}} in group["InstanceStorageConfigs"]
         life = group["LifeCycleConfig"]
         assert life["OnInitComplete"] == "bootstrap.sh" and "OnCreate" not in life  # extended mode: HyperPod sets up Slurm
@@ -106,7 +108,7 @@ def test_gb200_training_plan_and_local_zone(synthesized: Synthesized) -> None:
     _, cluster = _cluster(synthesized, "p6e-gb200-hyperpod")
     groups = _groups(cluster)
     assert groups["nvl72"]["TrainingPlanArn"] == "arn:aws:sagemaker:us-east-1:111122223333:training-plan/gb200"
-    assert (groups["nvl72"]["InstanceType"], groups["nvl72"]["InstanceCount"]) == ("ml.p6e-gb200.36xlarge", 18)
+    assert (groups["nvl72"]["InstanceType"], groups["nvl72"]["InstanceCount"]) == ("ml.p6e-gb200.36xlarge", 17)  # 18 less the plan's spare
     assert "TrainingPlanArn" not in groups["controller"]
     # the compute subnet is in the Local Zone; the controller goes beside FSx in the parent zone
     assert "ServicesSubnet" in json.dumps(groups["controller"]["OverrideVpcConfig"]["Subnets"])
@@ -139,10 +141,17 @@ def _placeholder(value: Any, refs: dict[str, str]) -> Any:
     if "Fn::Join" in value:
         sep, parts = value["Fn::Join"]
         return sep.join(str(_placeholder(p, refs)) for p in parts)
-    if "Fn::GetStackOutput" in value:
-        name = value["Fn::GetStackOutput"]["OutputName"]
+    if "Fn::Select" in value:
+        index, items = value["Fn::Select"]
+        return _placeholder(items, refs)[index]
+    if "Fn::Split" in value:
+        sep, text = value["Fn::Split"]
+        return str(_placeholder(text, refs)).split(sep)
+    if "Fn::GetStackOutput" in value or "Fn::ImportValue" in value:
+        name = value["Fn::ImportValue"] if "Fn::ImportValue" in value else value["Fn::GetStackOutput"]["OutputName"]
         for key, stand_in in (("Subnet", "subnet-0123456789abcdef0"), ("SecurityGroup", "sg-0123456789abcdef0"),
                               ("DNSName", "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com"),
+                              ("DnsName", "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com"),
                               ("MountName", "abcdefgh")):
             if key in name:
                 return stand_in
@@ -206,13 +215,46 @@ def _compare(old: dict, tmp_path: Path, text: str) -> list[guard.Replacement]:
 def test_guard_refuses_a_new_cluster_name(hp_old: dict, tmp_path: Path) -> None:
     found = _compare(hp_old, tmp_path, HP_OLD + "  hyperpod: {cluster_name: other}\n")
     [cluster] = [r for r in found if r.type == "AWS::SageMaker::Cluster"]
-    assert "ClusterName changes from \"demo-hyperpod\" to \"other\"" in cluster.reason
+    assert "ClusterName changes from" in cluster.reason and '"other"' in cluster.reason
 
 
 def test_guard_refuses_a_new_subnet_for_the_cluster(hp_old: dict, tmp_path: Path) -> None:
     found = _compare(hp_old, tmp_path, HP_OLD + "network: {vpc_cidr: 10.9.0.0/16}\n")
     [cluster] = [r for r in found if r.type == "AWS::SageMaker::Cluster"]
-    assert "VpcConfig" in cluster.reason
+    assert "ComputeSubnet, which is replaced" in cluster.reason
+    # a replacement CloudFormation can carry out: the new subnet's ID gives the new cluster a new name
+    assert "custom name" not in cluster.reason
+
+
+def test_the_cluster_has_no_literal_name(hp_old: dict) -> None:
+    """ClusterName and VpcConfig are create-only: the name carries the compute subnet's ID, so a new subnet comes with
+    a new name and CloudFormation can replace the cluster instead of refusing (a custom-named resource)."""
+    template = hp_old["demo-cluster"]
+    [cluster] = [r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::Cluster"]
+    name = cluster["Properties"]["ClusterName"]
+    assert not isinstance(name, str)
+    subnet = cluster["Properties"]["VpcConfig"]["Subnets"][0]
+    assert name == {"Fn::Join": ["-", ["demo-hyperpod", {"Fn::Select": [1, {"Fn::Split": ["-", subnet]}]}]]}
+    # what `fmcluster hyperpod status` reads: the ARN (the name is known once deployed)
+    assert template["Outputs"]["HyperPodClusterArn"]["Value"] == {"Fn::GetAtt": [next(
+        lid for lid, r in template["Resources"].items() if r["Type"] == "AWS::SageMaker::Cluster"), "ClusterArn"]}
+
+
+def test_guard_says_a_custom_named_cluster_cannot_be_replaced(hp_old: dict) -> None:
+    """A cluster with a literal name (as fmcluster made before) whose VpcConfig changes wedges the stack: the guard
+    says why, in CloudFormation's terms."""
+    import copy
+
+    old = copy.deepcopy(hp_old)
+    new = copy.deepcopy(hp_old)
+    for templates in (old, new):
+        cluster = next(r for r in templates["demo-cluster"]["Resources"].values() if r["Type"] == "AWS::SageMaker::Cluster")
+        cluster["Properties"]["ClusterName"] = "demo-hyperpod"
+    cluster["Properties"]["VpcConfig"]["Subnets"] = ["subnet-0123456789abcdef0"]  # the new one's
+    [found] = [r for r in guard.compare(old, new) if r.type == "AWS::SageMaker::Cluster"]
+    assert found.reason.startswith("VpcConfig changes from")
+    assert 'custom name (ClusterName "demo-hyperpod") stays the same' in found.reason
+    assert "the update fails and the stack rolls back" in found.reason
 
 
 def test_guard_lets_settings_change_in_place(hp_old: dict, tmp_path: Path) -> None:
@@ -234,3 +276,31 @@ def test_every_instance_group_learns_the_projects_remote_write_url(synthesized: 
     _, resource = _cluster(synthesized, "p5en-hyperpod")
     assert len(markers) == len(resource["Properties"]["InstanceGroups"])  # one env file per instance group
     assert all("PrometheusEndpoint" in json.dumps(m) for m in markers)
+
+
+def _execution_statements(text: str, tmp_path: Path) -> list[dict]:
+    """The execution policy's statements, the stack built from the plan alone (whatever the checks say of it)."""
+    from fmcluster.plan import make_plan
+    from fmcluster.stacks.app import build_project, new_app
+    from support import load
+
+    loaded = load(text, "demo.yaml")
+    app = new_app(outdir=str(tmp_path / "out"), context={"nag": "false"})
+    build_project(app, loaded, make_plan(loaded.project))
+    template = app.synth().get_stack_by_name("demo-cluster").template
+    [policy] = [r for lid, r in template["Resources"].items()
+                if r["Type"] == "AWS::IAM::Policy" and lid.startswith("HyperPodExecutionPolicy")]
+    return policy["Properties"]["PolicyDocument"]["Statement"]
+
+
+EFA_FSX = "storage:\n  fsx: {efa_enabled: true, metadata: {mode: AUTOMATIC}}\n"
+
+
+def test_the_role_may_describe_an_efa_enabled_file_system(tmp_path: Path) -> None:
+    statements = _execution_statements(HP_OLD + EFA_FSX, tmp_path)
+    [describe] = [s for s in statements if s.get("Sid") == "DescribeEfaFileSystem"]
+    assert describe["Action"] == "fsx:DescribeFileSystems"
+
+
+def test_no_fsx_describe_without_efa(tmp_path: Path) -> None:
+    assert not [s for s in _execution_statements(HP_OLD, tmp_path) if "fsx:" in json.dumps(s["Action"])]

@@ -23,7 +23,7 @@ GROUPS = [
 @pytest.fixture(scope="module")
 def synth(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """One app, two stacks: a cluster created by CDK (with metrics), and a config-only one."""
-    from aws_cdk import App, Fn, Stack
+    from aws_cdk import App, Aws, Fn, Stack
     from fmcluster.stacks.app import add_nag
     from fmcluster.stacks.parallelcluster import ParallelClusterCluster
 
@@ -48,7 +48,10 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> dict:
             bootstrap_uri=f"s3://{name}-bundles/bootstrap/on-node-configured.sh",
             # one literal ARN, one token (the storage bucket's, imported)
             bootstrap_read_arns=[f"arn:aws:s3:::{name}-bundles/bootstrap/*"] if name == "pcdemo"
-            else [Fn.join("", [imp("BucketArn"), "/bootstrap/*"])], metrics=metrics)
+            else [Fn.join("", [imp("BucketArn"), "/bootstrap/*"])], metrics=metrics,
+            # as the real stack passes it: CDK's asset bucket, a token
+            scripts_bucket_arn=Fn.join("", ["arn:", Aws.PARTITION, ":s3:::",
+                                            Fn.sub("cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}")]))
         out[name] = {"stack": stack, "construct": construct}
     add_nag(app, verbose=True)
     try:
@@ -109,8 +112,11 @@ def test_provider_may_attach_only_the_node_policies_to_this_clusters_roles(synth
     template = synth["pcdemo"]["template"]
     attach = next(r for r in _of_type(template, "AWS::IAM::ManagedPolicy").values()
                   if "ManagedPolicyName" not in r["Properties"])
-    (statement,) = attach["Properties"]["PolicyDocument"]["Statement"]
+    statement, read = attach["Properties"]["PolicyDocument"]["Statement"]
     assert statement["Action"] == ["iam:AttachRolePolicy", "iam:DetachRolePolicy"]
+    # ...and read the custom actions' scripts in CDK's asset bucket (its URL check got a 403 before)
+    assert read["Action"] == "s3:GetObject" and read["Sid"] == "ReadCustomActionScripts"
+    assert json.dumps(read["Resource"]).endswith('"/*.sh"]]}') and "cdk-hnb659fds-assets-" in json.dumps(read["Resource"])
     assert "role/parallelcluster/pcdemo-slurm/*" in json.dumps(statement["Resource"])
     assert "iam:PolicyARN" in statement["Condition"]["ArnEquals"]
 
@@ -147,3 +153,12 @@ def test_cdk_nag_clean_with_reasoned_acknowledgements(synth):
     assert synth["error"] is None
     for suppressed in reports[0]["suppressedViolations"]:
         assert len(suppressed.get("reason", "")) > 30
+
+
+def test_the_node_policy_description_does_not_follow_settings(synth):
+    """ManagedPolicyName is custom and Description create-only: a description that changed with the metrics setting
+    would ask CloudFormation to replace a custom-named policy, which it refuses (the stack would wedge)."""
+    descriptions = {name: next(r for r in _of_type(synth[name]["template"], "AWS::IAM::ManagedPolicy").values()
+                               if "ManagedPolicyName" in r["Properties"])["Properties"]["Description"]
+                    for name in ("pcdemo", "pcfile")}  # metrics on, metrics off
+    assert descriptions["pcdemo"].replace("pcdemo", "NAME") == descriptions["pcfile"].replace("pcfile", "NAME")

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from aws_cdk.assertions import Match, Template
+from pathlib import Path
+
+import pytest
+from fmcluster.stacks.app import synthesize
 from fmcluster.stacks.storage import association_id
-from support import Synthesized
+from support import BASE, Synthesized
 
 
 def _t(synthesized: Synthesized, project: str) -> Template:
@@ -48,7 +52,8 @@ def test_associations_keyed_by_path_with_their_events(synthesized: Synthesized) 
     checkpoints = resources[association_id("/checkpoints")]
     assert datasets["DeletionPolicy"] == "Retain" and checkpoints["DeletionPolicy"] == "Retain"
     assert datasets["Properties"]["S3"] == {"AutoImportPolicy": {"Events": ["NEW", "CHANGED", "DELETED"]}}
-    assert checkpoints["Properties"]["S3"] == {"AutoExportPolicy": {"Events": ["NEW", "CHANGED", "DELETED"]}}
+    # the project's own bucket: new and changed files go out by default, deletions do not
+    assert checkpoints["Properties"]["S3"] == {"AutoExportPolicy": {"Events": ["NEW", "CHANGED"]}}
     assert checkpoints["Properties"]["BatchImportMetaDataOnCreate"] is False
     assert datasets["Properties"]["FileSystemPath"] == "/datasets"
     assert "/datasets/" in str(datasets["Properties"]["DataRepositoryPath"])
@@ -121,3 +126,51 @@ def test_every_stateful_resource_is_retained(synthesized: Synthesized) -> None:
             # refuses to replace it, which would end every running job)
             if r["Type"] in STATEFUL_TYPES and r["Type"] != "AWS::SageMaker::Cluster":
                 assert r.get("DeletionPolicy") == "Retain" and r.get("UpdateReplacePolicy") == "Retain", (stack, logical_id)
+
+
+EXPORTS = BASE + """storage:
+  external_buckets: [team-datasets]
+  fsx:
+    associations:
+      - file_system_path: /datasets
+        data_repository_path: s3://team-datasets/llm/
+      - file_system_path: /checkpoints
+      - file_system_path: /mirror
+        export_events: [NEW, CHANGED, DELETED]
+      - file_system_path: /shared
+        data_repository_path: s3://team-datasets/shared/
+        export_events: [NEW]
+"""
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    folder = tmp_path_factory.mktemp("exports")
+    (folder / "demo.yaml").write_text(EXPORTS)
+    return synthesize(folder / "demo.yaml", folder / "out")["demo-storage"]["Resources"]
+
+
+def test_an_association_into_a_bucket_the_project_does_not_own_imports_only(exports: dict) -> None:
+    s3 = exports[association_id("/datasets")]["Properties"]["S3"]
+    assert "AutoExportPolicy" not in s3  # `rm -r /fsx/datasets` deletes nothing in the team's bucket
+    assert s3["AutoImportPolicy"] == {"Events": ["NEW", "CHANGED", "DELETED"]}
+
+
+def test_no_association_exports_deletions_unless_asked(exports: dict) -> None:
+    events = {path: exports[association_id(path)]["Properties"]["S3"].get("AutoExportPolicy", {}).get("Events")
+              for path in ("/datasets", "/checkpoints", "/mirror", "/shared")}
+    assert events == {"/datasets": None, "/checkpoints": ["NEW", "CHANGED"], "/mirror": ["NEW", "CHANGED", "DELETED"],
+                      "/shared": ["NEW"]}
+
+
+def test_the_plan_says_what_an_association_deletes(tmp_path: Path) -> None:
+    from fmcluster.plan.associations import plan_associations
+    from support import plan_of
+
+    planned = {a.file_system_path: a for a in plan_associations(plan_of(EXPORTS).storage.spec)}
+    mirror = "\n".join(planned["/mirror"].words("demo"))
+    assert "deleting a file under /mirror deletes it in s3://<the demo-storage bucket>/mirror/" in mirror
+    datasets = "\n".join(planned["/datasets"].words("demo"))
+    assert "a bucket the project does not own" in datasets and "exports nothing (import only)" in datasets
+    assert "deletes it" not in datasets
+    assert "deleting a file under /checkpoints leaves it in" in "\n".join(planned["/checkpoints"].words("demo"))

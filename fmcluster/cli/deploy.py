@@ -1,0 +1,112 @@
+"""``fmcluster deploy PROJECT [cdk deploy options]``: the newcomer's deploy, guarded.
+
+1. validate the project file (exit 2 on a bad file, as ``fmcluster validate``);
+2. synthesize it as ``cdk deploy`` will (:func:`fmcluster.stacks.app.synthesize`);
+3. read the deployed template of each of its stacks (CloudFormation ``GetTemplate``; a stack not deployed yet has
+   none: a first deploy compares with nothing);
+4. run the replacement guard on them exactly as ``fmcluster plan --against`` does (:func:`fmcluster.guard.compare`):
+   a change that would replace, shrink or orphan stored data, or that CloudFormation would refuse (a custom-named
+   resource), exits 3 unless ``--allow-replace``;
+5. run the real ``cdk deploy -c project=PROJECT`` with every other argument as given, and exit with its status.
+
+``cdk deploy`` keeps working for those who want it; it runs no guard.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+
+from fmcluster import guard
+from fmcluster.cli.project import PROJECT_ARG, REPLACEMENT_EXIT, Output, _load, err, out
+
+CDK_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+def cloudformation(region: str | None) -> Any:
+    """The boto3 CloudFormation client of this command (one place, so it can move to a shared session)."""
+    import boto3  # boto3 loads only for the commands that call AWS
+
+    return boto3.client("cloudformation", region_name=region) if region else boto3.client("cloudformation")
+
+
+def deployed_templates(cfn: Any, stack_names: list[str]) -> dict[str, dict]:
+    """The templates CloudFormation holds for those of ``stack_names`` that are deployed (``GetTemplate``)."""
+    from botocore.exceptions import ClientError  # with boto3, above
+
+    found: dict[str, dict] = {}
+    for name in stack_names:
+        try:
+            body = cfn.get_template(StackName=name, TemplateStage="Original")["TemplateBody"]
+        except ClientError as exc:
+            if "does not exist" in str(exc.response.get("Error", {}).get("Message", "")):
+                continue  # not deployed yet
+            raise
+        found[name] = json.loads(body) if isinstance(body, str) else dict(body)
+    return found
+
+
+def cdk_command(project: str, args: list[str]) -> tuple[list[str], Path]:
+    """``cdk deploy -c project=PROJECT ARGS`` with the project's CDK CLI, and the folder holding cdk.json to run it in."""
+    base = Path.cwd()
+    if not (base / "cdk.json").is_file():  # else the checkout fmcluster runs from
+        base = Path(__file__).resolve().parents[2]
+    local = base / "node_modules" / ".bin" / "cdk"
+    cdk = str(local) if local.exists() else shutil.which("cdk")
+    if cdk is None:
+        err.print("error: the AWS CDK CLI is not installed (hint: `npm ci` in the fmcluster checkout, or "
+                  "`npm install -g aws-cdk`)", highlight=False, markup=False)
+        raise typer.Exit(1)
+    ref = str(Path(project).resolve()) if Path(project).is_file() else project
+    return [cdk, "deploy", "-c", f"project={ref}", *args], base
+
+
+def deploy(
+    ctx: typer.Context,
+    project: str = PROJECT_ARG,
+    allow_replace: bool = typer.Option(False, "--allow-replace",
+                                       help="Report what would replace stored data, then deploy anyway."),
+) -> None:
+    """Validate, refuse what would replace stored data in the deployed stacks, then run `cdk deploy`.
+
+    Every other option goes to `cdk deploy` as given (e.g. `--all --require-approval never`). Exit 2 for a bad
+    project file, 3 when the deployed stacks would lose data (unless --allow-replace), else cdk's exit status.
+    """
+    loaded, _, _ = _load(project, Output.text)
+    from botocore.exceptions import BotoCoreError, ClientError  # boto3's, loaded for this command only
+
+    # Heavy: CDK (and jsii's Node process) load only for the comparison.
+    from fmcluster.stacks.app import synthesize
+
+    with tempfile.TemporaryDirectory() as tmp:
+        new = synthesize(project, Path(tmp) / "cdk.out")
+    try:
+        old = deployed_templates(cloudformation(loaded.project.region), sorted(new))
+    except (BotoCoreError, ClientError) as exc:
+        err.print(f"error: cannot read the deployed stacks: {exc} (hint: set AWS credentials and a Region, or "
+                  "`region:` in the project)", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    replacements = guard.compare(old, new)
+    if replacements:
+        for r in replacements:
+            err.print(f"[red]replaces[/]: {escape(r.format())}", highlight=False, soft_wrap=True)
+        if not allow_replace:
+            err.print("refused: deploying this would replace stored data (hint: keep those settings, or pass "
+                      "--allow-replace once you have copied the data off)", highlight=False, soft_wrap=True)
+            raise typer.Exit(REPLACEMENT_EXIT)
+    elif old:
+        out.print(f"deployed stacks {', '.join(sorted(old))}: no file system, association, bucket or workspace "
+                  "would be replaced", highlight=False, soft_wrap=True)
+    else:
+        out.print("no stack of this project is deployed yet: nothing to compare", highlight=False, soft_wrap=True)
+    command, cwd = cdk_command(project, list(ctx.args))
+    out.print(f"$ {' '.join(command)}", highlight=False, markup=False, soft_wrap=True)
+    raise typer.Exit(subprocess.run(command, cwd=cwd, env=os.environ.copy(), check=False).returncode)

@@ -1,0 +1,101 @@
+"""`fmcluster deploy PROJECT [cdk options]`: validate, guard against the deployed templates, then the real CDK CLI.
+
+Here with botocore's Stubber for GetTemplate and the CDK CLI's command line captured; the deploy rehearsal
+(tests/rehearsal) runs it for real against moto's server on loopback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from fmcluster.stacks.app import synthesize
+from support import BASE
+from typer.testing import CliRunner
+
+from fmcluster.cli import REPLACEMENT_EXIT, app
+from fmcluster.cli import deploy as cli
+
+OLD = BASE + "region: us-east-1\nstorage:\n  checkpoint: {parameters: 70e9}\n"
+SMALLER_MODEL = OLD.replace("70e9", "13e9")  # the planner's FSx shrinks: a new, empty file system
+MORE_NODES = OLD.replace("count: 2", "count: 4")
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    folder = tmp_path_factory.mktemp("deployed")
+    (folder / "demo.yaml").write_text(OLD)
+    return synthesize(folder / "demo.yaml", folder / "out")
+
+
+@pytest.fixture
+def run_cdk(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The CDK CLI's command lines, captured instead of run."""
+    calls: list[list[str]] = []
+
+    class Done:
+        returncode = 0
+
+    monkeypatch.setattr(cli.subprocess, "run", lambda command, **kw: calls.append(command) or Done())
+    return calls
+
+
+def _stub(monkeypatch: pytest.MonkeyPatch, templates: dict[str, dict], names: list[str]) -> Stubber:
+    client = boto3.client("cloudformation", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    stub = Stubber(client)
+    for name in names:
+        params = {"StackName": name, "TemplateStage": "Original"}
+        if name in templates:
+            stub.add_response("get_template", {"TemplateBody": json.dumps(templates[name])}, params)
+        else:
+            stub.add_client_error("get_template", "ValidationError", f"Stack with id {name} does not exist",
+                                  expected_params=params)
+    stub.activate()
+    monkeypatch.setattr(cli, "cloudformation", lambda region: client)
+    return stub
+
+
+def _deploy(tmp_path: Path, text: str, *args: str):
+    (tmp_path / "demo.yaml").write_text(text)
+    return CliRunner().invoke(app, ["deploy", str(tmp_path / "demo.yaml"), *args])
+
+
+def test_a_smaller_model_is_refused_before_cdk_runs(deployed, run_cdk, monkeypatch, tmp_path: Path) -> None:
+    stub = _stub(monkeypatch, deployed, sorted(deployed))
+    result = _deploy(tmp_path, SMALLER_MODEL, "--all", "--require-approval", "never")
+    assert result.exit_code == REPLACEMENT_EXIT, result.output
+    assert "demo-storage/FileSystem (AWS::FSx::FileSystem): StorageCapacity shrinks" in result.output
+    assert run_cdk == []  # cdk never ran
+    stub.assert_no_pending_responses()
+
+
+def test_allow_replace_deploys_with_the_same_arguments(deployed, run_cdk, monkeypatch, tmp_path: Path) -> None:
+    _stub(monkeypatch, deployed, sorted(deployed))
+    result = _deploy(tmp_path, SMALLER_MODEL, "--allow-replace", "--all", "--require-approval", "never", "-c", "x=y")
+    assert result.exit_code == 0, result.output
+    [command] = run_cdk
+    assert command[1:] == ["deploy", "-c", f"project={tmp_path / 'demo.yaml'}", "--all", "--require-approval", "never",
+                           "-c", "x=y"]
+    assert Path(command[0]).name == "cdk"
+
+
+def test_an_in_place_change_deploys(deployed, run_cdk, monkeypatch, tmp_path: Path) -> None:
+    _stub(monkeypatch, deployed, sorted(deployed))
+    result = _deploy(tmp_path, MORE_NODES, "--all")
+    assert result.exit_code == 0, result.output
+    assert "no file system, association, bucket or workspace would be replaced" in result.output
+    assert len(run_cdk) == 1
+
+
+def test_a_first_deploy_compares_with_nothing(deployed, run_cdk, monkeypatch, tmp_path: Path) -> None:
+    _stub(monkeypatch, {}, sorted(deployed))
+    result = _deploy(tmp_path, OLD, "--all")
+    assert result.exit_code == 0 and "nothing to compare" in result.output and len(run_cdk) == 1
+
+
+def test_a_bad_project_file_exits_2_without_aws(run_cdk, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(cli, "cloudformation", lambda region: pytest.fail("no AWS call for a bad file"))
+    result = _deploy(tmp_path, BASE.replace("count: 2", "count: 0"), "--all")
+    assert result.exit_code == 2 and "compute_groups[0].count" in result.output and run_cdk == []
