@@ -179,11 +179,11 @@ def new(
     target = config.projects_dir() / f"{name}.yaml"
     if not re.fullmatch(config.DNS_NAME, name):
         err.print(f"error: {name!r} is not a valid project name (hint: lowercase letters, digits and '-', "
-                  "starting with a letter, 2-32 characters)", highlight=False)
+                  "starting with a letter, 2-32 characters)", highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(2)
     if target.exists():
         err.print(f"error: {target} already exists; nothing written (hint: pick another name or edit that file)",
-                  highlight=False)
+                  highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(1)
     source, _, _ = _load(from_, output)
     text, cidr = copy_project(source.file.read_text(encoding="utf-8"), name,  # type: ignore[union-attr]
