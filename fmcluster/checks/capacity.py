@@ -57,6 +57,8 @@ def _block_size(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
 
 @check("ultraserver-multiple", "warning")
 def _ultraserver(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    if loaded.project.orchestrator.type == "hyperpod":
+        return  # hyperpod-ultraserver reports the same count, with the training plan's own UltraServer size
     for i, group in enumerate(loaded.project.compute_groups):
         sizes = catalog.get(group.instance_type).ultraservers
         if sizes and all(group.count % u.instances for u in sizes):
