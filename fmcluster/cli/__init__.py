@@ -26,6 +26,22 @@ __all__ = ["REPLACEMENT_EXIT", "app", "main"]
 
 app = typer.Typer(help="fmcluster: one YAML file per project -> a GPU training cluster on AWS.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version  # the installed distribution's, as pip shows it
+
+        print(f"fmcluster {version('fmcluster')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(_: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit.")) -> None:
+    """fmcluster: one YAML file per project -> a GPU training cluster on AWS."""
+
+
 app.command()(project.validate)
 app.command()(project.plan)
 app.command()(project.new)

@@ -66,7 +66,7 @@ def validate(project: str = PROJECT_ARG, output: Output = OUTPUT_OPT) -> None:
         print(json.dumps({"ok": True, "project": loaded.project.name, "problems": [w.as_dict() for w in warnings]}, indent=2))
     else:
         out.print(f"{loaded.file}: ok ({len(warnings)} warning{'s' if len(warnings) != 1 else ''})", highlight=False,
-                  markup=False)
+                  markup=False, soft_wrap=True)
 
 
 REPLACEMENT_EXIT = 3
@@ -186,15 +186,17 @@ def new(
                   highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(1)
     source, _, _ = _load(from_, output)
+    shipped = source.file is not None and source.file.resolve() == config.shipped_default().resolve()
+    origin = "fmcluster's default project" if shipped else str(source.file)
     text, cidr = copy_project(source.file.read_text(encoding="utf-8"), name,  # type: ignore[union-attr]
-                              f"# fmcluster project {name}, created from {source.file}\n")
+                              f"# fmcluster project {name}, created from {origin}\n")
     config.parse(text, target)  # refuse to write a file we could not read back
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
     if output is Output.json:
         print(json.dumps({"ok": True, "file": str(target), "vpc_cidr": cidr}))
     else:
-        out.print(f"wrote {target} (VPC {cidr or 'existing'})", highlight=False, markup=False)
+        out.print(f"wrote {target} (VPC {cidr or 'existing'})", highlight=False, markup=False, soft_wrap=True)
 
 
 def _mapping_indent(text: str) -> int:

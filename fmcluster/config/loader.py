@@ -274,12 +274,30 @@ def projects_dir() -> Path:
     return Path(os.environ.get("FMCLUSTER_PROJECTS_DIR", "projects"))
 
 
+DEFAULT = "default"
+"""The embedded default project's name: ``projects/default.yaml``, shipped inside the package too."""
+
+
+def shipped_default() -> Path:
+    """The default project fmcluster ships: ``fmcluster/projects/default.yaml`` in a wheel (pyproject.toml's
+    package-data), ``projects/default.yaml`` of the checkout in an editable install."""
+    package = Path(__file__).resolve().parents[1]
+    for candidate in (package / "projects" / "default.yaml", package.parent / "projects" / "default.yaml"):
+        if candidate.is_file():
+            return candidate
+    return package / "projects" / "default.yaml"
+
+
 def resolve(ref: str) -> Path:
-    """A project reference is a name under ``projects/`` or a path to a YAML file."""
+    """A project reference is a name under ``projects/`` or a path to a YAML file; ``default`` falls back to
+    the shipped default project when the projects folder has none (a fresh folder)."""
     candidate = Path(ref)
     if candidate.suffix in (".yaml", ".yml") or os.sep in ref:
         return candidate
-    return projects_dir() / f"{ref}.yaml"
+    path = projects_dir() / f"{ref}.yaml"
+    if ref == DEFAULT and not path.exists():
+        return shipped_default()
+    return path
 
 
 def load(ref: str | Path) -> LoadedProject:
