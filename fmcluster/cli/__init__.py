@@ -5,6 +5,7 @@ everything else works offline."""
 from __future__ import annotations
 
 import sys
+from importlib.metadata import version
 
 import typer
 
@@ -30,9 +31,7 @@ app = typer.Typer(help="fmcluster: one YAML file per project -> a GPU training c
 
 def _version(value: bool) -> None:
     if value:
-        from importlib.metadata import version  # the installed distribution's, as pip shows it
-
-        print(f"fmcluster {version('fmcluster')}")
+        print(f"fmcluster {version('fmcluster')}")  # the installed distribution's, as pip shows it
         raise typer.Exit()
 
 

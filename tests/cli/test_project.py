@@ -6,6 +6,8 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
+import tomllib
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -215,15 +217,11 @@ def test_new_works_in_an_empty_projects_folder(tmp_path: Path, monkeypatch: pyte
 
 def test_the_wheel_ships_the_default_project_alone() -> None:
     """pyproject.toml's package data: projects/default.yaml, and no other file of the projects folder."""
-    import tomllib
-
     setup = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert setup["package-dir"]["fmcluster.projects"] == "projects" and "fmcluster.projects" in setup["packages"]
     assert setup["package-data"]["fmcluster.projects"] == ["default.yaml"]
 
 
 def test_version_prints_the_installed_version() -> None:
-    from importlib.metadata import version
-
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0 and result.stdout == f"fmcluster {version('fmcluster')}\n"
