@@ -37,30 +37,40 @@ _HINTS: dict[str, str] = {
 """Hints by the pattern a value failed (the same key name can carry different rules)."""
 
 
-def anchor(path: str) -> str:
-    """The key reference's section of a field path: ``compute_groups[0].capacity`` -> ``#compute_groupscapacity``.
+def generic_path(loc: tuple[Any, ...]) -> str:
+    """A field path as the key reference titles it: list items as ``[]``, a mapping's own keys as ``<name>``
+    (``compute_groups[0].capacity`` -> ``compute_groups[].capacity``, ``tags.team`` -> ``tags.<name>``)."""
+    out = ""
+    annotations: list[Any] = [Project]
+    for part in loc:
+        following: list[Any] = []
+        word = None
+        for annotation in annotations:
+            for t in _args(annotation):
+                if _is_model(t) and isinstance(part, str) and part in t.model_fields:
+                    following.append(t.model_fields[part].annotation)
+                    word = part
+                elif typing.get_origin(t) in (list, tuple) and typing.get_args(t):
+                    following.append(typing.get_args(t)[0])
+                    word = word or "[]"
+                elif typing.get_origin(t) is dict and typing.get_args(t):
+                    following.append(typing.get_args(t)[1])
+                    word = word or "<name>"
+        word = word or ("[]" if isinstance(part, int) else str(part))
+        out += word if word == "[]" or not out else "." + word
+        annotations = following
+    return out
 
-    The reference titles each section with the path (list indexes as ``[]``), and GitHub's anchors
-    keep letters, digits, ``-`` and ``_`` of a heading, lowercased.
-    """
-    generic = "".join("[]" if part.startswith("[") else part for part in _split(path))
+
+def anchor(generic: str) -> str:
+    """GitHub's anchor of the reference's heading for ``generic``: its letters, digits, ``-`` and ``_``, lowercased."""
     return "#" + "".join(c for c in generic.lower() if c.isalnum() or c in "-_")
 
 
-def see(path: str) -> str:
-    return f"see {REFERENCE}{anchor(path)}"
-
-
-def _split(path: str) -> list[str]:
-    out, word = [], ""
-    for c in path:
-        if c in ".[":
-            if word:
-                out.append(word)
-            word = "" if c == "." else "["
-        else:
-            word += c
-    return out + [word] if word else out
+def see(loc: tuple[Any, ...]) -> str:
+    """A pointer to the key's section of the reference."""
+    generic = generic_path(loc)
+    return f"see {REFERENCE}{anchor(generic) if generic else ''}"
 
 
 def show(value: Any, limit: int = 60) -> str:
@@ -242,17 +252,18 @@ def _problem(err: dict[str, Any], index: dict, file: Path | None, line_for) -> t
         moved = _misplaced(key, raw[:-1], loc[:-1])
         if moved is not None:
             message = f"{key!r} belongs {moved[0]}"
-            hint = f"move it there ({format_path(moved[1])}); {see(format_path(moved[1]))}"
+            hint = f"move it there ({format_path(moved[1])}); {see(moved[1])}"
             stands_for = moved[1]
         else:
             valid = [n for m in _container(raw[:-1]) for n in m.model_fields]
             near = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
             message = f"unknown key {key!r}"
-            hint = f"did you mean {near[0]!r}?" if near else (f"valid keys here: {', '.join(valid)}" if valid else None)
+            hint = f"did you mean {near[0]!r}?" if near else (f"valid keys here: {', '.join(valid)}; {see(loc[:-1])}"
+                                                           if valid else None)
     elif kind == "missing":
         message = "required field is missing"
         if where.field is not None and where.field.description:
-            hint = f"{where.field.description} ({see(path)})"
+            hint = f"{where.field.description} ({see(loc)})"
     elif kind == "located":
         message = err["msg"]
         loc = loc + tuple(err.get("ctx", {}).get("at", ()))
@@ -269,14 +280,14 @@ def _problem(err: dict[str, Any], index: dict, file: Path | None, line_for) -> t
         else:
             message = f"needs a {key!r}"
             hint = "one of: " + ", ".join(_UNION_TAGS)
-        hint += f"; {see(format_path(where.loc))}"
+        hint += f"; {see(where.loc)}"
     elif kind in ("model_attributes_type", "model_type", "dict_type"):
         value = err.get("input")
         message = f"should be a mapping (key: value lines), not {show(value)}"
         if isinstance(value, str) and value in _UNION_TAGS:
             hint = f"write `{loc[-1]}: {{type: {value}}}`"
         else:
-            hint = f"write it as key: value lines; {see(path)}"
+            hint = f"write it as key: value lines; {see(loc)}"
     elif where.branch:
         value = err.get("input")
         choices = _alternatives(where.field)
@@ -285,7 +296,7 @@ def _problem(err: dict[str, Any], index: dict, file: Path | None, line_for) -> t
     elif kind == "string_pattern_mismatch":
         message = f"{show(err.get('input'))} is not a valid value"
         pattern = err.get("ctx", {}).get("pattern")
-        hint = _HINTS.get(pattern, f"must match {pattern}")
+        hint = f"{_HINTS.get(pattern, f'must match {pattern}')}; {see(loc)}"
     elif kind == "literal_error":
         message = f"{show(err.get('input'))} is not allowed"
         hint = f"expected {err.get('ctx', {}).get('expected')}"
