@@ -197,7 +197,10 @@ def _alternatives(field: FieldInfo | None) -> str | None:
     if field is None:
         return None
     words: list[str] = []
-    for arg in _args(field.annotation):
+    annotation = field.annotation
+    while len(_args(annotation)) == 1 and typing.get_origin(_args(annotation)[0]) in (list, dict):
+        annotation = typing.get_args(_args(annotation)[0])[-1]  # the union is the items' (custom_settings.A)
+    for arg in _args(annotation):
         if arg is bool:
             words += ["true", "false"]
         elif typing.get_origin(arg) is Literal:
