@@ -9,7 +9,7 @@ PCLUSTER_VERSION := $(shell sed -n 's/^PCLUSTER_VERSION = "\(.*\)"/\1/p' fmclust
 export PATH := $(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-.PHONY: setup synth test rehearse bench plan clean pcluster-venv wheel-check
+.PHONY: setup synth test rehearse bench plan docs clean pcluster-venv wheel-check
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -30,6 +30,9 @@ synth: setup  ## synthesize projects/$(PROJECT).yaml to cdk.out/ and print its p
 
 plan: setup
 	fmcluster plan $(PROJECT)
+
+docs: setup  ## regenerate docs/project-file.md, the reference of every key, from the pydantic models
+	$(PY) -m fmcluster.generate.reference
 
 test: setup pcluster-venv  ## the full test suite: unit tests, cfn-lint, cdk-nag, shellcheck, promtool, ParallelCluster schema, deploy rehearsal
 	$(PY) -m pytest -n auto  # pytest-xdist: one worker per core

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The built wheel installs into a fresh virtual environment and works from there: `fmcluster plan`,
+# `--version`, `fmcluster new` in a folder without projects/ (the default project ships inside it),
 # `fmcluster bootstrap render` and a synthesis of the default project, with every template shipped
 # and no generic top-level import name (stacks, bootstrap, templates) installed.
 set -euo pipefail
@@ -15,6 +16,11 @@ mkdir -p "$work/run/projects"
 cp "$repo/projects/default.yaml" "$work/run/projects/"
 cd "$work/run"
 "$work/venv/bin/fmcluster" plan default > plan.txt
+"$work/venv/bin/fmcluster" --version | grep -q '^fmcluster [0-9]'
+# A fresh folder with no projects/: `new` copies the default project shipped inside the wheel.
+mkdir "$work/fresh"
+(cd "$work/fresh" && "$work/venv/bin/fmcluster" new first-team > new.txt \
+  && "$work/venv/bin/fmcluster" validate first-team > validate.txt)
 "$work/venv/bin/fmcluster" bootstrap render default --out bundles > render.txt
 ls bundles/*/bootstrap.sh bundles/*/steps/99-healthcheck.sh > /dev/null
 for name in stacks bootstrap templates; do

@@ -6,6 +6,7 @@ everything else works offline."""
 from __future__ import annotations
 
 import sys
+from importlib.metadata import version
 
 import typer
 
@@ -28,6 +29,20 @@ __all__ = ["REPLACEMENT_EXIT", "app", "main"]
 
 app = typer.Typer(help="fmcluster: one YAML file per project -> a GPU training cluster on AWS.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"fmcluster {version('fmcluster')}")  # the installed distribution's, as pip shows it
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(_: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit.")) -> None:
+    """fmcluster: one YAML file per project -> a GPU training cluster on AWS."""
+
+
 app.command()(project.validate)
 app.command()(project.plan)
 app.command()(project.new)

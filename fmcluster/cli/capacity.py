@@ -3,6 +3,7 @@ and the ``capacity:`` block to paste. Calls EC2 (``DescribeCapacityBlockOffering
 
 from __future__ import annotations
 
+import difflib
 import json
 from datetime import datetime, timezone
 
@@ -11,12 +12,17 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from fmcluster import catalog
 from fmcluster.cli.awserrors import account_errors
 from fmcluster.cli.project import OUTPUT_OPT, Output
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 out = Console()
 err = Console(stderr=True)
+
+
+ARGUMENT_EXIT = 2
+"""A bad argument (unknown instance type, a date in the past): refused before any AWS call, like a bad project file."""
 
 
 def _date(value: str | None, option: str) -> datetime | None:
@@ -27,6 +33,37 @@ def _date(value: str | None, option: str) -> datetime | None:
     except ValueError:
         raise typer.BadParameter(f"{value!r} is not a date like 2026-12-01 or 2026-12-01T12:00", param_hint=option) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def argument_problems(instance_type: str, start: datetime | None, end: datetime | None, ultraserver: str | None,
+                      now: datetime) -> list[str]:
+    """What is wrong with the arguments, in the user's words with a hint; checked before any AWS call."""
+    problems = []
+    if instance_type not in catalog.CATALOG:
+        # A prefix (p6-b200) or a near spelling (p5.48xlarg); 0.78 keeps m5.large or trn2.48xlarge from being "near".
+        near = [name for name in catalog.CATALOG if instance_type and name.startswith(instance_type + ".")] or \
+            difflib.get_close_matches(instance_type, catalog.CATALOG, n=1, cutoff=0.78)
+        hint = f"did you mean {near[0]!r}? " if near else ""
+        problems.append(f"--instance-type {instance_type[:60]!r} is not in the catalog (hint: {hint}known types: "
+                        f"{', '.join(catalog.CATALOG)})")
+    elif ultraserver is not None:
+        offered = [u.name for u in catalog.get(instance_type).ultraservers]
+        if ultraserver not in offered:
+            problems.append(f"--ultraserver {ultraserver[:60]!r} is not an UltraServer of {instance_type} (hint: "
+                            + (f"one of {', '.join(offered)})" if offered else "leave --ultraserver out)"))
+    today = now.date().isoformat()
+    for option, when in (("--start-after", start), ("--end-before", end)):
+        if when is not None and when < now and when.date() < now.date():
+            problems.append(f"{option} {when.date().isoformat()} is in the past (hint: today is {today} UTC; "
+                            "give a later date, or leave --start-after out to search from now)")
+    if start is not None and end is not None and end <= start:
+        problems.append(f"--end-before {end:%Y-%m-%d %H:%M} is not after --start-after {start:%Y-%m-%d %H:%M} "
+                        "(hint: the block must fit between them)")
+    return problems
 
 
 @app.command()
@@ -45,11 +82,17 @@ def search(
     """Search EC2 Capacity Block offerings, earliest first, then cheapest, with total and per GPU-hour price.
 
     Prints the command that buys the first offering and the capacity: block to paste into the project file.
-    Nothing is bought. Needs credentials.
+    Nothing is bought. Needs credentials. An instance type not in the catalog, or a date in the past, is
+    refused first (exit 2), without calling AWS.
 
     Example: fmcluster capacity search --instance-type p5.48xlarge --count 4 --days 7 --start-after 2026-12-01
     """
-    after, before = _date(start_after, "--start-after"), _date(end_before, "--end-before")
+    start, end = _date(start_after, "--start-after"), _date(end_before, "--end-before")
+    problems = argument_problems(instance_type, start, end, ultraserver, _now())
+    for problem in problems:
+        err.print(f"error: {problem}", highlight=False, markup=False, soft_wrap=True)
+    if problems:
+        raise typer.Exit(ARGUMENT_EXIT)
     with account_errors(as_json=output is Output.json):
         # boto3 loads only for the commands that call AWS.
         from fmcluster.aws import capacity
@@ -60,7 +103,7 @@ def search(
         try:
             with session.errors():
                 offers = capacity.search(capacity.make_client(session), instance_type, count, days,
-                                         start_after=after, end_before=before, ultraserver_type=ultraserver,
+                                         start_after=start, end_before=end, ultraserver_type=ultraserver,
                                          ultraserver_count=ultraserver_count)
         except capacity.CapacityError as exc:
             err.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)

@@ -1,7 +1,9 @@
-"""``fmcluster parallelcluster config PROJECT``: write cluster.yaml for ``pcluster create-cluster``."""
+"""``fmcluster parallelcluster config PROJECT``: write cluster.yaml, and say what to do with it: ``pcluster
+create-cluster`` only when ``cdk deploy`` does not create the cluster itself (``create_cluster: false``)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ import yaml
 from fmcluster import checks, config
 from fmcluster.aws import StackOutputsError
 from fmcluster.cli.awserrors import account_errors
+from fmcluster.contracts import stack_name
 from fmcluster.errors import ConfigError
 from fmcluster.generate import parallelcluster as generate
 from fmcluster.generate import placeholders
@@ -24,7 +27,8 @@ def _group() -> None:
     """AWS ParallelCluster: the cluster configuration fmcluster generates."""
 
 
-def render(loaded: config.LoadedProject, plan: Plan, *, cfn: Any | None = None, region: str | None = None) -> str:
+def render(loaded: config.LoadedProject, plan: Plan, *, cfn: Any | None = None, region: str | None = None,
+           target: str = "cluster.yaml") -> str:
     """cluster.yaml text: placeholders (``cfn`` None) or the deployed stacks' real IDs."""
     name = plan.project
     if cfn is None:
@@ -43,20 +47,43 @@ def render(loaded: config.LoadedProject, plan: Plan, *, cfn: Any | None = None, 
                                    bootstrap_args=args, node_policy_arns=[policy], region=region or cluster.region)
     header = (f"# ParallelCluster {cluster.pcluster.version} configuration for fmcluster project "
               f"{name}, generated from {loaded.file or 'the project'}.\n# IDs: {origin}.\n"
-              f"# Create: pcluster create-cluster --cluster-name {cluster.pcluster_name} "
-              "--cluster-configuration cluster.yaml\n")
+              + "".join(f"# {line}\n" for line in next_steps(name, cluster.pcluster_name,
+                                                              cluster.pcluster.create_cluster, target)))
     return header + yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+
+
+def next_steps(project: str, cluster_name: str, created_by_cdk: bool, target: str = "cluster.yaml") -> list[str]:
+    """What to do with the file: for a cluster `cdk deploy` creates, never `create-cluster` (a second cluster).
+
+    The pcluster commands and flags are ParallelCluster 3's (`pcluster describe-cluster --help`,
+    `pcluster update-cluster --help` of aws-parallelcluster 3.16.1: -n/--cluster-name, -c/--cluster-configuration,
+    --dryrun DRYRUN)."""
+    name = f"--cluster-name {cluster_name}"
+    if created_by_cdk:
+        return [f"`cdk deploy` creates and updates this cluster (stack {stack_name(project, 'cluster')}, "
+                "create_cluster: true):",
+                "do not run pcluster create-cluster with this file; it would make a second cluster.",
+                f"Inspect: pcluster describe-cluster {name}",
+                f"Compare: pcluster update-cluster {name} --cluster-configuration {target} --dryrun true",
+                "Change it by editing the project file and running `cdk deploy` again."]
+    return [f"Create: pcluster create-cluster {name} --cluster-configuration {target}",
+            f"Then: pcluster describe-cluster {name}; after a change, "
+            f"pcluster update-cluster {name} --cluster-configuration {target}"]
 
 
 @app.command("config")
 def config_command(
     project: str = typer.Argument(..., help="Project name (under projects/) or path to a project file."),
-    out: Path = typer.Option(Path("cluster.yaml"), "--out", "-o", help="Where to write the configuration."),
+    out: str = typer.Option("cluster.yaml", "--out", "-o", help="Where to write the configuration; `-` for stdout."),
     from_stacks: bool = typer.Option(False, "--from-stacks",
                                      help="Read real IDs from the deployed stacks' outputs (needs AWS credentials)."),
     region: str | None = typer.Option(None, "--region", help="AWS Region of the stacks (default: the project's)."),
 ) -> None:
-    """Write the cluster configuration for `pcluster create-cluster` (placeholders unless --from-stacks)."""
+    """Write the cluster configuration (placeholders unless --from-stacks) and say what to do with it.
+
+    With create_cluster: true (the default) `cdk deploy` creates the cluster: the file is for
+    `pcluster describe-cluster` / `update-cluster --dryrun`, never `create-cluster`.
+    """
     try:
         loaded = config.load(project)
         plan, _ = checks.validate(loaded)
@@ -74,17 +101,24 @@ def config_command(
                 session = aws_session(loaded.project, region=region,
                                       command="parallelcluster config --from-stacks")
                 with session.errors():
-                    text = render(loaded, plan, cfn=session.client("cloudformation"), region=session.region)
+                    text = render(loaded, plan, cfn=session.client("cloudformation"), region=session.region,
+                                  target="cluster.yaml" if out == "-" else out)
         else:
-            text = render(loaded, plan, region=region)
+            text = render(loaded, plan, region=region, target="cluster.yaml" if out == "-" else out)
     except ConfigError as exc:
         typer.echo(exc.report(), err=True)
         raise typer.Exit(exc.exit_code) from None
     except StackOutputsError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
-    out.write_text(text, encoding="utf-8")
-    typer.echo(f"wrote {out}")
+    if out == "-":
+        sys.stdout.write(text)
+        return
+    target = Path(out)
+    target.write_text(text, encoding="utf-8")
+    steps = next_steps(plan.project, plan.cluster.pcluster_name, plan.cluster.pcluster.create_cluster, out)
+    typer.echo(f"wrote {target.resolve()}: ParallelCluster configuration of {plan.cluster.pcluster_name}")
+    typer.echo("\n".join(steps))
 
 
 if __name__ == "__main__":

@@ -243,9 +243,8 @@ def _monitoring(p: Plan, console: Console) -> None:
     alerts = f"alerts to {len(spec.alerts.emails)} e-mail address(es)" if spec.alerts.emails else "alerts to SNS"
     _row(lines, "Prometheus", f"Amazon Managed Prometheus workspace, GPU-health rules, {alerts}")
     if spec.grafana.enabled:
-        sign_in = ("AWS_SSO: needs IAM Identity Center in the account" if spec.grafana.authentication == "AWS_SSO"
-                   else f"{spec.grafana.authentication} sign-in")
-        _row(lines, "Grafana", f"Amazon Managed Grafana workspace; {sign_in}")
+        # What AWS_SSO needs (IAM Identity Center) holds for every project: README says it once, preflight checks it.
+        _row(lines, "Grafana", f"Amazon Managed Grafana workspace; {spec.grafana.authentication} sign-in")
     for role, gpu in (("GPU nodes", True), ("other nodes", False)):
         if gpu or p.cluster.orchestrator != "none":  # without a scheduler there are only the GPU nodes
             names = [e.name for e in metrics.EXPORTERS if (gpu or not e.gpu_only) and e is not metrics.PROMETHEUS]

@@ -67,7 +67,7 @@ def validate(project: str = PROJECT_ARG, output: Output = OUTPUT_OPT) -> None:
         print(json.dumps({"ok": True, "project": loaded.project.name, "problems": [w.as_dict() for w in warnings]}, indent=2))
     else:
         out.print(f"{loaded.file}: ok ({len(warnings)} warning{'s' if len(warnings) != 1 else ''})", highlight=False,
-                  markup=False)
+                  markup=False, soft_wrap=True)
 
 
 REPLACEMENT_EXIT = 3
@@ -179,22 +179,24 @@ def new(
     target = config.projects_dir() / f"{name}.yaml"
     if not re.fullmatch(config.DNS_NAME, name):
         err.print(f"error: {name!r} is not a valid project name (hint: lowercase letters, digits and '-', "
-                  "starting with a letter, 2-32 characters)", highlight=False)
+                  "starting with a letter, 2-32 characters)", highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(2)
     if target.exists():
         err.print(f"error: {target} already exists; nothing written (hint: pick another name or edit that file)",
-                  highlight=False)
+                  highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(1)
     source, _, _ = _load(from_, output)
+    shipped = source.file is not None and source.file.resolve() == config.shipped_default().resolve()
+    origin = "fmcluster's default project" if shipped else str(source.file)
     text, cidr = copy_project(source.file.read_text(encoding="utf-8"), name,  # type: ignore[union-attr]
-                              f"# fmcluster project {name}, created from {source.file}\n")
+                              f"# fmcluster project {name}, created from {origin}\n")
     config.parse(text, target)  # refuse to write a file we could not read back
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
     if output is Output.json:
         print(json.dumps({"ok": True, "file": str(target), "vpc_cidr": cidr}))
     else:
-        out.print(f"wrote {target} (VPC {cidr or 'existing'})", highlight=False, markup=False)
+        out.print(f"wrote {target} (VPC {cidr or 'existing'})", highlight=False, markup=False, soft_wrap=True)
 
 
 def _mapping_indent(text: str) -> int:

@@ -14,9 +14,10 @@ from fmcluster.config.loader import (
            parse,
            projects_dir,
            resolve,
+           shipped_default,
 )
 from fmcluster.config.network import Network
 from fmcluster.config.project import DNS_NAME, Project
 
 __all__ = ["DNS_NAME", "ComputeGroup", "LoadedProject", "Network", "Project", "format_path", "line_for", "load",
-           "parse", "projects_dir", "resolve"]
+           "parse", "projects_dir", "resolve", "shipped_default"]

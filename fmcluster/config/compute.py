@@ -14,16 +14,20 @@ RESERVATION_ID = r"^cr-[0-9a-f]{8,17}$"
 TRAINING_PLAN_ARN = r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:[0-9]{12}:training-plan/[A-Za-z0-9-]+$"
 GROUP_NAME = r"^[a-z][a-z0-9]{0,24}$"
 
+_TYPE = ("Where the nodes come from: `on-demand`, `reservation` (an ODCR), `capacity-block` (bought for fixed dates) "
+         "or `training-plan` (a SageMaker training plan; HyperPod only).")
+
+
 class OnDemand(Model):
     """Plain on-demand instances."""
 
-    type: Literal["on-demand"]
+    type: Literal["on-demand"] = Field(description=_TYPE)
 
 
 class Reservation(Model):
     """An On-Demand Capacity Reservation (ODCR)."""
 
-    type: Literal["reservation"]
+    type: Literal["reservation"] = Field(description=_TYPE)
     reservation_id: str = Field(pattern=RESERVATION_ID, description="The ODCR ID, `cr-...`.")
     placement_group: str | None = Field(
         default=None, pattern=r"^[A-Za-z0-9_.:-]{1,255}$",
@@ -35,14 +39,14 @@ class Reservation(Model):
 class CapacityBlock(Model):
     """An EC2 Capacity Block for ML (bought ahead for fixed dates)."""
 
-    type: Literal["capacity-block"]
+    type: Literal["capacity-block"] = Field(description=_TYPE)
     reservation_id: str = Field(pattern=RESERVATION_ID, description="The capacity block's reservation ID, `cr-...`.")
 
 
 class TrainingPlan(Model):
     """A SageMaker flexible training plan (HyperPod only)."""
 
-    type: Literal["training-plan"]
+    type: Literal["training-plan"] = Field(description=_TYPE)
     arn: str = Field(pattern=TRAINING_PLAN_ARN, description="ARN of the SageMaker training plan.")
     spare_instances_per_ultraserver: Int = Field(
         default=1, ge=0, le=17,

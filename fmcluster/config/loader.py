@@ -7,21 +7,16 @@ does the capacity fit the orchestrator -- lives in :mod:`fmcluster.checks`.
 from __future__ import annotations
 
 import codecs
-import difflib
 import os
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from fmcluster.config.compute import (
-    CAPACITY_TYPES,
-    GROUP_NAME,
-    RESERVATION_ID,
-    TRAINING_PLAN_ARN,
-)
-from fmcluster.config.project import AZ_ID, DNS_NAME, Project
+from fmcluster.config import messages
+from fmcluster.config.messages import format_path
+from fmcluster.config.project import Project
 from fmcluster.errors import ConfigError, Problem
 
 MAX_BYTES = 256 * 1024
@@ -157,16 +152,6 @@ def _line_index(node: yaml.Node | None, path: tuple[Any, ...] = (), index: dict 
     return index
 
 
-def format_path(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out
-
-
 def line_for(index: dict, loc: tuple[Any, ...]) -> int | None:
     """The line of the deepest part of ``loc`` that the file has."""
     loc = tuple(loc)
@@ -177,106 +162,10 @@ def line_for(index: dict, loc: tuple[Any, ...]) -> int | None:
     return index.get(())
 
 
-def _model_at(raw_loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    """The pydantic model that pydantic's raw error location points into (for key suggestions)."""
-    model: Any = Project
-    for part in raw_loc:
-        if isinstance(part, int):
-            continue
-        if part in _UNION_TAGS:
-            model = _UNION_TAGS[part]
-            continue
-        if not (isinstance(model, type) and issubclass(model, BaseModel)) or part not in model.model_fields:
-            return None
-        model = _unwrap(model.model_fields[part].annotation)
-    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
-
-
-_UNION_TAGS = CAPACITY_TYPES
-
-
-def _unwrap(annotation: Any) -> Any:
-    """Find the model inside ``X | None``, ``list[X]`` and friends."""
-    args = getattr(annotation, "__args__", None)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in args or ():
-        found = _unwrap(arg)
-        if isinstance(found, type) and issubclass(found, BaseModel):
-            return found
-    return annotation
-
-
-def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Drop pydantic's union-tag and validator parts, keeping the user's field path."""
-    return tuple(p for p in loc if not (isinstance(p, str) and (p in _UNION_TAGS or p.startswith("function-"))))
-
-
-_HINTS: dict[str, str] = {
-    AZ_ID: "use the AZ ID, not the AZ name: `aws ec2 describe-availability-zones` lists both (e.g. use1-az6)",
-    RESERVATION_ID: "the ID looks like cr-0123456789abcdef0; `aws ec2 describe-capacity-reservations` lists yours",
-    DNS_NAME: "2 to 32 characters: lowercase letters, digits and '-', starting with a letter, not ending with '-'",
-    GROUP_NAME: "1 to 25 characters: lowercase letters and digits, starting with a letter (no '-' or '_')",
-    TRAINING_PLAN_ARN: "arn:aws:sagemaker:REGION:ACCOUNT:training-plan/NAME",
-}
-"""Hints by the pattern a value failed (the same key name can carry different rules)."""
-
-
 def _show(value: Any, limit: int = 60) -> str:
     """A value as the user wrote it, cut short: a 400-digit number or a pasted file stays readable."""
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
-
-
-def _problem_from_error(err: dict[str, Any], index: dict, file: Path | None) -> Problem:
-    loc = _clean_loc(tuple(err["loc"]))
-    path = format_path(loc)
-    kind = err["type"]
-    hint: str | None = None
-    if kind == "extra_forbidden":
-        model = _model_at(tuple(err["loc"][:-1]))
-        valid = list(model.model_fields) if model else []
-        near = difflib.get_close_matches(str(loc[-1]), valid, n=1, cutoff=0.5)
-        message = f"unknown key {loc[-1]!r}"
-        hint = f"did you mean {near[0]!r}?" if near else (f"valid keys here: {', '.join(valid)}" if valid else None)
-    elif kind == "missing":
-        message = "required field is missing"
-        model = _model_at(tuple(err["loc"][:-1]))
-        field = model.model_fields.get(str(loc[-1])) if model else None
-        if field is not None and field.description:
-            hint = field.description
-    elif kind == "located":
-        message = err["msg"]
-        loc = loc + tuple(err.get("ctx", {}).get("at", ()))
-        path = format_path(loc)
-    elif kind == "union_tag_invalid":
-        message = f"unknown value {_show(err.get('input'))}"
-        hint = "one of: " + ", ".join(_UNION_TAGS)
-    elif kind == "union_tag_not_found":
-        message = "needs a 'type'"
-        hint = "one of: " + ", ".join(_UNION_TAGS)
-    elif kind == "string_pattern_mismatch":
-        message = f"{_show(err.get('input'))} is not a valid value"
-        pattern = err.get("ctx", {}).get("pattern")
-        hint = _HINTS.get(pattern, f"must match {pattern}")
-    elif kind == "literal_error":
-        message = f"{_show(err.get('input'))} is not allowed"
-        hint = f"expected {err.get('ctx', {}).get('expected')}"
-    else:
-        message = err["msg"].removeprefix("Value error, ")
-        # A rule across fields names its field first ("throughput_per_tib is not allowed ..."):
-        # point at that field's line when the file has it.
-        first = message.split(" ", 1)[0].strip("`")
-        model = _model_at(tuple(err["loc"]))
-        if kind == "value_error" and model is not None and first in model.model_fields and loc + (first,) in index:
-            loc = loc + (first,)
-            path = format_path(loc)
-        if kind.endswith("_type") or kind.endswith("_parsing"):
-            message += f" (got {type(err.get('input')).__name__} {_show(err.get('input'))})"
-            if kind == "dict_type":
-                hint = "write it as a mapping (key: value lines)"
-    line = line_for(index, loc + ("__value__",)) if kind not in ("extra_forbidden", "missing") else line_for(index, loc)
-    return Problem("error", path, message, hint, file, line)
 
 
 class LoadedProject:
@@ -376,8 +265,7 @@ def parse(text: str | bytes, file: Path | None = None) -> LoadedProject:
     try:
         project = Project.model_validate(data)
     except ValidationError as exc:
-        problems = [_problem_from_error(e, index, file) for e in exc.errors()]
-        raise ConfigError(sorted(problems, key=lambda p: (p.line or 0, p.path))) from None
+        raise ConfigError(messages.problems(exc.errors(), index, file, line_for)) from None
     return LoadedProject(project, file, index)
 
 
@@ -386,12 +274,30 @@ def projects_dir() -> Path:
     return Path(os.environ.get("FMCLUSTER_PROJECTS_DIR", "projects"))
 
 
+DEFAULT = "default"
+"""The embedded default project's name: ``projects/default.yaml``, shipped inside the package too."""
+
+
+def shipped_default() -> Path:
+    """The default project fmcluster ships: ``fmcluster/projects/default.yaml`` in a wheel (pyproject.toml's
+    package-data), ``projects/default.yaml`` of the checkout in an editable install."""
+    package = Path(__file__).resolve().parents[1]
+    for candidate in (package / "projects" / "default.yaml", package.parent / "projects" / "default.yaml"):
+        if candidate.is_file():
+            return candidate
+    return package / "projects" / "default.yaml"
+
+
 def resolve(ref: str) -> Path:
-    """A project reference is a name under ``projects/`` or a path to a YAML file."""
+    """A project reference is a name under ``projects/`` or a path to a YAML file; ``default`` falls back to
+    the shipped default project when the projects folder has none (a fresh folder)."""
     candidate = Path(ref)
     if candidate.suffix in (".yaml", ".yml") or os.sep in ref:
         return candidate
-    return projects_dir() / f"{ref}.yaml"
+    path = projects_dir() / f"{ref}.yaml"
+    if ref == DEFAULT and not path.exists():
+        return shipped_default()
+    return path
 
 
 def load(ref: str | Path) -> LoadedProject:

@@ -84,16 +84,21 @@ class Association(Model):
     file_system_path: str = Field(description="Directory in the file system, e.g. `/datasets` (no overlaps).")
     data_repository_path: str | None = Field(
         default=None,
-        description="`s3://bucket/prefix/`. Default: the project bucket, prefix = the file-system path.",
+        description="The S3 prefix linked to the directory, `s3://bucket/prefix/`. Default: the project bucket, "
+                    "prefix = the file-system path. A dataset already in another bucket: name it here and list "
+                    "the bucket in `storage.external_buckets`.",
+        examples=["s3://team-datasets/tokenized/"],
     )
     import_events: list[S3_EVENT] = Field(
-        default_factory=lambda: ["NEW", "CHANGED", "DELETED"], description="S3 changes imported automatically."
+        default_factory=lambda: ["NEW", "CHANGED", "DELETED"],
+        description="S3 changes the file system picks up automatically (`[]`: none after the first import).",
     )
     export_events: list[S3_EVENT] | None = Field(
         default=None,
         description="File-system changes exported to S3 automatically. Default: NEW and CHANGED into the project's "
                     "bucket, nothing into a bucket the project does not own (`external_buckets`). DELETED (a file "
                     "deleted on FSx deletes the S3 object) is exported only when listed here.",
+        examples=[["NEW", "CHANGED"]],
     )
     batch_import_on_create: bool = Field(default=True, description="Import the prefix's metadata when the association is made.")
     imported_file_chunk_size_mib: Int = Field(default=1024, ge=1, le=512000, description="Stripe size of imported files, MiB.")
@@ -228,7 +233,10 @@ class Storage(Model):
     checkpoint: Checkpoint | None = Field(default=None, description="Checkpoint size and target write time (sizes FSx).")
     external_buckets: list[str] = Field(
         default_factory=list,
-        description="Buckets other than the project's that associations may link to (explicit permission).",
+        description="Buckets other than the project's that associations may link to (`data_repository_path`): "
+                    "an explicit permission, since FSx reads them and, with export events, writes to them. "
+                    "Bucket names, not `s3://` URIs.",
+        examples=[["team-datasets"]],
     )
 
     @field_validator("external_buckets")

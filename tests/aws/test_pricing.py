@@ -159,7 +159,11 @@ def stubbed_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, client):
     real, stub = client
     monkeypatch.setattr(pricing, "make_client", lambda session: real)
     monkeypatch.setenv("FMCLUSTER_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("FMCLUSTER_PROJECTS_DIR", str(ROOT / "projects"))
+    # The default project at the 250 MB/s per TiB tier the recorded FSx price is for (it ships at 500).
+    (tmp_path / "projects").mkdir()
+    (tmp_path / "projects" / "default.yaml").write_text(
+        (ROOT / "projects" / "default.yaml").read_text().replace("throughput_per_tib: 500", "throughput_per_tib: 250"))
+    monkeypatch.setenv("FMCLUSTER_PROJECTS_DIR", str(tmp_path / "projects"))
     monkeypatch.setenv("COLUMNS", "80")
     return stub
 

@@ -134,3 +134,40 @@ def test_existing_storage_needs_no_storage_stack(tmp_path, monkeypatch):
     data = yaml.safe_load(out.read_text())
     assert data["SharedStorage"][0]["FsxLustreSettings"]["FileSystemId"] == "fs-0123456789abcdef0"
     stubber.assert_no_pending_responses()
+
+
+def test_a_cluster_cdk_deploy_creates_is_never_offered_to_create_cluster(tmp_path):
+    """The default (create_cluster: true): the header and the command say describe/update, never create-cluster."""
+    from support import ROOT
+
+    out = tmp_path / "cluster.yaml"
+    result = CliRunner().invoke(cli.app, ["config", str(ROOT / "projects" / "default.yaml"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    header = [line for line in out.read_text().splitlines() if line.startswith("#")]
+    text = "\n".join(header)
+    assert "pcluster create-cluster --cluster-name" not in text and "do not run pcluster create-cluster" in text
+    assert "pcluster describe-cluster --cluster-name default-slurm" in text
+    assert f"pcluster update-cluster --cluster-name default-slurm --cluster-configuration {out} --dryrun true" in text
+    assert "stack default-cluster" in text
+    assert f"wrote {out.resolve()}" in result.stdout and "create-cluster --" not in result.stdout
+
+
+def test_a_cluster_only_written_for_pcluster_says_create_cluster(tmp_path):
+    path = tmp_path / "pc.yaml"
+    data = project_dict(orchestrator={"type": "parallelcluster", "parallelcluster": {"create_cluster": False}})
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    out = tmp_path / "c.yaml"
+    result = CliRunner().invoke(cli.app, ["config", str(path), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert f"# Create: pcluster create-cluster --cluster-name {data['name']}-slurm --cluster-configuration {out}" \
+        in out.read_text()
+
+
+def test_dash_writes_to_stdout_and_no_file(tmp_path, monkeypatch):
+    from support import ROOT
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli.app, ["config", str(ROOT / "projects" / "default.yaml"), "-o", "-"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("# ParallelCluster ") and yaml.safe_load(result.stdout)["HeadNode"]
+    assert list(tmp_path.iterdir()) == []

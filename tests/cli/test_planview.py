@@ -79,8 +79,15 @@ def test_gb200_figures_are_shown() -> None:
     assert "unknown" not in text
 
 
-def test_default_project_shows_a_checkpoint_bound_and_per_gpu_throughput() -> None:
-    text = render(ROOT / "projects" / "default.yaml")
+def _unsized(tmp_path: Path) -> Path:
+    """Two p5.48xlarge with the planner's FSx (1,200 GiB at 250 MB/s per TiB): too slow for the bound."""
+    path = tmp_path / "unsized.yaml"
+    path.write_text(BASE)
+    return path
+
+
+def test_default_project_shows_a_checkpoint_bound_and_per_gpu_throughput(tmp_path: Path) -> None:
+    text = render(_unsized(tmp_path))
     assert "at most 1.28 TB: all GPU memory, an upper bound" in text
     assert "up to 73 min each (over the 60 min limit)" in text  # 1.28 TB at 292.97 MB/s = 4,369 s
     assert "18.3 MB/s per GPU" in text  # 292.97 MB/s / 16 GPUs
@@ -97,10 +104,10 @@ def test_offline_the_plan_says_prices_need_the_flag() -> None:
     assert "cost: prices need --prices" in render(ROOT / "projects" / "default.yaml")
 
 
-def test_warnings_print_the_name_suppress_warnings_takes(narrow: None) -> None:
-    _, warnings = checks.validate(config.load(ROOT / "projects" / "default.yaml"))
+def test_warnings_print_the_name_suppress_warnings_takes(narrow: None, tmp_path: Path) -> None:
+    _, warnings = checks.validate(config.load(_unsized(tmp_path)))
     assert warnings
-    result = runner.invoke(app, ["plan", "default"], env={"FMCLUSTER_PROJECTS_DIR": str(ROOT / "projects")})
+    result = runner.invoke(app, ["plan", str(_unsized(tmp_path))])
     assert result.exit_code == 0, result.output
     for warning in warnings:
         assert f"[{warning.check}]" in result.stderr, warning.check

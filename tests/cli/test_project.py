@@ -6,6 +6,8 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
+import tomllib
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -195,3 +197,31 @@ def test_new_changes_only_name_cidr_and_tags_of_every_project(path: Path, projec
     assert all(re.match(r"(name|  vpc_cidr): ", line) for line in removed), removed
     assert all(re.match(r"(name: copy|  vpc_cidr: |tags:$|  project: copy$)", line) for line in added), added
     assert (cidr is None) == ("existing:" in source)
+
+
+def test_new_works_in_an_empty_projects_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh folder has no default.yaml: `new` copies the default project shipped inside the package."""
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    monkeypatch.setenv("FMCLUSTER_PROJECTS_DIR", str(folder))
+    result = runner.invoke(app, ["new", "first-team"])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in folder.iterdir()) == ["first-team.yaml"]
+    text = (folder / "first-team.yaml").read_text()
+    assert text.startswith("# fmcluster project first-team, created from fmcluster's default project\n")
+    assert yaml.safe_load(text)["compute_groups"] == yaml.safe_load((ROOT / "projects" / "default.yaml").read_text())[
+        "compute_groups"]
+    validated = runner.invoke(app, ["validate", "first-team"])
+    assert validated.exit_code == 0 and "ok (0 warnings)" in validated.stdout, validated.output
+
+
+def test_the_wheel_ships_the_default_project_alone() -> None:
+    """pyproject.toml's package data: projects/default.yaml, and no other file of the projects folder."""
+    setup = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert setup["package-dir"]["fmcluster.projects"] == "projects" and "fmcluster.projects" in setup["packages"]
+    assert setup["package-data"]["fmcluster.projects"] == ["default.yaml"]
+
+
+def test_version_prints_the_installed_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout == f"fmcluster {version('fmcluster')}\n"

@@ -1,0 +1,94 @@
+"""README.md's examples are true: every YAML block is a project that validates with no error or warning, and
+every `fmcluster ...` and `make ...` command it shows exists, with every option it names."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from typing import Any
+
+import pytest
+import typer.main
+from support import ROOT
+
+from fmcluster import checks, config
+from fmcluster.cli import app
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```", README, re.S | re.M)
+YAML_BLOCKS = [body for lang, body in BLOCKS if lang == "yaml"]
+
+
+def commands(program: str) -> list[str]:
+    """Every command line for ``program`` that README shows: in code blocks (with their continuation lines)
+    and in inline code that starts with the program's name."""
+    found: list[str] = []
+    for lang, body in BLOCKS:
+        if lang == "yaml":
+            continue
+        previous = False  # the line above is one of this program's commands
+        for line in body.splitlines():
+            text = line.split(" #", 1)[0].rstrip()
+            if text.startswith(program + " "):
+                found.append(text)
+                previous = True
+            elif previous and line[:1].isspace() and text.strip().startswith(("[", "-")):
+                found[-1] += " " + text.strip()  # a continuation line of the command above
+            else:
+                previous = False
+    found += [span for span in re.findall(r"`([^`\n]+)`", README) if span.startswith(program + " ")]
+    return found
+
+
+FMCLUSTER = commands("fmcluster")
+MAKE = commands("make")
+
+
+def test_readme_shows_commands_and_projects() -> None:
+    assert len(FMCLUSTER) > 20 and len(MAKE) > 5 and len(YAML_BLOCKS) >= 2
+
+
+@pytest.mark.parametrize("index", range(len(YAML_BLOCKS)))
+def test_every_yaml_block_validates_with_no_warning(index: int, tmp_path: Path) -> None:
+    path = tmp_path / f"readme-{index}.yaml"
+    path.write_text(YAML_BLOCKS[index], encoding="utf-8")
+    _, warnings = checks.validate(config.load(path))  # raises ConfigError, listing every error
+    assert [w.format() for w in warnings] == []
+
+
+def _resolve(line: str) -> tuple[Any, list[str]]:
+    """The (click) command a README line names, and the options it gives; fails on a subcommand that does not exist."""
+    command = typer.main.get_command(app)
+    for word in line.split()[1:]:
+        if not hasattr(command, "commands") or word.startswith(("-", "[")):
+            break
+        assert word in command.commands, f"{line!r}: {command.name or 'fmcluster'} has no command {word!r}"
+        command = command.commands[word]
+    options = re.findall(r"(?<![\w/.-])(--?[A-Za-z][\w-]*)", line)
+    return command, options
+
+
+@pytest.mark.parametrize("line", FMCLUSTER)
+def test_every_fmcluster_command_exists_with_its_options(line: str) -> None:
+    command, options = _resolve(line)
+    known = {opt for param in command.params for opt in (*param.opts, *param.secondary_opts)} | {"--help"}
+    assert [o for o in options if o not in known] == [], f"{line!r}: options {command.name} does not take"
+
+
+def test_a_misspelt_command_or_option_is_caught() -> None:
+    with pytest.raises(AssertionError):
+        _resolve("fmcluster capacity serch --count 2")
+    command, options = _resolve("fmcluster plan PROJECT --widest")
+    assert "--widest" in options and "--widest" not in {o for p in command.params for o in p.opts}
+
+
+def _make_targets() -> set[str]:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    return set(re.findall(r"^([A-Za-z][\w.-]*)\s*:(?!=)", makefile, re.M))
+
+
+@pytest.mark.parametrize("line", MAKE)
+def test_every_make_command_is_a_target(line: str) -> None:
+    words = [w for w in line.split()[1:] if "=" not in w]
+    assert words and all(w in _make_targets() for w in words), f"{line!r}: targets are {sorted(_make_targets())}"
