@@ -25,7 +25,7 @@ out = Console()
 ICONS: dict[str, type[Node]] = {
     "compute-group": EC2Instances, "head-node": EC2Instance, "nat": NATGateway, "endpoints": Endpoint,
     "fsx": FsxForLustre, "s3": SimpleStorageServiceS3Bucket, "prometheus": AmazonManagedPrometheus,
-    "grafana": AmazonManagedGrafana,
+    "grafana": AmazonManagedGrafana, "login": EC2Instance, "nvlink-domain": EC2Instances,
 }
 STYLE = {"mount": "darkgreen", "association": "darkorange", "metrics": "steelblue", "dashboards": "steelblue",
          "slurm": "gray40"}
