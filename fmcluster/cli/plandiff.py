@@ -121,8 +121,9 @@ def summary(against: str, comparison: Comparison) -> list[str]:
     """The verdict, then short lists: what is refused, what changes in place, what is replaced, added, removed."""
     refused = comparison.replacements
     if refused:
+        many = len(refused) != 1
         lines = [f"against {against}: REFUSED: deploying this would replace or lose {len(refused)} resource"
-                 f"{'s' if len(refused) != 1 else ''} that hold data (exit 3; --allow-replace once the data is copied)"]
+                 f"{'s that hold' if many else ' that holds'} data (exit 3; --allow-replace once the data is copied)"]
     else:
         lines = [f"against {against}: safe: no file system, association, bucket or workspace would be replaced"]
     sections = [("loses data", [r.format() for r in refused]),

@@ -49,7 +49,8 @@ def test_the_summary_starts_with_the_verdict_and_keeps_lists_short() -> None:
     many = plandiff.Comparison(replacements=[Replacement("demo-storage", "FileSystem", "AWS::FSx::FileSystem", "why")],
                                in_place=[plandiff.Change("demo-cluster", f"R{i}", "AWS::IAM::Role") for i in range(12)])
     lines = plandiff.summary("old.yaml", many)
-    assert lines[0].startswith("against old.yaml: REFUSED") and "exit 3" in lines[0]
+    assert lines[0].startswith("against old.yaml: REFUSED: deploying this would replace or lose 1 resource that holds data")
+    assert "exit 3" in lines[0]
     assert "  loses data (1):" in lines and "    demo-storage/FileSystem (AWS::FSx::FileSystem): why" in lines
     assert "  changes in place (12):" in lines and "    and 4 more (plan -o json lists them all)" in lines
     assert plandiff.summary("old.yaml", plandiff.Comparison([]))[:2] == [
