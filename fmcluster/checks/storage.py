@@ -137,10 +137,14 @@ def _time_share(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     else:
         tier = f" at {g.suggested_throughput_per_tib} MB/s per TiB" if g.suggested_throughput_per_tib else ""
         fix = f"FSx of {g.suggested_capacity_gib:,} GiB{tier} would bring it to {g.limit:.0%} or under"
-    yield Finding(("storage", "checkpoint", "interval_minutes"),
-        f"checkpoints take {g.share:.1%} of the cluster's wall time, over {g.limit:.0%}: "
-        f"{g.write_share:.1%} writing ({duration_text(g.write_seconds)} every "
-        f"{duration_text(g.interval_seconds)}){restoring}; {fix}",
+    if g.write_share >= 1:  # the next checkpoint would start before this one is written
+        found = (f"a checkpoint takes {duration_text(g.write_seconds)} to write, longer than the "
+                 f"{duration_text(g.interval_seconds)} between checkpoints: training would never run")
+    else:
+        found = (f"checkpoints take {g.share:.1%} of the cluster's wall time, over {g.limit:.0%}: "
+                 f"{g.write_share:.1%} writing ({duration_text(g.write_seconds)} every "
+                 f"{duration_text(g.interval_seconds)}){restoring}")
+    yield Finding(("storage", "checkpoint", "interval_minutes"), f"{found}; {fix}",
         "give FSx that size (storage_capacity_gib, throughput_per_tib), checkpoint less often, or write "
         "asynchronously / to local NVMe first (then suppress checkpoint-time-share)",
     )

@@ -134,3 +134,11 @@ def test_an_interval_out_of_range_is_refused(value: str) -> None:
     with pytest.raises(ConfigError) as refused:
         config.parse(BASE + f"storage:\n  checkpoint: {{parameters: 70e9, interval_minutes: {value}}}\n")
     assert any("interval_minutes" in p.path for p in refused.value.problems)
+
+
+def test_an_interval_shorter_than_the_write_says_so() -> None:
+    # 3,823 s per checkpoint every 30 min: the next would start before this one is written
+    _, found = checks.validate(config.parse(BASE + SLOW.replace("interval_minutes: 120", "interval_minutes: 30")))
+    [warning] = [w for w in found if w.check == "checkpoint-time-share"]
+    assert "a checkpoint takes 64 min to write, longer than the 30 min between checkpoints" in warning.message
+    assert "GiB at 1000 MB/s per TiB would bring it to 5% or under" in warning.message
