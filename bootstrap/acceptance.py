@@ -31,8 +31,10 @@ from fmcluster.plan import ClusterPlan, GroupPlan
 
 TEMPLATES_DIR = templates.ROOT / "acceptance"
 TESTS = ("all_reduce_perf", "all_gather_perf")
-DEFAULT_NCCL_TESTS_DIR = "/opt/nccl-tests/build"
-"""Where awsome-distributed-training's nccl-tests sbatch scripts look (``NCCL_TESTS_PATH``)."""
+BUILT_NCCL_TESTS_DIR = "${FMC_DIR}/nccl-tests/${FMC_GROUP}/build"
+"""Where the setup job builds nccl-tests (a shell expression the job scripts expand): the rendered folder, on
+storage every node sees. Used unless ``--image`` or ``--nccl-tests-dir`` says where the binaries are."""
+SETUP = {"slurm": "setup-nccl-tests.sbatch", "self-managed": "setup-nccl-tests.sh"}
 HEALTHCHECK_STEP = "steps/99-healthcheck.sh"
 
 
@@ -105,6 +107,8 @@ class Job:
     nvlinks_per_gpu: int | None
     domain_size: int | None
     tests: tuple[str, ...] = TESTS
+    setup: str | None = None
+    """The group's setup job that builds nccl-tests (None: the binaries come from an image or a given folder)."""
 
     @property
     def tasks_per_node(self) -> int:
@@ -115,16 +119,18 @@ class Job:
         return f"fmc-{self.scope}-{self.group}"
 
 
-def _jobs(t: Target, image: str | None, nccl_tests_dir: str) -> list[Job]:
+def _jobs(t: Target, image: str | None, nccl_tests_dir: str | None) -> list[Job]:
     g = t.group
+    slurm = t.partition is not None
+    setup = SETUP["slurm" if slurm else "self-managed"] if image is None and nccl_tests_dir is None else None
 
     def job(file: str, scope: str, nodes: int, description: str, tests: tuple[str, ...] = TESTS) -> Job:
         return Job(file, g.name, g.instance_type, t.flavour, t.gpus, scope, nodes, t.partition, t.constraint,
-                   t.gpus if t.gres else None, description, image, nccl_tests_dir, t.nvlinks_per_gpu, t.domain_size,
-                   tests)
+                   t.gpus if t.gres else None, description, image, nccl_tests_dir or BUILT_NCCL_TESTS_DIR,
+                   t.nvlinks_per_gpu, t.domain_size, tests, setup)
 
-    slurm = t.partition is not None
-    jobs = [job("node-checks.sbatch" if slurm else "node-checks.sh", "node", g.count, "per-node checks")]
+    jobs = [job(setup, "setup", 1, "build nccl-tests on one node", ())] if setup else []
+    jobs.append(job("node-checks.sbatch" if slurm else "node-checks.sh", "node", g.count, "per-node checks"))
     if not slurm:
         jobs.append(job("nccl-mpirun.sh", "group", g.count, "nccl-tests through mpirun"))
         return jobs
@@ -144,14 +150,16 @@ def _jobs(t: Target, image: str | None, nccl_tests_dir: str) -> list[Job]:
 
 
 TEMPLATE_OF = {"node-checks.sbatch": "node_checks.sbatch.j2", "node-checks.sh": "node_checks.sh.j2",
-               "nccl-mpirun.sh": "nccl_mpirun.sh.j2"}
+               "nccl-mpirun.sh": "nccl_mpirun.sh.j2", SETUP["slurm"]: "setup_nccl_tests.sh.j2",
+               SETUP["self-managed"]: "setup_nccl_tests.sh.j2"}
 
 
 def render_job(job: Job, cluster: ClusterPlan, fsx: FsxMount | None = None) -> str:
     """The text of one job script."""
     ctx = _context(cluster, job.group, job.flavour, fsx)
     name = TEMPLATE_OF.get(job.file, "nccl.sbatch.j2")
-    return _environment().get_template(name).render(job=job, ctx=ctx, v=ctx.versions)
+    return _environment().get_template(name).render(job=job, ctx=ctx, v=ctx.versions, nt=ctx.versions.nccl_tests,
+                                                    tests=TESTS)
 
 
 def _context(cluster: ClusterPlan, group: str, flavour: str, fsx: FsxMount | None):
@@ -168,16 +176,18 @@ class Rendered:
 
 
 def render_acceptance(cluster: ClusterPlan, out: Path, *, image: str | None = None,
-                      nccl_tests_dir: str = DEFAULT_NCCL_TESTS_DIR, fsx: FsxMount | None = None) -> Rendered:
+                      nccl_tests_dir: str | None = None, fsx: FsxMount | None = None) -> Rendered:
     """Write every group's job scripts, the bootstrap's health check beside them, README.md and
-    acceptance.json into ``out``; return the files and what to run."""
+    acceptance.json into ``out``; return the files and what to run. Without ``image`` or ``nccl_tests_dir``,
+    each group gets a setup job that builds nccl-tests into ``out`` (:data:`BUILT_NCCL_TESTS_DIR`)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "logs").mkdir(exist_ok=True)
-    files, manifest, steps = [], [], []
+    files, manifest, steps, all_jobs = [], [], [], []
     for t in targets(cluster):
         folder = out / t.group.name
         folder.mkdir(exist_ok=True)
         jobs = _jobs(t, image, nccl_tests_dir)
+        all_jobs += jobs
         for job in jobs:
             path = folder / job.file
             path.write_text(render_job(job, cluster, fsx), encoding="utf-8")
@@ -185,7 +195,8 @@ def render_acceptance(cluster: ClusterPlan, out: Path, *, image: str | None = No
             files.append(path)
         if t.partition is not None:  # the node checks run node-checks.sh on every node
             path = folder / "node-checks.sh"
-            path.write_text(render_job(_as_script(jobs[0]), cluster, fsx), encoding="utf-8")
+            checks = next(j for j in jobs if j.scope == "node")
+            path.write_text(render_job(_as_script(checks), cluster, fsx), encoding="utf-8")
             path.chmod(0o755)
             files.append(path)
         health = folder / "healthcheck.sh"
@@ -197,7 +208,7 @@ def render_acceptance(cluster: ClusterPlan, out: Path, *, image: str | None = No
                          "nvlinks_per_gpu": t.nvlinks_per_gpu, "partition": t.partition, "constraint": t.constraint,
                          "ultraserver_nodes": t.domain_size, "jobs": [asdict(j) | {"tests": list(j.tests)} for j in jobs]})
         steps.append(_steps(t, jobs))
-    text = _readme(cluster, steps)
+    text = _readme(cluster, steps, all_jobs)
     (out / "README.md").write_text(text, encoding="utf-8")
     (out / "acceptance.json").write_text(json.dumps({"project": cluster.project, "orchestrator": cluster.orchestrator,
                                                      "groups": manifest}, indent=2) + "\n", encoding="utf-8")
@@ -211,15 +222,26 @@ def _as_script(job: Job) -> Job:
 def _steps(t: Target, jobs: list[Job]) -> str:
     g = t.group
     lines = [f"## {g.name}: {g.count} x {g.instance_type}" + (f" (partition {t.partition})" if t.partition else ""), ""]
+    setup = next((j for j in jobs if j.scope == "setup"), None)
     if t.partition is not None:
-        lines += ["```"] + [f"sbatch {g.name}/{j.file}" for j in jobs] + ["```"]
+        lines.append("```")
+        if setup is not None:  # the others wait for the build (and are cancelled if it fails)
+            lines.append(f"setup=$(sbatch --parsable {g.name}/{setup.file})    # builds nccl-tests here, once")
+            lines += [f"sbatch {g.name}/{j.file}" if j.scope == "node" else
+                      f"sbatch --dependency=afterok:${{setup}} {g.name}/{j.file}" for j in jobs if j is not setup]
+        else:
+            lines += [f"sbatch {g.name}/{j.file}" for j in jobs]
+        lines.append("```")
         if g.count < 2:
             lines.append("One node: no NCCL run across nodes.")
         if t.domain_size is not None and g.count < 2 * t.domain_size:
             lines.append(f"One UltraServer ({t.domain_size} nodes) in this group: no cross-domain run (it needs two).")
     else:
         lines += ["No Slurm (orchestrator none): run these yourself (SSM, pdsh), from this folder on shared storage.",
-                  "```", f"bash {g.name}/node-checks.sh                      # on every node of {g.name}",
+                  "```"]
+        if setup is not None:
+            lines.append(f"bash {g.name}/{setup.file}                  # first, on one node: builds nccl-tests here")
+        lines += [f"bash {g.name}/node-checks.sh                      # on every node of {g.name}",
                   f"bash {g.name}/nccl-mpirun.sh group HOSTFILE       # on one node; HOSTFILE: the {g.count} hosts",
                   f"bash {g.name}/nccl-mpirun.sh pairs HOSTFILE       # a ring of node pairs (slow nodes)"]
         if t.domain_size is not None:
@@ -229,11 +251,18 @@ def _steps(t: Target, jobs: list[Job]) -> str:
     return "\n".join(lines)
 
 
-def _readme(cluster: ClusterPlan, steps: list[str]) -> str:
+def _readme(cluster: ClusterPlan, steps: list[str], jobs: list[Job]) -> str:
+    setup = next((j for j in jobs if j.scope == "setup"), None)
+    if setup is not None:
+        binaries = (f"nccl-tests: each group's setup job builds NVIDIA/nccl-tests (the version bootstrap/versions.yaml "
+                    f"pins, MPI=1) against the node's own CUDA, NCCL and MPI into nccl-tests/GROUP/build here; the "
+                    f"other jobs run those binaries.")
+    elif jobs and jobs[0].image:
+        binaries = f"nccl-tests: from the container image {jobs[0].image} (pyxis)."
+    else:
+        binaries = f"nccl-tests: the binaries in {jobs[0].nccl_tests_dir if jobs else '-'} on every node (built with MPI=1)."
     return "\n".join([
         f"# Acceptance jobs for {cluster.project} ({cluster.orchestrator})", "",
         ("Copy this folder to storage every node sees (e.g. the FSx for Lustre mount), `cd` into it, run what "
-        "follows, then `fmcluster acceptance report .` (exit 1 on a failed check). nccl-tests binaries: set "
-        f"FMC_IMAGE to a container image (pyxis) or build NVIDIA/nccl-tests with MPI=1 into FMC_NCCL_TESTS_DIR "
-        f"(default {DEFAULT_NCCL_TESTS_DIR}) on every node. Slow nodes: pairs more than "
-        f"{DEFAULT_MARGIN:.0%} below the median (`--margin`)."), "", *steps, ""])
+         f"follows, then `fmcluster acceptance report .` (exit 1 on a failed check). {binaries} Slow nodes: pairs "
+         f"more than {DEFAULT_MARGIN:.0%} below the median (`--margin`)."), "", *steps, ""])

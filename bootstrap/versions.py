@@ -194,6 +194,14 @@ class Pyxis(_Component):
     source: Artifact
 
 
+class NcclTests(_Frozen):
+    """NVIDIA/nccl-tests, built by the acceptance setup job (not a bootstrap component: not in the bundle)."""
+
+    version: str = Field(pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$")
+    commit: str = Field(pattern=r"^[0-9a-f]{40}$")
+    repository: str = Field(pattern=r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+\.git$")
+
+
 class LustreClient(_Frozen):
     al2023_package: str
     ubuntu_repo_url: str
@@ -218,6 +226,7 @@ class Versions(_Frozen):
     dcgm: Dcgm
     cuda: _Component
     nccl: _Component
+    nccl_tests: NcclTests
     gdrcopy: Gdrcopy
     node_exporter: NodeExporter
     prometheus: Prometheus

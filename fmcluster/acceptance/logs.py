@@ -18,7 +18,8 @@ from pathlib import Path
 
 HEADER = "FMC-ACCEPTANCE"
 END = "FMC-END"
-KINDS = ("nccl", "dcgm", "node")
+KINDS = ("nccl", "dcgm", "node", "build")
+"""``build``: the setup job that builds nccl-tests (templates/acceptance/setup_nccl_tests.sh.j2)."""
 MAX_LOG_BYTES = 64 * 1024 * 1024
 """A log larger than this is not an acceptance log (NCCL_DEBUG=INFO on 64 nodes stays far below)."""
 

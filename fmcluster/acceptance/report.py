@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fmcluster.acceptance.judge import NO_REFERENCE, Finding, Judge, size_label
-from fmcluster.acceptance.logs import AcceptanceError, find_logs, read_log
+from fmcluster.acceptance.logs import AcceptanceError, Log, find_logs, read_log
 from fmcluster.acceptance.pairs import DEFAULT_MARGIN, ring, slow_nodes
 
 
@@ -19,6 +19,7 @@ class Report:
     dcgm: list[dict[str, Any]] = field(default_factory=list)
     nodes: list[dict[str, Any]] = field(default_factory=list)
     slow: list[dict[str, Any]] = field(default_factory=list)
+    builds: list[dict[str, Any]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
 
     @property
@@ -27,7 +28,7 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         return {"passed": not self.failed, "margin": self.margin, "nccl": self.runs, "dcgm": self.dcgm,
-                "nodes": self.nodes, "slow_nodes": self.slow,
+                "nodes": self.nodes, "slow_nodes": self.slow, "builds": self.builds,
                 "findings": [{"level": f.level, "file": f.file, "message": f.message} for f in self.findings]}
 
 
@@ -50,9 +51,11 @@ def build_report(target: Path, margin: float = DEFAULT_MARGIN) -> Report:
             report.runs.append(judge.nccl(log))
         elif log.kind == "dcgm":
             report.dcgm.append(judge.dcgm(log))
+        elif log.kind == "build":
+            report.builds.append(_build(log, judge))
         else:
             report.nodes.extend(judge.nodes(log))
-    if not (report.runs or report.dcgm or report.nodes):
+    if not (report.runs or report.dcgm or report.nodes or report.builds):
         raise AcceptanceError(f"{target}: no acceptance logs among {len(skipped)} files: " + "; ".join(skipped[:3]))
     for message in skipped:
         judge.findings.append(Finding("note", message.split(":", 1)[0], "skipped: " + message.split(": ", 1)[-1]))
@@ -60,6 +63,19 @@ def build_report(target: Path, margin: float = DEFAULT_MARGIN) -> Report:
     _coverage(report, judge, root)
     report.findings = judge.findings
     return report
+
+
+def _build(log: Log, judge: Judge) -> dict[str, Any]:
+    """The setup job's nccl-tests build: failed or cut off, it fails the report, naming its log."""
+    entry = {"group": log.meta.get("group"), "host": ",".join(log.hosts), "version": log.meta.get("version"),
+             "rc": log.rc, "file": judge.name(log.path),
+             "said": [line[len("fmc-setup: "):] for line in log.lines if line.startswith("fmc-setup: ")]}
+    tail = next((line.strip()[:300] for line in reversed(log.lines) if line.strip()), "the log is empty")
+    if not log.ended:
+        judge.fail(log, f"the nccl-tests build was cut off (no FMC-END line): submit the setup job again ({tail})")
+    elif log.rc != 0:
+        judge.fail(log, f"the nccl-tests build failed (rc={log.rc}): {tail}")
+    return entry
 
 
 MANIFEST = "acceptance.json"
@@ -89,6 +105,11 @@ def _coverage(report: Report, judge: Judge, root: Path) -> None:
         name, nodes = group["group"], int(group["nodes"])
         where = f"group {name}"
         for job in group["jobs"]:
+            if job["scope"] == "setup":
+                if not any(b["group"] == name for b in report.builds):
+                    judge.findings.append(Finding("fail", where, f"no nccl-tests build log: submit {job['file']} first "
+                                                  "(the other jobs run what it builds)"))
+                continue
             if job["scope"] == "node":
                 for what, entries in (("node checks", report.nodes), ("dcgmi diag", report.dcgm)):
                     hosts = {e["host"] for e in entries if e["group"] == name}
@@ -178,6 +199,11 @@ def to_text(report: Report) -> str:
         tests = ", ".join(f"{k} {v}" for k, v in d["tests"].items()) or "no results"
         out.append(f"dcgmi diag {d['host']} (NVLinks expected per GPU: {d['nvlinks_expected'] or 'not set'}): {tests}")
     if report.dcgm:
+        out.append("")
+    for b in report.builds:
+        state = "ok" if b["rc"] == 0 else ("cut off" if b["rc"] is None else f"FAILED (rc={b['rc']})")
+        out.append(f"nccl-tests {b['version'] or '?'} build, group {b['group']} on {b['host'] or '?'}: {state}  ({b['file']})")
+    if report.builds:
         out.append("")
     for f in report.findings:
         out.append(f"{'FAIL' if f.level == 'fail' else 'note'}  {f.file}: {f.message}")

@@ -110,3 +110,41 @@ def _efa_connections(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
         "clients, so the nodes past that get no EFA path to it",
         "split the nodes over several EFA-enabled file systems, or set efa_enabled: false (Lustre over TCP)",
     )
+
+
+@check("checkpoint-interval-needs-fsx", "error")
+def _interval_without_fsx(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """interval_minutes is read against the planned file system's throughput; without one it would be ignored."""
+    ckpt = loaded.project.storage.checkpoint
+    if ckpt is not None and ckpt.interval_minutes is not None and plan.goodput is None:
+        where = "an existing file system, whose throughput" if plan.storage.fsx else "no FSx for Lustre, whose time"
+        yield Finding(("storage", "checkpoint", "interval_minutes"),
+            f"the checkpoint share of wall time is planned from the FSx the project creates; this project has "
+            f"{where} fmcluster does not know",
+            "remove interval_minutes (and node_failures_per_1000_node_days), or let the project create the file system",
+        )
+
+
+@check("checkpoint-time-share", "warning")
+def _time_share(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """Writing (and restoring) checkpoints takes more than TIME_SHARE_LIMIT of the wall time (fmcluster.plan.goodput)."""
+    g = plan.goodput
+    if g is None or not g.over_limit:
+        return
+    restoring = "" if g.restore_share is None else f" and {g.restore_share:.1%} restoring after failures"
+    if g.suggestion_unreachable:
+        fix = f"no file system up to fsx.max_capacity_gib brings it to {g.limit:.0%} ({g.suggestion_unreachable})"
+    else:
+        tier = f" at {g.suggested_throughput_per_tib} MB/s per TiB" if g.suggested_throughput_per_tib else ""
+        fix = f"FSx of {g.suggested_capacity_gib:,} GiB{tier} would bring it to {g.limit:.0%} or under"
+    if g.write_share >= 1:  # the next checkpoint would start before this one is written
+        found = (f"a checkpoint takes {duration_text(g.write_seconds)} to write, longer than the "
+                 f"{duration_text(g.interval_seconds)} between checkpoints: training would never run")
+    else:
+        found = (f"checkpoints take {g.share:.1%} of the cluster's wall time, over {g.limit:.0%}: "
+                 f"{g.write_share:.1%} writing ({duration_text(g.write_seconds)} every "
+                 f"{duration_text(g.interval_seconds)}){restoring}")
+    yield Finding(("storage", "checkpoint", "interval_minutes"), f"{found}; {fix}",
+        "give FSx that size (storage_capacity_gib, throughput_per_tib), checkpoint less often, or write "
+        "asynchronously / to local NVMe first (then suppress checkpoint-time-share)",
+    )

@@ -14,7 +14,7 @@ import typer
 
 from fmcluster import checks, config
 from fmcluster.acceptance import DEFAULT_MARGIN, AcceptanceError, build_report, to_text
-from fmcluster.bootstrap.acceptance import DEFAULT_NCCL_TESTS_DIR, render_acceptance
+from fmcluster.bootstrap.acceptance import render_acceptance
 from fmcluster.bootstrap.versions import BootstrapError
 from fmcluster.cli.bootstrap import _deployed_fsx
 from fmcluster.errors import ConfigError
@@ -37,9 +37,9 @@ def render_cmd(
     = Path("acceptance"),
     image: Annotated[str | None, typer.Option(
         "--image", help="Container image with nccl-tests, run through pyxis (srun --container-image).")] = None,
-    nccl_tests_dir: Annotated[str, typer.Option(
-        "--nccl-tests-dir", help="Where the nodes have nccl-tests binaries when no --image is given.")]
-    = DEFAULT_NCCL_TESTS_DIR,
+    nccl_tests_dir: Annotated[str | None, typer.Option(
+        "--nccl-tests-dir", help="Where the nodes already have nccl-tests binaries (built with MPI=1). Default: "
+                                 "a setup job per group builds them into OUT (submit it first).")] = None,
 ) -> None:
     """Write the acceptance jobs of PROJECT into OUT: per compute group, the node checks (GPUs, EFA,
     fi_info, the bootstrap's health check, dcgmi diag -r 2) and nccl-tests all_reduce/all_gather runs."""
@@ -52,7 +52,8 @@ def render_cmd(
     if image is not None and (not image.strip() or any(c in image for c in "'\"`$\\ \n")):
         typer.echo(f"--image {image!r}: give an image reference or a .sqsh path without quotes, spaces or $", err=True)
         raise typer.Exit(USAGE_EXIT)
-    if not nccl_tests_dir.startswith("/") or any(c in nccl_tests_dir for c in "'\"`$\\ \n"):
+    if nccl_tests_dir is not None and (not nccl_tests_dir.startswith("/")
+                                       or any(c in nccl_tests_dir for c in "'\"`$\\ \n")):
         typer.echo(f"--nccl-tests-dir {nccl_tests_dir!r}: give an absolute path without quotes, spaces or $", err=True)
         raise typer.Exit(USAGE_EXIT)
     cluster = plan.cluster

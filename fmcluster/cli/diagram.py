@@ -25,7 +25,7 @@ out = Console()
 ICONS: dict[str, type[Node]] = {
     "compute-group": EC2Instances, "head-node": EC2Instance, "nat": NATGateway, "endpoints": Endpoint,
     "fsx": FsxForLustre, "s3": SimpleStorageServiceS3Bucket, "prometheus": AmazonManagedPrometheus,
-    "grafana": AmazonManagedGrafana,
+    "grafana": AmazonManagedGrafana, "login": EC2Instance, "nvlink-domain": EC2Instances,
 }
 STYLE = {"mount": "darkgreen", "association": "darkorange", "metrics": "steelblue", "dashboards": "steelblue",
          "slurm": "gray40"}
@@ -60,8 +60,9 @@ def diagram(
     project: str = PROJECT_ARG,
     out_file: Path = typer.Option(None, "--out", help="A .png or .svg file. Default: PROJECT-diagram.png here."),
 ) -> None:
-    """Draw the project: VPC and subnets by zone, placement groups and nodes per group (GPUs, EFA), FSx and its S3
-    associations, the Slurm head node, Prometheus and Grafana. Needs graphviz's `dot`; calls no AWS.
+    """Draw the project: VPC and subnets by zone, placement groups and nodes per group (GPUs, EFA), each UltraServer's
+    NVLink domain, FSx and its S3 associations (a team's bucket drawn as itself), the Slurm head node or HyperPod's
+    controller and login group, Prometheus and Grafana. Needs graphviz's `dot`; calls no AWS.
 
     Example: fmcluster diagram default --out docs/default.png
     """

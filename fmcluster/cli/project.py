@@ -19,8 +19,10 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.util import load_yaml_guess_indent
 
-from fmcluster import checks, config, guard
+from fmcluster import checks, config
+from fmcluster.cli import plandiff
 from fmcluster.cli.awserrors import account_errors
+from fmcluster.cli.planservices import plan_json
 from fmcluster.cli.planview import print_plan
 from fmcluster.errors import ConfigError, Problem
 from fmcluster.plan import Plan
@@ -92,22 +94,28 @@ def plan(
     """
     loaded, the_plan, warnings = _load(project, output)
     quote = _quote(loaded, the_plan) if prices else None
-    replacements = None
+    comparison = None
     if against is not None:
         _load(against, output)  # report a broken OLD file as such
         # Heavy: CDK (and jsii's Node process) load only when a comparison needs synthesis.
         from fmcluster.stacks.app import synthesize
 
-        replacements = guard.check(project, against, synthesize)
+        comparison = plandiff.compare_files(project, against, synthesize)
+    replacements = None if comparison is None else comparison.replacements
     if output is Output.json:
-        data = the_plan.as_dict()
+        data = plan_json(the_plan)
         data["warnings"] = [w.as_dict() for w in warnings]
-        if replacements is not None:
-            data["replacements"] = [r.__dict__ for r in replacements]
+        if comparison is not None:
+            data["replacements"] = [r.__dict__ for r in comparison.replacements]
+            data["changes"] = comparison.as_dict()
         if quote is not None:
             data["prices"] = _quote_dict(quote)
         print(json.dumps(data, indent=2))
     else:
+        if comparison is not None and against is not None:  # the verdict first, the plan after it
+            for line in plandiff.summary(against, comparison):
+                out.print(line, highlight=False, markup=False, soft_wrap=True)
+            out.print()
         print_plan(the_plan, out, wide=wide, quote=quote)
     if replacements:
         for r in replacements:
@@ -116,9 +124,6 @@ def plan(
             err.print("refused: deploying this would replace stored data (hint: keep those settings, or pass "
                       "--allow-replace once you have copied the data off)", highlight=False, soft_wrap=True)
             raise typer.Exit(REPLACEMENT_EXIT)
-    elif replacements is not None and output is Output.text:
-        out.print(f"against {against}: no file system, association, bucket or workspace would be replaced",
-                  highlight=False)
 
 
 def _quote(loaded: config.LoadedProject, the_plan: Plan):  # -> fmcluster.aws.pricing.Quote

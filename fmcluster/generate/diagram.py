@@ -2,7 +2,10 @@
 
 Pure: nodes, nested clusters (VPC, zones, subnets, placement groups) and edges, with no drawing library.
 The command renders this model with ``diagrams`` (graphviz); the tests assert on the model, not pixels.
-One node per compute group, one edge per data repository association.
+One node per compute group, one edge per data repository association. An association to a bucket that
+is not the project's (a team's datasets, allowed by ``storage.external_buckets``) points at that bucket,
+drawn as itself. HyperPod draws its controller and login groups; a group of UltraServers (GB200) draws
+each UltraServer as its own box: one NVLink domain.
 """
 
 from __future__ import annotations
@@ -10,9 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from fmcluster.config.storage import S3_URI
+from fmcluster.generate import hyperpod
 from fmcluster.plan import GroupPlan, Plan
 
-Kind = Literal["compute-group", "head-node", "nat", "fsx", "s3", "prometheus", "grafana", "endpoints"]
+Kind = Literal["compute-group", "head-node", "login", "nvlink-domain", "nat", "fsx", "s3", "prometheus", "grafana",
+               "endpoints"]
 
 
 @dataclass(frozen=True)
@@ -80,14 +86,25 @@ def build(plan: Plan) -> Graph:
     groups = []
     for g in plan.groups:
         nodes.append(Node(f"group:{g.name}", "compute-group", group_label(g)))
-        groups.append(Cluster(_placement(g), (f"group:{g.name}",)))
+        groups.append(Cluster(_placement(g), (f"group:{g.name}",), _nvlink_domains(plan, g, nodes)))
 
     services: list[str] = []  # what sits in the services zone's subnet (the compute subnet in a regular zone)
-    head = plan.cluster.orchestrator == "parallelcluster"
-    if head:
+    if plan.cluster.orchestrator == "parallelcluster":
         nodes.append(Node("head", "head-node", f"Slurm head node\n{plan.cluster.pcluster_name}"))
         services.append("head")
         edges += [Edge("head", f"group:{g.name}", "slurm", "queue") for g in plan.groups]
+    elif plan.cluster.orchestrator == "hyperpod":
+        for ig in hyperpod.instance_groups(plan.cluster):
+            if ig.node_type == "Controller":
+                nodes.append(Node("head", "head-node", f"HyperPod controller ({ig.name})\n{ig.count} x "
+                                                       f"{ig.instance_type}\n{plan.cluster.hyperpod_name}"))
+                services.append("head")
+            elif ig.node_type == "Login":
+                nodes.append(Node("login", "login", f"login group ({ig.name})\n{ig.count} x {ig.instance_type}"))
+                services.append("login")
+        edges += [Edge("head", f"group:{g.name}", "slurm", "partition") for g in plan.groups]
+        if "login" in services:
+            edges.append(Edge("login", "head", "slurm", "sbatch"))
     if net.spec.interface_endpoints:
         nodes.append(Node("endpoints", "endpoints", "interface endpoints\n" + ", ".join(net.spec.interface_endpoints)))
         services.append("endpoints")
@@ -100,12 +117,13 @@ def build(plan: Plan) -> Graph:
         services.append("fsx")
         edges += [Edge(f"group:{g.name}", "fsx", "mount", st.spec.fsx.mount_path) for g in plan.groups]
     bucket = st.spec.bucket.existing_name or f"{plan.project} bucket"
-    nodes.append(Node("s3", "s3", f"S3\n{bucket}"))
+    nodes.append(Node("s3", "s3", f"S3\n{bucket}\n(the project's bucket)"))
     outside.append("s3")
     if st.fsx and st.created:
         for a in st.spec.fsx.associations:
             target = a.data_repository_path or f"s3://{bucket}{a.file_system_path}/"
-            edges.append(Edge("fsx", "s3", "association", f"{a.file_system_path} <-> {target}"))
+            edges.append(Edge("fsx", _bucket_node(a.data_repository_path, st.spec.bucket.existing_name, nodes, outside),
+                              "association", f"{a.file_system_path} <-> {target}"))
     obs = plan.observability
     if obs.enabled:
         nodes.append(Node("amp", "prometheus", "Amazon Managed\nPrometheus"))
@@ -135,6 +153,34 @@ def build(plan: Plan) -> Graph:
     vpc = Cluster(f"VPC {net.vpc_cidr}" if not net.existing else f"VPC {net.vpc_id} (existing)", (), tuple(zones))
     return Graph(f"{plan.project}: {plan.nodes:,} nodes, {plan.gpus:,} GPUs", tuple(nodes), (vpc,), tuple(edges),
                  tuple(outside))
+
+
+def _bucket_node(path: str | None, own: str | None, nodes: list[Node], outside: list[str]) -> str:
+    """The node an association points at: the project's bucket, or another bucket drawn as itself."""
+    match = S3_URI.match(path) if path else None
+    if match is None or match.group("bucket") == own:
+        return "s3"
+    name = match.group("bucket")
+    node_id = f"s3:{name}"
+    if node_id not in outside:
+        nodes.append(Node(node_id, "s3", f"S3\n{name}\n(external bucket)"))
+        outside.append(node_id)
+    return node_id
+
+
+def _nvlink_domains(plan: Plan, g: GroupPlan, nodes: list[Node]) -> tuple[Cluster, ...]:
+    """A group of UltraServers: one box per UltraServer, each one NVLink domain (with its own IMEX domain)."""
+    u = hyperpod.ultraserver(plan.cluster, g)
+    if u is None:
+        return ()
+    per_server = g.gpus // u.servers
+    domains = []
+    for i in range(1, u.servers + 1):
+        node_id = f"nvlink:{g.name}:{i}"
+        nodes.append(Node(node_id, "nvlink-domain", f"{u.instances_per_server} x {g.instance_type}\n"
+                                                    f"{per_server} GPUs on one NVLink fabric"))
+        domains.append(Cluster(f"NVLink domain: {u.type} {i} of {u.servers}", (node_id,)))
+    return tuple(domains)
 
 
 def _nat(nodes: list[Node], public_cidr: str | None, existing: bool) -> tuple[str, ...]:

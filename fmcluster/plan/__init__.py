@@ -14,12 +14,13 @@ from fmcluster.config.project import Project
 from fmcluster.plan import groups as _groups
 from fmcluster.plan.checkpoint_bound import CheckpointBound, plan_checkpoint_bound
 from fmcluster.plan.cluster import ClusterPlan
+from fmcluster.plan.goodput import CheckpointGoodput, plan_goodput
 from fmcluster.plan.groups import GroupPlan, NetworkInterface, efa_layout, plan_group
 from fmcluster.plan.network import NetworkPlan, plan_network
 from fmcluster.plan.observability import ObservabilityPlan
 from fmcluster.plan.storage import StoragePlan, plan_storage
 
-__all__ = ["CheckpointBound", "ClusterPlan", "GroupPlan", "NetworkInterface", "NetworkPlan", "ObservabilityPlan", "Plan",
+__all__ = ["CheckpointBound", "CheckpointGoodput", "ClusterPlan", "GroupPlan", "NetworkInterface", "NetworkPlan", "ObservabilityPlan", "Plan",
            "StoragePlan", "efa_layout", "make_plan"]
 
 _JSON_OMITS = {"network": ("project", "availability_zone_id", "spec"), "storage": ("project", "spec")}
@@ -37,6 +38,8 @@ class Plan:
     observability: ObservabilityPlan
     checkpoint_bound: CheckpointBound | None = None
     """Without a ``checkpoint:`` section: the largest checkpoint the GPUs' memory allows, and its write time."""
+    goodput: CheckpointGoodput | None = None
+    """With ``storage.checkpoint.interval_minutes``: the share of wall time spent on checkpoints."""
 
     @property
     def nodes(self) -> int:
@@ -73,6 +76,9 @@ class Plan:
         bound = self.checkpoint_bound
         data["storage"]["checkpoint_bound"] = None if bound is None else {
             **asdict(bound), "too_slow": bound.too_slow, "per_gpu_low": bound.per_gpu_low}
+        goodput = self.goodput
+        data["storage"]["goodput"] = None if goodput is None else {
+            **asdict(goodput), "share": goodput.share, "over_limit": goodput.over_limit}
         data["storage"]["units"] = {"MB": "10^6 bytes", "GB": "10^9 bytes", "TB": "10^12 bytes",
                                     "GiB": "2^30 bytes", "TiB": "2^40 bytes"}
         data["totals"] = {"nodes": self.nodes, "gpus": self.gpus, "bf16_pflops": self.bf16_pflops, "hbm_gb": self.hbm_gb}
@@ -121,4 +127,5 @@ def make_plan(project: Project) -> Plan:
             fsx=storage.fsx,
         ),
         checkpoint_bound=plan_checkpoint_bound(storage, hbm_gb, sum(g.gpus for g in groups)),
+        goodput=plan_goodput(storage, sum(g.count for g in groups), sum(g.gpus for g in groups)),
     )

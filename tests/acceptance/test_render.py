@@ -78,6 +78,7 @@ def test_slurm_jobs_request_the_right_nodes_gpus_and_partition(rendered):
         if project.orchestrator.type == "none":
             assert not sbatch, f"{name}: no Slurm without an orchestrator"
             assert all((target / g.name / "nccl-mpirun.sh").is_file() for g in project.compute_groups)
+            assert all((target / g.name / "setup-nccl-tests.sh").is_file() for g in project.compute_groups)
             assert "No Slurm" in (target / "README.md").read_text()
             continue
         for group in project.compute_groups:
@@ -86,12 +87,13 @@ def test_slurm_jobs_request_the_right_nodes_gpus_and_partition(rendered):
             ultra = max((u.instances - spares for u in itype.ultraservers if group.count % (u.instances - spares) == 0),
                         default=None)
             files = {p.name: sbatch_options(p.read_text()) for p in (target / group.name).glob("*.sbatch")}
-            expected_files = {"node-checks.sbatch", "nccl-pairs.sbatch"} | (
+            expected_files = {"setup-nccl-tests.sbatch", "node-checks.sbatch", "nccl-pairs.sbatch"} | (
                 {"nccl.sbatch"} if ultra is None else
                 {"nccl-in-domain.sbatch"} | ({"nccl-cross-domain.sbatch"} if group.count >= 2 * ultra else set()))
             assert set(files) == expected_files, name
             for file, opts in files.items():
-                nodes = {"nccl-in-domain.sbatch": ultra, "nccl-cross-domain.sbatch": 2 * (ultra or 0)}.get(file, group.count)
+                nodes = {"nccl-in-domain.sbatch": ultra, "nccl-cross-domain.sbatch": 2 * (ultra or 0),
+                         "setup-nccl-tests.sbatch": 1}.get(file, group.count)
                 assert opts["nodes"] == str(nodes), (name, file)
                 assert opts["ntasks-per-node"] == str(itype.gpus), (name, file)
                 assert opts["partition"] == expected_partition(project, group.name), (name, file)
@@ -196,11 +198,12 @@ def _submit(rendered, tmp_path: Path, file: str, env: dict[str, str]) -> subproc
 def test_missing_nccl_tests_binaries_fail_with_a_message_the_report_repeats(rendered, tmp_path: Path):
     proc = _submit(rendered, tmp_path, "nccl.sbatch", _sandbox(tmp_path, ["ip-10-1-0-11", "ip-10-1-0-12"]))
     assert proc.returncode == 1
-    assert "/opt/nccl-tests/build/all_reduce_perf is missing on a node" in proc.stderr
+    assert "acceptance/nccl-tests/gpu/build/all_reduce_perf is missing on a node" in proc.stderr
+    assert "submit gpu/setup-nccl-tests.sbatch first" in proc.stderr
     report = build_report(tmp_path / "acceptance/logs")
     # Besides the jobs never submitted here (the coverage findings, per group), the one failure is the setup's.
     (message,) = [f.message for f in report.findings if f.level == "fail" and not f.file.startswith("group ")]
-    assert message.startswith("no nccl-tests results (setup): /opt/nccl-tests/build/all_reduce_perf is missing")
+    assert message.startswith("no nccl-tests results (setup): ") and "nccl-tests/gpu/build/all_reduce_perf is missing" in message
     assert "ip-10-1-0-12: task 1" in message
 
 
@@ -227,7 +230,7 @@ def test_the_pairs_job_runs_the_ring_and_its_logs_pass_the_report(rendered, tmp_
     # The pairs pass; what fails is only that the other jobs of acceptance.json were never submitted.
     failed = sorted(f.message.split(":")[0] for f in report.findings if f.level == "fail")
     assert failed == ["dcgmi diag from 0 of 4 nodes", "group all_gather_perf", "group all_reduce_perf",
-                      "node checks from 0 of 4 nodes"], [f.message for f in report.findings]
+                      "no nccl-tests build log", "node checks from 0 of 4 nodes"], [f.message for f in report.findings]
     assert os.path.isdir(tmp_path / "acceptance/logs")
 
 
@@ -289,9 +292,15 @@ def test_the_report_fails_for_every_node_and_run_the_rendered_jobs_promised_but_
     def failed() -> list[str]:
         return sorted(f"{f.file}: {f.message}" for f in build_report(out).findings if f.level == "fail")
 
-    # The fixture has the node checks, both nodes' dcgmi diag and the one pair, but no run across the group.
+    # The fixture has the node checks, both nodes' dcgmi diag and the one pair, but no run across the group
+    # and no build log of the setup job.
     assert failed() == ["group train: group all_gather_perf: 0 of 1 run(s) left a log: submit nccl.sbatch (again)",
-                        "group train: group all_reduce_perf: 0 of 1 run(s) left a log: submit nccl.sbatch (again)"]
+                        "group train: group all_reduce_perf: 0 of 1 run(s) left a log: submit nccl.sbatch (again)",
+                        "group train: no nccl-tests build log: submit setup-nccl-tests.sbatch first (the other jobs "
+                        "run what it builds)"]
+    (out / "logs/setup-nccl-tests-train-1.log").write_text(
+        "FMC-ACCEPTANCE kind=build test=nccl-tests group=train instance_type=p5.48xlarge version=v2.19.6 hosts=a\n"
+        "fmc-setup: reused: nccl-tests/train/build already holds this build\nFMC-END rc=0\n")
     # The pair's log doubles as the group run (2 nodes: the pair is the group) -- then only a missing node is left.
     for test in ("all_reduce_perf", "all_gather_perf"):
         text = (fixture / "nccl-train-pair-1.log").read_text().replace("scope=pair", "scope=group")

@@ -65,10 +65,69 @@ def test_the_command_at_80_columns(narrow: None) -> None:
 def test_wide_keeps_one_table_row_per_group_with_every_column() -> None:
     text = render(GB200, width=200, wide=True)
     assert "…" not in text
-    for header in ("capacity GiB", "MB/s per TiB", "aggregate GB/s", "per GPU MB/s", "restore s", "target s"):
+    for header in ("capacity GiB", "MB/s per TiB", "aggregate GB/s", "per GPU MB/s", "write", "restore", "target"):
         assert header in text
-    assert re.search(r"nvl72a\s+│\s+p6e-gb200\.36xlarge\s+│\s+18\s+│\s+capacity-block \(no PG\)", text)
-    assert "<= 26.64 TB" in text  # the bound, marked as one
+    assert re.search(r"nvl72a\s+│\s+p6e-gb200\.36xlarge\s+│\s+18\s+│\s+capacity-block\s+│", text)
+    assert "<= 26.64 TB (all HBM)" in text  # the bound, marked as one
+    # times as durations, not raw seconds: 26.64 TB at 292.97 MB/s = 90,931 s = 25.3 h
+    assert re.search(r"│\s+25\.3 h\s+│\s+25\.3 h\s+│\s+60 min limit \(over\)", text)
+    assert "90,931" not in text
+
+
+NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
+
+
+@pytest.mark.parametrize("path", ALL_FILES, ids=[p.stem for p in ALL_FILES])
+def test_wide_shows_everything_the_default_view_does(path: Path) -> None:
+    """Every figure of the 80-column view is in --wide too, and every section and piece of advice."""
+    default, wide = render(path), render(path, width=200, wide=True)
+    missing = set(NUMBER.findall(default)) - set(NUMBER.findall(wide))
+    assert not missing, missing
+    for phrase in ("one node of each type", "Local Zone", "services subnet", "would meet it", "checkpoint share",
+                   "association /", "scheduler", "monitoring", "OS "):
+        assert (phrase in _flat(default)) <= (phrase in _flat(wide)), phrase
+
+
+def test_the_figure_comparison_can_fail() -> None:
+    """The per-type table left out of --wide (as it was) is seen by the test above."""
+    default = render(GB200)
+    wide = render(GB200, width=200, wide=True).replace("740", "").replace("8.00", "")
+    assert set(NUMBER.findall(default)) - set(NUMBER.findall(wide))
+
+
+def _wide_rows(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("│")]
+
+
+@pytest.mark.parametrize("path", ALL_FILES, ids=[p.stem for p in ALL_FILES])
+def test_wide_into_a_pipe_cuts_and_folds_nothing(path: Path) -> None:
+    """`plan --wide | cat`: not a terminal, 80 columns reported; the tables widen instead of cutting or folding."""
+    text = render(path, width=80, wide=True)
+    assert "…" not in text
+    plan, _ = checks.validate(config.load(path))
+    rows = _wide_rows(text)
+    # one line per table row: each group in the compute and EFA tables, each type, one FSx row when created
+    types = {g.instance_type for g in plan.groups}
+    assert len(rows) == 2 * len(plan.groups) + len(types) + (len(plan.groups) > 1) + bool(plan.storage.created)
+    for g in plan.groups:
+        assert re.search(rf"│ {re.escape(g.name)}\s+│ {re.escape(g.instance_type)}\s+│", text), g.name
+    if plan.storage.created:
+        assert any(plan.storage.deployment_type in r and "│" in r.split(plan.storage.deployment_type)[1] for r in rows)
+
+
+def test_wide_on_a_narrow_terminal_folds_and_never_cuts() -> None:
+    buffer = io.StringIO()
+    plan, _ = checks.validate(config.load(GB200))
+    print_plan(plan, Console(file=buffer, width=80, color_system=None, force_terminal=True), wide=True)
+    text = buffer.getvalue()
+    assert "…" not in text and max(len(line.rstrip()) for line in text.splitlines()) <= 80
+
+
+def test_the_wide_command_piped(narrow: None) -> None:
+    result = runner.invoke(app, ["plan", str(GB200), "--wide"])
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.stdout and "PERSISTENT_2" in result.stdout
+    assert re.search(r"│ nvl72a\s+│ p6e-gb200\.36xlarge\s+│", result.stdout)
 
 
 def test_gb200_figures_are_shown() -> None:
@@ -176,5 +235,19 @@ def test_the_plan_estimates_active_series_against_the_workspace_quota(monkeypatc
     assert "10,000,000 active series" in text and "OVER" not in text
     # GB200's vCPUs and drives are unconfirmed: the plan says what it left out instead of guessing.
     assert "plus its cpu and disk series (unconfirmed for p6e-gb200.36xlarge)" in _flat(render(GB200))
-    monkeypatch.setattr("fmcluster.cli.planview.AMP_ACTIVE_SERIES_QUOTA", 10_000)
+    monkeypatch.setattr("fmcluster.cli.planservices.AMP_ACTIVE_SERIES_QUOTA", 10_000)
     assert "OVER the quota: ask for an increase" in _flat(render(ROOT / "examples" / "p5-odcr.yaml"))
+
+
+def test_the_checkpoint_share_of_wall_time_is_shown(tmp_path: Path) -> None:
+    """interval_minutes: 30 on the p5en example: 47.8 s every 30 min = 2.7%, within 5%, in both views."""
+    path = tmp_path / "p5en.yaml"
+    path.write_text((ROOT / "examples" / "p5en-capacity-block.yaml").read_text().replace(
+        "    target_write_seconds: 60\n",
+        "    target_write_seconds: 60\n    interval_minutes: 30\n    node_failures_per_1000_node_days: 5\n"))
+    for text in (_flat(render(path)), _flat(render(path, width=200, wide=True))):
+        assert "checkpoint time 2.7% of wall time writing: 48 s every 30 min" in text
+        # 32 nodes x 5 / 1,000 = 0.16 a day: 0.16 x 47.8 s / 86,400 s and 0.16 x 900 s / 86,400 s
+        assert "0.16 node failures a day over 32 nodes: <0.1% restoring (48 s each), 0.2% redoing lost work" in text
+        assert "checkpoint share 2.7% writing and restoring (within 5%)" in text
+        assert re.search(r"under 5% from [\d,]+ GiB at \d+ MB/s per TiB \(the smallest file system\)", text)

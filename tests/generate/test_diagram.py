@@ -94,3 +94,49 @@ def test_the_command_refuses_other_formats(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("FMCLUSTER_PROJECTS_DIR", str(ROOT / "projects"))
     result = runner.invoke(app, ["diagram", "default", "--out", str(tmp_path / "x.pdf")])
     assert result.exit_code == 2 and "must end in .png or .svg" in result.stderr and not (tmp_path / "x.pdf").exists()
+
+
+def test_an_external_bucket_is_drawn_as_itself(tmp_path: Path) -> None:
+    from support import BASE
+    path = tmp_path / "demo.yaml"
+    path.write_text(BASE + """storage:
+  external_buckets: [team-datasets]
+  fsx:
+    associations:
+      - {file_system_path: /datasets, data_repository_path: "s3://team-datasets/llm/", export_events: []}
+      - {file_system_path: /checkpoints}
+""")
+    graph = graph_of(path)
+    by_path = {e.label.split(" <-> ")[0]: e.target for e in graph.edges_of_kind("association")}
+    assert by_path == {"/datasets": "s3:team-datasets", "/checkpoints": "s3"}
+    team = next(n for n in graph.nodes if n.id == "s3:team-datasets")
+    assert team.kind == "s3" and "team-datasets" in team.label and "external" in team.label
+    assert "s3:team-datasets" in graph.outside
+    assert "team-datasets" not in next(n for n in graph.nodes if n.id == "s3").label
+
+
+def test_hyperpod_draws_its_controller_login_group_and_nvlink_domains(tmp_path: Path) -> None:
+    text = (ROOT / "examples" / "p6e-gb200-hyperpod-training-plan.yaml").read_text()
+    path = tmp_path / "hp.yaml"
+    path.write_text(text.replace("count: 18", "count: 36").replace(
+        "  hyperpod:\n", "  hyperpod:\n    login: {instance_type: ml.m5.xlarge, count: 2}\n"))
+    graph = graph_of(path)
+    [controller] = graph.of_kind("head-node")
+    assert "HyperPod controller" in controller.label
+    [login] = graph.of_kind("login")
+    assert "2 x ml.m5.xlarge" in login.label
+    assert ("login", "head") in {(e.source, e.target) for e in graph.edges_of_kind("slurm")}
+    # 36 instances = two u-p6e-gb200x72 UltraServers: two NVLink-domain boxes of 18 instances, 72 GPUs each
+    domains = graph.of_kind("nvlink-domain")
+    assert len(domains) == 2 and all("18 x p6e-gb200.36xlarge" in d.label and "72 GPUs" in d.label for d in domains)
+    [vpc] = graph.clusters
+    boxes = labels(vpc)
+    assert "NVLink domain: u-p6e-gb200x72 1 of 2" in boxes and "NVLink domain: u-p6e-gb200x72 2 of 2" in boxes
+    parent = vpc.clusters[0]  # the controller and login sit in the parent zone's services subnet
+    services = next(c for c in parent.clusters if c.label.startswith("services subnet"))
+    assert {"head", "login"} <= set(services.nodes)
+
+
+def test_a_p5_group_has_no_nvlink_domain_box() -> None:
+    graph = graph_of(ROOT / "projects" / "default.yaml")
+    assert graph.of_kind("nvlink-domain") == []

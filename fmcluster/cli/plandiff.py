@@ -1,0 +1,142 @@
+"""``plan --against OLD``: the verdict, then what changes in place and what is replaced.
+
+The replacement guard (:mod:`fmcluster.guard`) judges the resources that hold data; this module lists
+every other difference between the two synthesized projects, so a reader sees the safe changes too:
+a resource whose changed properties are all updatable changes in place; one with a changed create-only
+property (the CloudFormation resource schemas cfn-lint ships, :func:`fmcluster.guard.create_only_paths`)
+is replaced by CloudFormation -- harmless for what holds no data (a launch template, a role).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fmcluster import config, guard
+
+SHOWN = 8
+"""Entries shown per list; the rest are counted ("and 5 more")."""
+
+IGNORED_TYPES = ("AWS::CDK::Metadata",)
+
+
+@dataclass(frozen=True)
+class Change:
+    stack: str
+    logical_id: str
+    type: str
+    properties: tuple[str, ...] = ()
+
+    def format(self) -> str:
+        what = f": {', '.join(self.properties)}" if self.properties else ""
+        return f"{self.stack}/{self.logical_id} ({self.type}){what}"
+
+
+@dataclass
+class Comparison:
+    replacements: list[guard.Replacement]
+    """What the guard refuses: data would be replaced, deleted, orphaned or an update refused."""
+    in_place: list[Change] = field(default_factory=list)
+    replaced: list[Change] = field(default_factory=list)
+    """Replaced by CloudFormation, holding no data (the guard's own findings are in ``replacements``)."""
+    added: list[Change] = field(default_factory=list)
+    removed: list[Change] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        def items(changes: list[Change]) -> list[dict]:
+            return [{"stack": c.stack, "logical_id": c.logical_id, "type": c.type, "properties": list(c.properties)}
+                    for c in changes]
+        return {"verdict": "refused" if self.replacements else "safe", "in_place": items(self.in_place),
+                "replaced": items(self.replaced), "added": items(self.added), "removed": items(self.removed)}
+
+
+def _changed(before: dict, after: dict) -> list[str]:
+    """Top-level properties (and policies) that differ."""
+    b, a = before.get("Properties", {}), after.get("Properties", {})
+    names = [k for k in sorted(set(b) | set(a)) if b.get(k) != a.get(k)]
+    names += [k for k in ("DeletionPolicy", "UpdateReplacePolicy", "DependsOn") if before.get(k) != after.get(k)]
+    return names
+
+
+def _at(resource: dict, path: str) -> object:
+    """The value at a schema path (``/properties/A/B``) of a template resource, or None."""
+    node: object = {"properties": resource.get("Properties", {})}
+    for part in path.strip("/").split("/"):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def differences(old: dict[str, dict], new: dict[str, dict], judged: set[tuple[str, str]]) -> Comparison:
+    """Every resource difference between two projects' templates, except those in ``judged`` (the guard's)."""
+    out = Comparison(replacements=[])
+    old_by_role = {name.rsplit("-", 1)[-1]: (name, t) for name, t in old.items()}
+    seen: set[tuple[str, str]] = set()
+    for stack, template in sorted(new.items()):
+        old_stack, old_template = old_by_role.get(stack.rsplit("-", 1)[-1], (stack, {}))
+        before_all = old_template.get("Resources", {})
+        for logical_id, after in sorted(template.get("Resources", {}).items()):
+            if after["Type"] in IGNORED_TYPES:
+                continue
+            before = before_all.get(logical_id)
+            seen.add((old_stack, logical_id))
+            if (old_stack, logical_id) in judged:
+                continue
+            if before is None or before["Type"] != after["Type"]:
+                out.added.append(Change(stack, logical_id, after["Type"]))
+                continue
+            props = _changed(before, after)
+            if not props:
+                continue
+            hit = tuple(path.removeprefix("/properties/") for path in guard.create_only_paths(after["Type"])
+                        if _at(before, path) != _at(after, path))
+            if hit:
+                out.replaced.append(Change(stack, logical_id, after["Type"], hit))
+            else:
+                out.in_place.append(Change(stack, logical_id, after["Type"], tuple(props)))
+    for stack, template in sorted(old.items()):
+        for logical_id, before in sorted(template.get("Resources", {}).items()):
+            if before["Type"] not in IGNORED_TYPES and (stack, logical_id) not in seen | judged:
+                out.removed.append(Change(stack, logical_id, before["Type"]))
+    return out
+
+
+def compare_files(new_ref: str | Path, old_ref: str | Path, synthesize: guard.Synthesize) -> Comparison:
+    """Synthesize both files once: the guard's verdict and every other difference."""
+    with tempfile.TemporaryDirectory() as tmp:
+        old = synthesize(old_ref, Path(tmp) / "old")
+        new = synthesize(new_ref, Path(tmp) / "new")
+    moved = guard.moved(config.load(old_ref).project, config.load(new_ref).project)
+    replacements = guard.compare(old, new, moved)
+    if moved is not None:
+        return Comparison(replacements=replacements)
+    found = differences(old, new, {(r.stack, r.logical_id) for r in replacements})
+    found.replacements = replacements
+    return found
+
+
+def summary(against: str, comparison: Comparison) -> list[str]:
+    """The verdict, then short lists: what is refused, what changes in place, what is replaced, added, removed."""
+    refused = comparison.replacements
+    if refused:
+        many = len(refused) != 1
+        lines = [f"against {against}: REFUSED: deploying this would replace or lose {len(refused)} resource"
+                 f"{'s that hold' if many else ' that holds'} data (exit 3; --allow-replace once the data is copied)"]
+    else:
+        lines = [f"against {against}: safe: no file system, association, bucket or workspace would be replaced"]
+    sections = [("loses data", [r.format() for r in refused]),
+                ("changes in place", [c.format() for c in comparison.in_place]),
+                ("replaced, holds no data", [c.format() for c in comparison.replaced]),
+                ("added", [c.format() for c in comparison.added]),
+                ("removed", [c.format() for c in comparison.removed])]
+    if not any(items for _, items in sections):
+        lines.append("  nothing changes")
+    for title, items in sections:
+        if items:
+            lines.append(f"  {title} ({len(items)}):")
+            lines += [f"    {item}" for item in items[:SHOWN]]
+            if len(items) > SHOWN:
+                lines.append(f"    and {len(items) - SHOWN} more (plan -o json lists them all)")
+    return lines

@@ -1,0 +1,76 @@
+"""`plan --against OLD`: the verdict first, then what changes in place and what is replaced."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support import BASE
+from typer.testing import CliRunner
+
+from fmcluster.cli import app, plandiff
+from fmcluster.guard import Replacement
+
+OLD = BASE + "storage:\n  fsx:\n    throughput_per_tib: 250\n"
+
+
+def _lt(name: str, version: str = "1") -> dict:
+    return {"Type": "AWS::EC2::LaunchTemplate",
+            "Properties": {"LaunchTemplateName": name, "LaunchTemplateData": {"ImageId": version}}}
+
+
+def test_differences_sort_updates_from_replacements() -> None:
+    fsx = {"Type": "AWS::FSx::FileSystem", "Properties": {"StorageCapacity": 1200, "SubnetIds": ["s"], "LustreConfiguration": {
+        "DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 250}}}
+    old = {"demo-storage": {"Resources": {"FileSystem": fsx, "CDKMetadata": {"Type": "AWS::CDK::Metadata"}}},
+           "demo-cluster": {"Resources": {"TrainLT": _lt("a"), "GoneLT": _lt("g"), "KeptLT": _lt("k")}}}
+    new = {"demo-storage": {"Resources": {"FileSystem": {**fsx, "Properties": {**fsx["Properties"],
+                                                                              "StorageCapacity": 2400, "LustreConfiguration": {
+        "DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 500}}},
+                                          "CDKMetadata": {"Type": "AWS::CDK::Metadata", "Properties": {"x": 1}}}},
+           "demo-cluster": {"Resources": {"TrainLT": _lt("b", "2"), "NewLT": _lt("n"), "KeptLT": _lt("k")}}}
+    found = plandiff.differences(old, new, set())
+    # a nested updatable property (the throughput) beside a create-only one (the deployment type) is an update
+    assert [c.format() for c in found.in_place] == [
+        "demo-storage/FileSystem (AWS::FSx::FileSystem): LustreConfiguration, StorageCapacity"]
+    # LaunchTemplateName is create-only in the CloudFormation schema: the template is replaced, not updated
+    assert [(c.logical_id, c.properties) for c in found.replaced] == [("TrainLT", ("LaunchTemplateName",))]
+    assert [c.logical_id for c in found.added] == ["NewLT"] and [c.logical_id for c in found.removed] == ["GoneLT"]
+
+
+def test_what_the_guard_judged_is_not_listed_twice() -> None:
+    old = {"demo-cluster": {"Resources": {"TrainLT": _lt("a")}}}
+    new = {"demo-cluster": {"Resources": {"TrainLT": _lt("b")}}}
+    assert plandiff.differences(old, new, {("demo-cluster", "TrainLT")}).replaced == []
+
+
+def test_the_summary_starts_with_the_verdict_and_keeps_lists_short() -> None:
+    many = plandiff.Comparison(replacements=[Replacement("demo-storage", "FileSystem", "AWS::FSx::FileSystem", "why")],
+                               in_place=[plandiff.Change("demo-cluster", f"R{i}", "AWS::IAM::Role") for i in range(12)])
+    lines = plandiff.summary("old.yaml", many)
+    assert lines[0].startswith("against old.yaml: REFUSED: deploying this would replace or lose 1 resource that holds data")
+    assert "exit 3" in lines[0]
+    assert "  loses data (1):" in lines and "    demo-storage/FileSystem (AWS::FSx::FileSystem): why" in lines
+    assert "  changes in place (12):" in lines and "    and 4 more (plan -o json lists them all)" in lines
+    assert plandiff.summary("old.yaml", plandiff.Comparison([]))[:2] == [
+        "against old.yaml: safe: no file system, association, bucket or workspace would be replaced",
+        "  nothing changes"]
+
+
+@pytest.mark.synth
+def test_the_command_prints_the_verdict_before_the_plan(tmp_path: Path) -> None:
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(OLD)
+    new.write_text(OLD.replace("throughput_per_tib: 250", "throughput_per_tib: 250\n    storage_capacity_gib: 2400"))
+    runner = CliRunner()
+    result = runner.invoke(app, ["plan", str(new), "--against", str(old)])
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert text.startswith(f"against {old}: safe")
+    assert "demo-storage/FileSystem (AWS::FSx::FileSystem): StorageCapacity" in text.split("compute groups")[0]
+    result = runner.invoke(app, ["plan", str(new), "--against", str(old), "-o", "json"])
+    changes = json.loads(result.stdout)["changes"]
+    assert changes["verdict"] == "safe"
+    assert {"stack": "demo-storage", "logical_id": "FileSystem", "type": "AWS::FSx::FileSystem",
+            "properties": ["StorageCapacity"]} in changes["in_place"]
