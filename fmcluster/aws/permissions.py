@@ -40,6 +40,7 @@ COMMAND_ACTIONS: dict[str, tuple[str, ...]] = {
         "grafana:DeleteWorkspaceServiceAccountToken",
     ),
     "hyperpod status": (
+        "cloudformation:DescribeStacks",  # the cluster's name: the NAME-cluster stack's HyperPodClusterArn output
         "sagemaker:DescribeCluster",
         "sagemaker:ListClusterNodes",
     ),

@@ -97,7 +97,7 @@ def build(plan: Plan) -> Graph:
         for ig in hyperpod.instance_groups(plan.cluster):
             if ig.node_type == "Controller":
                 nodes.append(Node("head", "head-node", f"HyperPod controller ({ig.name})\n{ig.count} x "
-                                                       f"{ig.instance_type}\n{plan.cluster.hyperpod_name}"))
+                                                       f"{ig.instance_type}\n{plan.cluster.hyperpod_name_prefix}-<subnet ID>"))
                 services.append("head")
             elif ig.node_type == "Login":
                 nodes.append(Node("login", "login", f"login group ({ig.name})\n{ig.count} x {ig.instance_type}"))

@@ -64,7 +64,7 @@ COMMANDS = [
             "ec2:DescribeCapacityBlockOfferings", has_project=False),
     Command("plan --prices", ["plan", PROJECT, "--prices"], "pricing:GetProducts"),
     Command("dashboards push", ["dashboards", "push", PROJECT], "cloudformation:DescribeStacks"),
-    Command("hyperpod status", ["hyperpod", "status", HYPERPOD], "sagemaker:DescribeCluster"),
+    Command("hyperpod status", ["hyperpod", "status", HYPERPOD], "cloudformation:DescribeStacks"),
     Command("parallelcluster config --from-stacks", ["parallelcluster", "config", PCLUSTER, "--from-stacks", "--out", "{tmp}/c.yaml"],
             "cloudformation:DescribeStacks"),
 ]

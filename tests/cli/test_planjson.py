@@ -52,7 +52,7 @@ def test_json_has_every_section_of_the_text(path: Path) -> None:
             assert ", ".join(role["exporters"]) in text
         assert f"~{monitoring['active_series']['gpu_nodes_total']:,}" in text
     for association in data["storage"]["associations"]:
-        assert f"association {association['file_system_path']}" in text
+        assert association["words"][0] in text  # "/datasets <-> s3://... (whose bucket)", the plan's own words
 
 
 def test_associations_carry_their_events_and_their_bucket(tmp_path: Path) -> None:
@@ -70,12 +70,14 @@ def test_associations_carry_their_events_and_their_bucket(tmp_path: Path) -> Non
     [team, own] = _json(path)["storage"]["associations"]
     assert team == {"file_system_path": "/datasets", "data_repository_path": "s3://team-datasets/llm/",
                     "external": True, "import_events": ["NEW", "CHANGED"], "export_events": [],
-                    "batch_import_on_create": True}
-    assert own["data_repository_path"] == "the project bucket, prefix checkpoints/" and not own["external"]
-    assert own["export_events"] == ["NEW", "CHANGED", "DELETED"]
+                    "batch_import_on_create": True, "exports_deletions": False,
+                    "words": team["words"]}
+    assert team["words"][-1] == "to S3: exports nothing (import only)"
+    assert own["data_repository_path"] == "s3://<the demo-storage bucket>/checkpoints/" and not own["external"]
+    assert own["export_events"] == ["NEW", "CHANGED"] and not own["exports_deletions"]  # deletions only when asked
     text = _text(path)
-    assert ("association /datasets s3://team-datasets/llm/ (an external bucket); imports NEW, CHANGED; exports "
-            "nothing") in text
+    assert "/datasets <-> s3://team-datasets/llm/ (a bucket the project does not own)" in text
+    assert "deleting a file under /checkpoints leaves it in s3://<the demo-storage bucket>/checkpoints/" in text
 
 
 def test_json_carries_the_checkpoint_goodput(tmp_path: Path) -> None:

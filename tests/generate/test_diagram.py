@@ -118,7 +118,7 @@ def test_an_external_bucket_is_drawn_as_itself(tmp_path: Path) -> None:
 def test_hyperpod_draws_its_controller_login_group_and_nvlink_domains(tmp_path: Path) -> None:
     text = (ROOT / "examples" / "p6e-gb200-hyperpod-training-plan.yaml").read_text()
     path = tmp_path / "hp.yaml"
-    path.write_text(text.replace("count: 18", "count: 36").replace(
+    path.write_text(text.replace("count: 17", "count: 34").replace(
         "  hyperpod:\n", "  hyperpod:\n    login: {instance_type: ml.m5.xlarge, count: 2}\n"))
     graph = graph_of(path)
     [controller] = graph.of_kind("head-node")
@@ -126,9 +126,10 @@ def test_hyperpod_draws_its_controller_login_group_and_nvlink_domains(tmp_path: 
     [login] = graph.of_kind("login")
     assert "2 x ml.m5.xlarge" in login.label
     assert ("login", "head") in {(e.source, e.target) for e in graph.edges_of_kind("slurm")}
-    # 36 instances = two u-p6e-gb200x72 UltraServers: two NVLink-domain boxes of 18 instances, 72 GPUs each
+    # 34 instances = two u-p6e-gb200x72 UltraServers of 17 usable instances (the plan keeps one spare each):
+    # two NVLink-domain boxes of 17 instances, 68 GPUs each
     domains = graph.of_kind("nvlink-domain")
-    assert len(domains) == 2 and all("18 x p6e-gb200.36xlarge" in d.label and "72 GPUs" in d.label for d in domains)
+    assert len(domains) == 2 and all("17 x p6e-gb200.36xlarge" in d.label and "68 GPUs" in d.label for d in domains)
     [vpc] = graph.clusters
     boxes = labels(vpc)
     assert "NVLink domain: u-p6e-gb200x72 1 of 2" in boxes and "NVLink domain: u-p6e-gb200x72 2 of 2" in boxes
