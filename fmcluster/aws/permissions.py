@@ -39,6 +39,9 @@ COMMAND_ACTIONS: dict[str, tuple[str, ...]] = {
         "grafana:CreateWorkspaceServiceAccountToken",
         "grafana:DeleteWorkspaceServiceAccountToken",
     ),
+    "deploy": (
+        "cloudformation:GetTemplate",  # the deployed templates the replacement guard compares with
+    ),
     "hyperpod status": (
         "cloudformation:DescribeStacks",  # the cluster's name: the NAME-cluster stack's HyperPodClusterArn output
         "sagemaker:DescribeCluster",

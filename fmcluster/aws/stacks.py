@@ -5,6 +5,7 @@ The output keys are :mod:`fmcluster.contracts`'s, the same the stacks write.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -88,3 +89,20 @@ def grafana_workspace_id(cfn: Any, project: str) -> str:
         raise StackOutputsError(f"stack {name} has no output {GRAFANA_WORKSPACE_OUTPUT} (is Grafana enabled? "
                                 "or pass --workspace-id)")
     return outputs[GRAFANA_WORKSPACE_OUTPUT]
+
+
+def deployed_templates(cfn: Any, stack_names: list[str]) -> dict[str, dict]:
+    """The templates CloudFormation holds for those of ``stack_names`` that are deployed (``GetTemplate``; a stack
+    not deployed yet is left out: a first deploy compares with nothing)."""
+    found: dict[str, dict] = {}
+    for name in stack_names:
+        try:
+            body = cfn.get_template(StackName=name, TemplateStage="Original")["TemplateBody"]
+        except ClientError as exc:
+            if is_account_problem(exc):
+                raise
+            if "does not exist" in str(exc.response.get("Error", {}).get("Message", "")):
+                continue  # not deployed yet
+            raise
+        found[name] = json.loads(body) if isinstance(body, str) else dict(body)
+    return found

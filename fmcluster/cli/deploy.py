@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -26,32 +25,17 @@ import typer
 from rich.markup import escape
 
 from fmcluster import guard
+from fmcluster.cli.awserrors import account_errors
 from fmcluster.cli.project import PROJECT_ARG, REPLACEMENT_EXIT, Output, _load, err, out
 
 CDK_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
-def cloudformation(region: str | None) -> Any:
-    """The boto3 CloudFormation client of this command (one place, so it can move to a shared session)."""
-    import boto3  # boto3 loads only for the commands that call AWS
+def aws(loaded: Any) -> Any:
+    """This command's AWS session (:mod:`fmcluster.aws.session`: its Region, bounded waits and one-line errors)."""
+    from fmcluster.aws.session import aws_session  # boto3 loads only for the commands that call AWS
 
-    return boto3.client("cloudformation", region_name=region) if region else boto3.client("cloudformation")
-
-
-def deployed_templates(cfn: Any, stack_names: list[str]) -> dict[str, dict]:
-    """The templates CloudFormation holds for those of ``stack_names`` that are deployed (``GetTemplate``)."""
-    from botocore.exceptions import ClientError  # with boto3, above
-
-    found: dict[str, dict] = {}
-    for name in stack_names:
-        try:
-            body = cfn.get_template(StackName=name, TemplateStage="Original")["TemplateBody"]
-        except ClientError as exc:
-            if "does not exist" in str(exc.response.get("Error", {}).get("Message", "")):
-                continue  # not deployed yet
-            raise
-        found[name] = json.loads(body) if isinstance(body, str) else dict(body)
-    return found
+    return aws_session(loaded.project, command="deploy")
 
 
 def cdk_command(project: str, args: list[str]) -> tuple[list[str], Path]:
@@ -81,19 +65,17 @@ def deploy(
     project file, 3 when the deployed stacks would lose data (unless --allow-replace), else cdk's exit status.
     """
     loaded, _, _ = _load(project, Output.text)
-    from botocore.exceptions import BotoCoreError, ClientError  # boto3's, loaded for this command only
-
     # Heavy: CDK (and jsii's Node process) load only for the comparison.
     from fmcluster.stacks.app import synthesize
 
     with tempfile.TemporaryDirectory() as tmp:
         new = synthesize(project, Path(tmp) / "cdk.out")
-    try:
-        old = deployed_templates(cloudformation(loaded.project.region), sorted(new))
-    except (BotoCoreError, ClientError) as exc:
-        err.print(f"error: cannot read the deployed stacks: {exc} (hint: set AWS credentials and a Region, or "
-                  "`region:` in the project)", highlight=False, markup=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+    with account_errors():  # one line, exit 1 (the account or the network) or 2 (bad input)
+        from fmcluster.aws.stacks import deployed_templates  # boto3, as above
+
+        session = aws(loaded)
+        with session.errors():
+            old = deployed_templates(session.client("cloudformation"), sorted(new))
     replacements = guard.compare(old, new)
     if replacements:
         for r in replacements:

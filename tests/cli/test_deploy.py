@@ -5,6 +5,7 @@ Here with botocore's Stubber for GetTemplate and the CDK CLI's command line capt
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -42,6 +43,20 @@ def run_cdk(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return calls
 
 
+class _Session:
+    """The session's shape (``client``, ``errors``) around one stubbed client."""
+
+    def __init__(self, client) -> None:
+        self._client = client
+
+    def client(self, name: str):
+        assert name == "cloudformation"
+        return self._client
+
+    def errors(self):
+        return contextlib.nullcontext()
+
+
 def _stub(monkeypatch: pytest.MonkeyPatch, templates: dict[str, dict], names: list[str]) -> Stubber:
     client = boto3.client("cloudformation", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     stub = Stubber(client)
@@ -53,7 +68,7 @@ def _stub(monkeypatch: pytest.MonkeyPatch, templates: dict[str, dict], names: li
             stub.add_client_error("get_template", "ValidationError", f"Stack with id {name} does not exist",
                                   expected_params=params)
     stub.activate()
-    monkeypatch.setattr(cli, "cloudformation", lambda region: client)
+    monkeypatch.setattr(cli, "aws", lambda loaded: _Session(client))
     return stub
 
 
@@ -96,6 +111,6 @@ def test_a_first_deploy_compares_with_nothing(deployed, run_cdk, monkeypatch, tm
 
 
 def test_a_bad_project_file_exits_2_without_aws(run_cdk, monkeypatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(cli, "cloudformation", lambda region: pytest.fail("no AWS call for a bad file"))
+    monkeypatch.setattr(cli, "aws", lambda loaded: pytest.fail("no AWS call for a bad file"))
     result = _deploy(tmp_path, BASE.replace("count: 2", "count: 0"), "--all")
     assert result.exit_code == 2 and "compute_groups[0].count" in result.output and run_cdk == []
