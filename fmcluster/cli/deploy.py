@@ -22,11 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.markup import escape
 
 from fmcluster import guard
 from fmcluster.cli.awserrors import account_errors
-from fmcluster.cli.project import PROJECT_ARG, REPLACEMENT_EXIT, Output, _load, err, out
+from fmcluster.cli.project import PROJECT_ARG, Output, _load, err, out, refuse_replacements
 
 CDK_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True}
 
@@ -77,18 +76,11 @@ def deploy(
         with session.errors():
             old = deployed_templates(session.client("cloudformation"), sorted(new))
     replacements = guard.compare(old, new)
-    if replacements:
-        for r in replacements:
-            err.print(f"[red]replaces[/]: {escape(r.format())}", highlight=False, soft_wrap=True)
-        if not allow_replace:
-            err.print("refused: deploying this would replace stored data (hint: keep those settings, or pass "
-                      "--allow-replace once you have copied the data off)", highlight=False, soft_wrap=True)
-            raise typer.Exit(REPLACEMENT_EXIT)
-    elif old:
+    refuse_replacements(replacements, allow_replace)  # exit 3 here unless --allow-replace
+    if not replacements:
         out.print(f"deployed stacks {', '.join(sorted(old))}: no file system, association, bucket or workspace "
-                  "would be replaced", highlight=False, soft_wrap=True)
-    else:
-        out.print("no stack of this project is deployed yet: nothing to compare", highlight=False, soft_wrap=True)
+                  "would be replaced" if old else "no stack of this project is deployed yet: nothing to compare",
+                  highlight=False, soft_wrap=True)
     command, cwd = cdk_command(project, list(ctx.args))
     out.print(f"$ {' '.join(command)}", highlight=False, markup=False, soft_wrap=True)
     raise typer.Exit(subprocess.run(command, cwd=cwd, env=os.environ.copy(), check=False).returncode)

@@ -117,13 +117,18 @@ def plan(
                 out.print(line, highlight=False, markup=False, soft_wrap=True)
             out.print()
         print_plan(the_plan, out, wide=wide, quote=quote)
-    if replacements:
-        for r in replacements:
-            err.print(f"[red]replaces[/]: {escape(r.format())}", highlight=False, soft_wrap=True)
-        if not allow_replace:
-            err.print("refused: deploying this would replace stored data (hint: keep those settings, or pass "
-                      "--allow-replace once you have copied the data off)", highlight=False, soft_wrap=True)
-            raise typer.Exit(REPLACEMENT_EXIT)
+    refuse_replacements(replacements, allow_replace)
+
+
+def refuse_replacements(replacements: list | None, allow_replace: bool) -> None:
+    """Print each replacement the guard found; exit 3 unless ``--allow-replace`` (``plan --against`` and ``deploy``).
+    ``None``: nothing was compared."""
+    for r in replacements or ():
+        err.print(f"[red]replaces[/]: {escape(r.format())}", highlight=False, soft_wrap=True)
+    if replacements and not allow_replace:
+        err.print("refused: deploying this would replace stored data (hint: keep those settings, or pass "
+                  "--allow-replace once you have copied the data off)", highlight=False, soft_wrap=True)
+        raise typer.Exit(REPLACEMENT_EXIT)
 
 
 def _quote(loaded: config.LoadedProject, the_plan: Plan):  # -> fmcluster.aws.pricing.Quote
