@@ -41,7 +41,7 @@ LIMITS: dict[Flavour, Limit] = {
         "(aws-parallelcluster-cookbook #3175) speaks of 2100 s: the smaller is used"),
     "hyperpod": Limit(
         None, "HyperPod lifecycle script limit", "unconfirmed: no public source states how long HyperPod waits for "
-        "OnCreate before it fails the node", unconfirmed=True),
+        "OnInitComplete before it fails the node", unconfirmed=True),
     "self-managed": Limit(None, "none", "self-managed nodes have no scheduler waiting on them"),
 }
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from fmcluster.bootstrap.context import BootstrapContext, FsxMount, context_for
 from fmcluster.bootstrap.render import (
     ENTRY_NAME,
+    HEAD_NODE_BUNDLE,
     dispatcher_script,
     entry_script,
     render_bundle,
@@ -76,10 +77,6 @@ def render_group_bundles(cluster: ClusterPlan, fsx: MountContract | None, fsx_at
         path = _fresh(out_dir / group.name)
         bundles[group.name] = GroupBundle(group.name, path, ctx, render_bundle(ctx, path).sums_sha256, boot_env)
     return bundles
-
-
-HEAD_NODE_BUNDLE = "head-node"
-"""ParallelCluster: the folder (and dispatcher key) of the head node's bundle, beside the instance types'."""
 
 
 def render_dispatched_bundles(cluster: ClusterPlan, out_dir: Path) -> DispatchedBundles:

@@ -139,7 +139,6 @@ class ImageProfile(_Frozen):
         flip = self.unconfirmed(arch)
         if comps.efa.ofi_nccl.unconfirmed:
             flip.append("ofi_nccl")
-            written["ofi_nccl"] = True
         if flip:
             out.append(("unconfirmed-flipped", written | {n: not written[n] for n in flip}))
         return out

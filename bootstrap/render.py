@@ -230,6 +230,10 @@ def render_bundle(ctx: BootstrapContext, out_dir: Path | str) -> Manifest:
     return manifest
 
 
+HEAD_NODE_BUNDLE = "head-node"
+"""ParallelCluster: the folder (and dispatcher key) of the head node's bundle, beside the instance types'."""
+
+
 def dispatcher_script(project: str, sums_by_instance_type: dict[str, str]) -> str:
     """One script for nodes of several instance types: fetches an archive holding one bundle per
     instance type (each in a folder named after it), checks this node's bundle against its
@@ -238,4 +242,5 @@ def dispatcher_script(project: str, sums_by_instance_type: dict[str, str]) -> st
         if not re.fullmatch(r"[a-z0-9.-]+", itype) or not re.fullmatch(r"[0-9a-f]{64}", digest):
             raise BootstrapError(f"dispatcher: bad bundle entry {itype!r}: {digest!r}")
     return _environment().get_template("dispatch.sh.j2").render(
-        project=project, sums=sorted(sums_by_instance_type.items()), entry=ENTRY_NAME)
+        project=project, sums=sorted(sums_by_instance_type.items()), entry=ENTRY_NAME,
+        head_bundle=HEAD_NODE_BUNDLE)

@@ -105,7 +105,8 @@ def create_only_paths(resource_type: str) -> list[str]:
     return list(schema.get("createOnlyProperties", [])) + list(SCHEMA_GAPS.get(resource_type, {}))
 
 
-def _get(properties: dict[str, Any], path: str) -> Any:
+def value_at(properties: dict[str, Any], path: str) -> Any:
+    """The value at a schema path (``/properties/A/B``) of a resource's properties, or None."""
     node: Any = {"properties": properties}
     for part in path.strip("/").split("/"):
         if not isinstance(node, dict) or part not in node:
@@ -158,7 +159,8 @@ def _exports(templates: dict[str, dict]) -> dict[tuple[str, Any], tuple[str, str
     return out
 
 
-def _role(stack_name: str) -> str:
+def stack_role(stack_name: str) -> str:
+    """``NAME-storage`` -> ``storage``: what a stack is, whatever the project is called."""
     return stack_name.rsplit("-", 1)[-1]
 
 
@@ -186,12 +188,12 @@ def compare(old: dict[str, dict], new: dict[str, dict], moved: str | None = None
     orphan or fail to update. ``moved`` says why NEW goes to other stacks (then each one gets a second copy)."""
     if moved is not None:
         return _copies(old, moved)
-    new_by_role = {_role(name): (name, t) for name, t in new.items()}
+    new_by_role = {stack_role(name): (name, t) for name, t in new.items()}
     replaced: dict[tuple[str, str], str] = {}  # (old stack, logical id) -> why
     refused: dict[tuple[str, str], str] = {}  # updates the service refuses: nothing is replaced, nothing spreads
 
     for stack, template in old.items():
-        counterpart = new_by_role.get(_role(stack))
+        counterpart = new_by_role.get(stack_role(stack))
         new_resources = counterpart[1].get("Resources", {}) if counterpart else {}
         for logical_id, resource in template.get("Resources", {}).items():
             kind = resource["Type"]
@@ -202,19 +204,19 @@ def compare(old: dict[str, dict], new: dict[str, dict], moved: str | None = None
                 continue
             before_p, after_p = resource.get("Properties", {}), after.get("Properties", {})
             for path in create_only_paths(kind):
-                a, b = _get(before_p, path), _get(after_p, path)
+                a, b = value_at(before_p, path), value_at(after_p, path)
                 if a != b:
                     prop = path.removeprefix("/properties/")
                     replaced[(stack, logical_id)] = f"{prop} changes from {_show(a)} to {_show(b)}"
                     break
             else:
                 for (rtype, path), (condition, why) in UPDATE_REFUSED.items():
-                    a, b = _get(before_p, path), _get(after_p, path)
-                    if kind == rtype and a != b and _get(before_p, condition) is True:
+                    a, b = value_at(before_p, path), value_at(after_p, path)
+                    if kind == rtype and a != b and value_at(before_p, condition) is True:
                         refused[(stack, logical_id)] = (
                             f"{path.removeprefix('/properties/')} changes from {_show(a)} to {_show(b)}: {why}")
                 for (rtype, path), why in SHRINK_REPLACES.items():
-                    a, b = _get(before_p, path), _get(after_p, path)
+                    a, b = value_at(before_p, path), value_at(after_p, path)
                     if kind == rtype and isinstance(a, int) and isinstance(b, int) and b < a:
                         replaced[(stack, logical_id)] = f"{path.removeprefix('/properties/')} shrinks from {a} to {b}: {why}"
 
@@ -229,7 +231,7 @@ def compare(old: dict[str, dict], new: dict[str, dict], moved: str | None = None
                 if not judged or (stack, logical_id) in replaced:
                     continue
                 for path in create_only_paths(resource["Type"]):
-                    for kind, ref in _references(_get(resource.get("Properties", {}), path)):
+                    for kind, ref in _references(value_at(resource.get("Properties", {}), path)):
                         target = (stack, ref) if kind == "local" else exports.get((kind, ref))
                         if target in replaced:
                             prop = path.removeprefix("/properties/")
@@ -259,11 +261,11 @@ def _custom_named(old: dict[str, dict], new_by_role: dict[str, tuple[str, dict]]
     for (stack, logical_id) in replaced:
         resource = old[stack]["Resources"][logical_id]
         path = CUSTOM_NAMES.get(resource["Type"])
-        counterpart = new_by_role.get(_role(stack))
+        counterpart = new_by_role.get(stack_role(stack))
         after = counterpart[1].get("Resources", {}).get(logical_id) if counterpart else None
         if path is None or after is None or after["Type"] != resource["Type"]:
             continue
-        name, new_name = _get(resource.get("Properties", {}), path), _get(after.get("Properties", {}), path)
+        name, new_name = value_at(resource.get("Properties", {}), path), value_at(after.get("Properties", {}), path)
         if name is None or name != new_name:
             continue
         moves = any(((stack, ref) if kind == "local" else exports.get((kind, ref))) in replaced

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fmcluster import catalog
+from fmcluster.aws import INPUT_EXIT  # a bad argument: refused before any AWS call, like a bad project file
 from fmcluster.cli.awserrors import account_errors
 from fmcluster.cli.project import OUTPUT_OPT, Output
 
@@ -20,9 +21,6 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_
 out = Console()
 err = Console(stderr=True)
 
-
-ARGUMENT_EXIT = 2
-"""A bad argument (unknown instance type, a date in the past): refused before any AWS call, like a bad project file."""
 
 
 def _date(value: str | None, option: str) -> datetime | None:
@@ -92,7 +90,7 @@ def search(
     for problem in problems:
         err.print(f"error: {problem}", highlight=False, markup=False, soft_wrap=True)
     if problems:
-        raise typer.Exit(ARGUMENT_EXIT)
+        raise typer.Exit(INPUT_EXIT)
     with account_errors(as_json=output is Output.json):
         # boto3 loads only for the commands that call AWS.
         from fmcluster.aws import capacity

@@ -59,23 +59,13 @@ def _changed(before: dict, after: dict) -> list[str]:
     return names
 
 
-def _at(resource: dict, path: str) -> object:
-    """The value at a schema path (``/properties/A/B``) of a template resource, or None."""
-    node: object = {"properties": resource.get("Properties", {})}
-    for part in path.strip("/").split("/"):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
 def differences(old: dict[str, dict], new: dict[str, dict], judged: set[tuple[str, str]]) -> Comparison:
     """Every resource difference between two projects' templates, except those in ``judged`` (the guard's)."""
     out = Comparison(replacements=[])
-    old_by_role = {name.rsplit("-", 1)[-1]: (name, t) for name, t in old.items()}
+    old_by_role = {guard.stack_role(name): (name, t) for name, t in old.items()}
     seen: set[tuple[str, str]] = set()
     for stack, template in sorted(new.items()):
-        old_stack, old_template = old_by_role.get(stack.rsplit("-", 1)[-1], (stack, {}))
+        old_stack, old_template = old_by_role.get(guard.stack_role(stack), (stack, {}))
         before_all = old_template.get("Resources", {})
         for logical_id, after in sorted(template.get("Resources", {}).items()):
             if after["Type"] in IGNORED_TYPES:
@@ -90,8 +80,9 @@ def differences(old: dict[str, dict], new: dict[str, dict], judged: set[tuple[st
             props = _changed(before, after)
             if not props:
                 continue
+            props_before, props_after = before.get("Properties", {}), after.get("Properties", {})
             hit = tuple(path.removeprefix("/properties/") for path in guard.create_only_paths(after["Type"])
-                        if _at(before, path) != _at(after, path))
+                        if guard.value_at(props_before, path) != guard.value_at(props_after, path))
             if hit:
                 out.replaced.append(Change(stack, logical_id, after["Type"], hit))
             else:

@@ -23,7 +23,7 @@ from fmcluster.config.project import AZ_ID, DNS_NAME, Project
 from fmcluster.errors import Problem
 
 REFERENCE = "docs/project-file.md"
-"""The key reference (generated from the models by :mod:`fmcluster.config.reference`)."""
+"""The key reference (generated from the models by :mod:`fmcluster.generate.reference`)."""
 
 _UNION_TAGS = CAPACITY_TYPES
 

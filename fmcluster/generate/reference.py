@@ -25,7 +25,6 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from fmcluster.config import Project
-from fmcluster.config.compute import CAPACITY_TYPES
 from fmcluster.config.messages import REFERENCE, anchor
 
 ROOT = Path(__file__).resolve().parents[2]

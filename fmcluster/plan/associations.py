@@ -33,8 +33,6 @@ class AssociationPlan:
     """Whether the bucket is the project's own (created by NAME-storage or named by ``bucket.existing_name``)."""
     import_events: tuple[str, ...]
     export_events: tuple[str, ...]
-    export_events_default: bool
-    """True when ``export_events`` was left out (the default for this bucket applies)."""
     source: Association
 
     @property
@@ -79,6 +77,6 @@ def plan_associations(storage: Storage) -> tuple[AssociationPlan, ...]:
         planned.append(AssociationPlan(
             file_system_path=assoc.file_system_path, repository=assoc.data_repository_path, bucket=bucket,
             owned=owned, import_events=tuple(assoc.import_events), export_events=exports,
-            export_events_default=default, source=assoc,
+            source=assoc,
         ))
     return tuple(planned)

@@ -66,7 +66,7 @@ def plan_goodput(storage: StoragePlan, nodes: int, gpus: int) -> CheckpointGoodp
         return None
     interval = ckpt.interval_minutes * 60
     write = storage.write_seconds
-    restore = storage.restore_seconds if storage.restore_seconds is not None else write
+    restore = storage.restore_seconds or write  # set with write_seconds by plan_storage
     rate = ckpt.node_failures_per_1000_node_days
     failures = None if rate is None else rate * nodes / 1000
     restore_share = None if failures is None else failures * restore / DAY_SECONDS

@@ -39,7 +39,7 @@ def no_aws(monkeypatch: pytest.MonkeyPatch) -> None:
 ])
 def test_bad_arguments_exit_2_before_any_aws_call(args: list[str], message: str) -> None:
     result = runner.invoke(app, BASE + args)
-    assert result.exit_code == cli.ARGUMENT_EXIT, result.output
+    assert result.exit_code == cli.INPUT_EXIT, result.output
     assert f"error: {message}" in result.stderr and "Traceback" not in result.output
 
 
