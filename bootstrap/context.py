@@ -234,6 +234,13 @@ class BootstrapContext(_Frozen):
         return self.versions.nvidia_repo.keys[self.os_family]
 
     @property
+    def imex_members_at_boot(self) -> bool:
+        """A GB200 node whose IMEX members this bundle sets (at boot, refreshed on an idle node). Not under
+        ParallelCluster: there the members are the job's nodes, written per job by the prolog the head node installs."""
+        i = self.instance
+        return i is not None and i.needs_imex and self.flavour != "parallelcluster"
+
+    @property
     def needs_nvlsm(self) -> bool:
         """HGX B200/B300 (fourth-generation NVSwitch) need the NVLink Subnet Manager beside Fabric Manager (Fabric
         Manager user guide, release 2.3, "Systems Using Fourth Generation NVSwitches"; FACTS.md section 4)."""

@@ -136,7 +136,7 @@ def render_files(ctx: BootstrapContext) -> dict[str, str]:
     if ctx.lnet_over_efa:
         files["files/fmcluster-lnet-efa"] = _render("partials/lnet_efa.sh.j2", ctx)
     names = {s.name for s in ctx.steps()}
-    if "20-nvidia" in names and ctx.instance is not None and ctx.instance.needs_imex and ctx.flavour != "parallelcluster":
+    if "20-nvidia" in names and ctx.imex_members_at_boot:
         files["files/fmcluster-imex"] = _render("partials/imex.sh.j2", ctx)
     if "85-imex-prolog" in names:
         files["files/91_fmcluster_imex_prolog.sh"] = _render("partials/imex_prolog.sh.j2", ctx)
