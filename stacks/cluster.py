@@ -15,7 +15,6 @@ from aws_cdk import (
     Acknowledgment,
     Aws,
     CfnOutput,
-    CfnTag,
     Fn,
     Stack,
     Validations,
@@ -32,6 +31,7 @@ from aws_cdk import (
 from constructs import Construct
 from fmcluster.bootstrap.bundles import DispatchedBundles, GroupBundle, LifecycleBundles
 from fmcluster.stacks.hyperpod import HyperPodCluster
+from fmcluster.stacks.launch_template import camel, efa_launch_template
 from fmcluster.stacks.parallelcluster import ParallelClusterCluster
 
 from fmcluster.contracts import (
@@ -139,72 +139,15 @@ class ClusterStack(Stack):
             ))
 
     def _add_group(self, group: GroupPlan, bundle: GroupBundle) -> ec2.CfnLaunchTemplate:
-        gid = _camel(group.name)
-        project = self.plan.project
-        placement = None
-        if group.placement_group:
-            pg = ec2.CfnPlacementGroup(self, f"{gid}PlacementGroup", strategy="cluster")
-            placement = ec2.CfnLaunchTemplate.PlacementProperty(group_name=pg.ref)
-            CfnOutput(self, f"{gid}PlacementGroupName", value=pg.ref, description=f"Placement group of {group.name}")
-        elif group.existing_placement_group is not None:  # the reservation's own group
-            placement = ec2.CfnLaunchTemplate.PlacementProperty(group_name=group.existing_placement_group)
-
-        interfaces = [
-            ec2.CfnLaunchTemplate.NetworkInterfaceProperty(
-                network_card_index=nic.card,
-                device_index=nic.device,
-                interface_type=nic.type,
-                subnet_id=self.network.compute_subnet_id,
-                groups=[self.network.efa_security_group_id, self.network.node_security_group_id],
-                delete_on_termination=True,
-                associate_public_ip_address=False if nic.needs_ip else None,
-                description=f"{project}-{group.name} card {nic.card} device {nic.device} ({nic.type})",
-            )
-            for nic in group.interfaces
-        ]
-        reservation = None
-        market = None
-        if group.reservation_id is not None:
-            reservation = ec2.CfnLaunchTemplate.CapacityReservationSpecificationProperty(
-                capacity_reservation_target=ec2.CfnLaunchTemplate.CapacityReservationTargetProperty(
-                    capacity_reservation_id=group.reservation_id))
-        if group.capacity == "capacity-block":
-            market = ec2.CfnLaunchTemplate.InstanceMarketOptionsProperty(market_type="capacity-block")
-
-        user_data = self._bootstrap_user_data(bundle, gid)
-        os_facts = self.plan.os_facts
-        image = group.ami_id or "{{resolve:ssm:%s}}" % os_facts.dlami_parameter(group.architecture)
-        # Instances, volumes and interfaces carry the project tag (the collector finds nodes by it, cost
-        # allocation groups by it, the health policy is limited by it) and the project's own tags.
-        tags = [CfnTag(key="Name", value=f"{project}-{group.name}"),
-                CfnTag(key="fmcluster:group", value=group.name),
-                CfnTag(key=PROJECT_TAG, value=project),
-                *(CfnTag(key=k, value=v) for k, v in self.plan.tags.items())]
-        template = ec2.CfnLaunchTemplate(
-            self, f"{gid}LaunchTemplate",
-            launch_template_name=f"{project}-{group.name}",
-            launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
-                instance_type=group.instance_type,
-                image_id=image,
-                user_data=user_data,
-                iam_instance_profile=ec2.CfnLaunchTemplate.IamInstanceProfileProperty(arn=self.instance_profile.attr_arn),
-                metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
-                    http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=1),
-                block_device_mappings=[ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
-                    device_name=os_facts.root_device,
-                    ebs=ec2.CfnLaunchTemplate.EbsProperty(
-                        volume_size=group.root_volume_gib, volume_type="gp3", encrypted=True, delete_on_termination=True),
-                )],
-                network_interfaces=interfaces,
-                placement=placement,
-                capacity_reservation_specification=reservation,
-                instance_market_options=market,
-                tag_specifications=[ec2.CfnLaunchTemplate.TagSpecificationProperty(resource_type=kind, tags=tags)
-                                    for kind in ("instance", "volume", "network-interface")],
-            ),
-        )
+        gid = camel(group.name)
+        template, placement_group = efa_launch_template(
+            self, self.plan, group, self.network, user_data=lambda: self._bootstrap_user_data(bundle, gid),
+            instance_profile_arn=self.instance_profile.attr_arn)
+        if placement_group is not None:
+            CfnOutput(self, f"{gid}PlacementGroupName", value=placement_group.ref,
+                      description=f"Placement group of {group.name}")
         CfnOutput(self, f"{gid}LaunchTemplateId", value=template.ref, description=f"Launch template of {group.name}",
-                  export_name=export_name(project, f"{group.name}-LaunchTemplateId"))
+                  export_name=export_name(self.plan.project, f"{group.name}-LaunchTemplateId"))
         return template
 
     def _bootstrap_user_data(self, bundle: GroupBundle, gid: str) -> str:
@@ -215,6 +158,3 @@ class ClusterStack(Stack):
             actions=["s3:GetObject"], resources=[asset.bucket.arn_for_objects(asset.s3_object_key)]))
         return Fn.base64(bundle.entry_script(asset.s3_object_url))
 
-
-def _camel(name: str) -> str:
-    return "".join(part.capitalize() for part in name.replace("_", "-").split("-"))
