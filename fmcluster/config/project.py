@@ -12,6 +12,7 @@ from fmcluster.config.hyperpod import HyperPodSettings
 from fmcluster.config.network import Network
 from fmcluster.config.observability import ObservabilityConfig as Observability
 from fmcluster.config.parallelcluster import ParallelClusterSettings
+from fmcluster.config.pcs import PcsSettings
 from fmcluster.config.storage import Storage
 from fmcluster.facts import (
     MAX_USER_TAGS,
@@ -31,8 +32,9 @@ per-stack limits (the stack-limits check says which); beyond 250 the file is ref
 class Orchestrator(Model):
     """Who schedules jobs on the nodes."""
 
-    type: Literal["none", "parallelcluster", "hyperpod"] = Field(
-        default="none", description="`none` (launch templates only), `parallelcluster` or `hyperpod`."
+    type: Literal["none", "parallelcluster", "hyperpod", "pcs"] = Field(
+        default="none", description="`none` (launch templates only), `parallelcluster`, `hyperpod` or `pcs` (AWS "
+                                    "Parallel Computing Service)."
     )
     parallelcluster: ParallelClusterSettings | None = Field(
         default=None, description="ParallelCluster settings (orchestrator.type: parallelcluster); defaults apply when absent."
@@ -40,6 +42,10 @@ class Orchestrator(Model):
 
     hyperpod: HyperPodSettings | None = Field(
         default=None, description="HyperPod settings (orchestrator.type: hyperpod); defaults apply when absent."
+    )
+
+    pcs: PcsSettings | None = Field(
+        default=None, description="AWS PCS settings (orchestrator.type: pcs); defaults apply when absent."
     )
 
     @property
@@ -51,6 +57,11 @@ class Orchestrator(Model):
     def pcluster(self) -> ParallelClusterSettings:
         """The ParallelCluster settings; their defaults when the section is absent."""
         return self.parallelcluster if self.parallelcluster is not None else ParallelClusterSettings()
+
+    @property
+    def pcs_settings(self) -> PcsSettings:
+        """The AWS PCS settings; their defaults when the section is absent."""
+        return self.pcs if self.pcs is not None else PcsSettings()
 
 
 

@@ -120,6 +120,7 @@ def make_plan(project: Project) -> Plan:
             tags=dict(project.tags),
             hyperpod=project.orchestrator.hp,
             account=project.account,
+            pcs=project.orchestrator.pcs_settings,
         ),
         observability=ObservabilityPlan(
             project=project.name,

@@ -8,10 +8,11 @@ from typing import Literal
 
 from fmcluster.config.hyperpod import HyperPodSettings
 from fmcluster.config.parallelcluster import ParallelClusterSettings
+from fmcluster.config.pcs import PcsSettings
 from fmcluster.facts import OPERATING_SYSTEMS, OperatingSystem, OsFacts
 from fmcluster.plan.groups import GroupPlan
 
-Orchestrator = Literal["none", "parallelcluster", "hyperpod"]
+Orchestrator = Literal["none", "parallelcluster", "hyperpod", "pcs"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class ClusterPlan:
     hyperpod: HyperPodSettings = field(default_factory=HyperPodSettings)
     """HyperPod settings (their defaults unless ``orchestrator.hyperpod`` sets them)."""
     account: str | None = None
+    pcs: PcsSettings = field(default_factory=PcsSettings)
+    """AWS PCS settings (their defaults unless ``orchestrator.pcs`` sets them)."""
 
     @property
     def os_facts(self) -> OsFacts:
