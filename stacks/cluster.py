@@ -12,12 +12,9 @@
 from __future__ import annotations
 
 from aws_cdk import (
-    Acknowledgment,
-    Aws,
     CfnOutput,
     Fn,
     Stack,
-    Validations,
 )
 from aws_cdk import (
     aws_ec2 as ec2,
@@ -32,6 +29,7 @@ from constructs import Construct
 from fmcluster.bootstrap.bundles import DispatchedBundles, GroupBundle, LifecycleBundles
 from fmcluster.stacks.hyperpod import HyperPodCluster
 from fmcluster.stacks.launch_template import camel, efa_launch_template
+from fmcluster.stacks.node_role import add_node_role
 from fmcluster.stacks.parallelcluster import ParallelClusterCluster
 
 from fmcluster.contracts import (
@@ -42,7 +40,6 @@ from fmcluster.contracts import (
     StorageContract,
     export_name,
 )
-from fmcluster.facts import PROJECT_TAG
 from fmcluster.plan import ClusterPlan, GroupPlan
 
 
@@ -61,7 +58,7 @@ class ClusterStack(Stack):
             self.hyperpod = HyperPodCluster(self, "HyperPod", plan=plan, bundles=bundles, network=network,
                                             storage=storage, metrics=metrics)
         else:
-            self.role, self.instance_profile = self._add_node_role(metrics)
+            self.role, self.instance_profile = add_node_role(self, plan, metrics)
             for group in plan.groups:
                 self.launch_templates[group.name] = self._add_group(group, bundles[group.name])
 
@@ -81,62 +78,6 @@ class ClusterStack(Stack):
                   description="OnNodeConfigured script; its argument is BootstrapBundlesUri")
         CfnOutput(self, BOOTSTRAP_ARGS_OUTPUT, value=archive.s3_object_url,
                   description="Archive of the bootstrap bundles, one per instance type")
-
-    def _add_node_role(self, metrics: MetricsContract | None = None) -> tuple[iam.Role, iam.CfnInstanceProfile]:
-        """The self-managed nodes' role; with ``metrics``, each node's Prometheus agent may remote-write to the
-        project's workspace (that workspace only, nothing else of Amazon Managed Prometheus)."""
-        role = iam.Role(
-            self, "NodeRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
-            description=f"fmcluster {self.plan.project}: GPU nodes (SSM Session Manager, no SSH keys)",
-            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSSMManagedInstanceCore")],
-        )
-        Validations.of(role).acknowledge(Acknowledgment(
-            id="AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSSMManagedInstanceCore]",
-            reason="AmazonSSMManagedInstanceCore is AWS's maintained minimum for Session Manager, which replaces SSH "
-                   "keys; a copy would drift from it.",
-        ))
-        profile = iam.CfnInstanceProfile(self, "NodeInstanceProfile", roles=[role.role_name])
-        self._add_node_health_policy(role)
-        if metrics is not None:
-            iam.Policy(self, "NodeMetricsPolicy", roles=[role], statements=[
-                iam.PolicyStatement(sid="RemoteWriteOwnMetrics", actions=["aps:RemoteWrite"],
-                                    resources=[metrics.workspace_arn]),
-            ])
-        return role, profile
-
-    def _add_node_health_policy(self, role: iam.Role) -> None:
-        """What the bootstrap's health check and IMEX unit call: tag a failed node `fmcluster:health` and, in an
-        Auto Scaling group, mark it unhealthy; where a group needs IMEX, find the members of the node's UltraServer
-        (``ec2:DescribeInstanceTopology``: its CapacityBlockId names the UltraServer) and their addresses
-        (``ec2:DescribeInstances`` on those instance IDs). Tags and health changes are limited to this project's
-        instances and groups."""
-        project_tag = {f"aws:ResourceTag/{PROJECT_TAG}": self.plan.project}
-
-        def arn(service: str, resource: str) -> str:
-            return f"arn:{Aws.PARTITION}:{service}:{Aws.REGION}:{Aws.ACCOUNT_ID}:{resource}"
-
-        reads = ["autoscaling:DescribeAutoScalingInstances"]
-        if any(g.needs_imex for g in self.plan.groups):
-            reads = ["ec2:DescribeInstanceTopology", "ec2:DescribeInstances", *reads]
-        policy = iam.Policy(self, "NodeHealthPolicy", roles=[role], statements=[
-            iam.PolicyStatement(sid="DescribeNodes",  # no resource-level permissions for these reads
-                                actions=reads, resources=["*"]),
-            iam.PolicyStatement(sid="TagUnhealthyNode", actions=["ec2:CreateTags"],
-                                resources=[arn("ec2", "instance/*")],
-                                conditions={"StringEquals": project_tag,
-                                            "ForAllValues:StringEquals": {"aws:TagKeys": ["fmcluster:health"]}}),
-            iam.PolicyStatement(sid="MarkUnhealthyNode", actions=["autoscaling:SetInstanceHealth"],
-                                resources=[arn("autoscaling", "autoScalingGroup:*")],
-                                conditions={"StringEquals": project_tag}),
-        ])
-        for resource in ("*", "arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:instance/*",
-                         "arn:<AWS::Partition>:autoscaling:<AWS::Region>:<AWS::AccountId>:autoScalingGroup:*"):
-            Validations.of(policy).acknowledge(Acknowledgment(
-                id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{resource}]",
-                reason="DescribeInstanceTopology, DescribeInstances and DescribeAutoScalingInstances have no "
-                       "resource-level permissions; "
-                       "tagging and health changes are limited by condition to this project's resources.",
-            ))
 
     def _add_group(self, group: GroupPlan, bundle: GroupBundle) -> ec2.CfnLaunchTemplate:
         gid = camel(group.name)
