@@ -21,15 +21,18 @@ from fmcluster.bootstrap.versions import (
 )
 from pydantic import Field, field_validator, model_validator
 
+from fmcluster.bootstrap.flavours import FLAVOURS as FLAVOUR_TRAITS
+from fmcluster.bootstrap.flavours import Flavour as FlavourTraits
+
 from fmcluster.facts import OPERATING_SYSTEMS as _OS_FACTS
 from fmcluster.facts import OperatingSystem
 from fmcluster.plan import ClusterPlan, GroupPlan
 
 Role = Literal["head", "login", "compute"]
-Flavour = Literal["self-managed", "parallelcluster", "hyperpod"]
+Flavour = Literal[tuple(FLAVOUR_TRAITS)]  # type: ignore[valid-type]
 
 ROLES: tuple[Role, ...] = get_args(Role)
-FLAVOURS: tuple[Flavour, ...] = get_args(Flavour)
+FLAVOURS: tuple[str, ...] = tuple(FLAVOUR_TRAITS)
 ARCHES: tuple[Arch, ...] = get_args(Arch)
 OPERATING_SYSTEMS: tuple[str, ...] = tuple(_OS_FACTS)
 
@@ -44,9 +47,8 @@ ORCHESTRATOR_FLAVOUR: dict[str, Flavour] = {
 
 
 def bundle_mounts_fsx(flavour: Flavour) -> bool:
-    """Whether the bundle mounts FSx for Lustre itself: only on self-managed nodes. ParallelCluster mounts it
-    through the cluster's ``SharedStorage`` and HyperPod through the instance group's ``FSxLustreConfig``."""
-    return flavour == "self-managed"
+    """Whether the bundle mounts FSx for Lustre itself (else the orchestrator does; :class:`Flavour`)."""
+    return FLAVOUR_TRAITS[flavour].mounts_fsx
 
 
 class FsxMount(_Frozen):
@@ -198,6 +200,11 @@ class BootstrapContext(_Frozen):
         return self.instance is not None
 
     @property
+    def traits(self) -> FlavourTraits:
+        """What this node's flavour does differently (the templates read these, never the flavour's name)."""
+        return FLAVOUR_TRAITS[self.flavour]
+
+    @property
     def slurm(self) -> bool:
         return self.options.slurm_prefix is not None
 
@@ -222,8 +229,9 @@ class BootstrapContext(_Frozen):
 
     @property
     def writes_plugstack(self) -> bool:
-        """ParallelCluster shares /opt/slurm from the head node: only the head writes Slurm config."""
-        return self.slurm and (self.flavour == "hyperpod" or self.role == "head")
+        """Where Slurm's configuration is shared from the head node (ParallelCluster's /opt/slurm), only the head
+        writes it."""
+        return self.slurm and (not self.traits.slurm_config_on_head_only or self.role == "head")
 
     @property
     def nvidia_repo_url(self) -> str:
@@ -238,7 +246,7 @@ class BootstrapContext(_Frozen):
         """A GB200 node whose IMEX members this bundle sets (at boot, refreshed on an idle node). Not under
         ParallelCluster: there the members are the job's nodes, written per job by the prolog the head node installs."""
         i = self.instance
-        return i is not None and i.needs_imex and self.flavour != "parallelcluster"
+        return i is not None and i.needs_imex and self.traits.imex_members_at_boot
 
     @property
     def needs_nvlsm(self) -> bool:
@@ -351,8 +359,8 @@ def context_for(
             instance = facts
     elif role == "compute":
         raise BootstrapError("a compute bundle needs a compute group name")
-    slurm = flavour in ("parallelcluster", "hyperpod")
-    opts = {"containers": slurm, "slurm_prefix": "/opt/slurm" if slurm else None,
+    traits = FLAVOUR_TRAITS[flavour]
+    opts = {"containers": traits.slurm, "slurm_prefix": traits.slurm_prefix,
             "scratch": cluster.scratch, "scratch_path": cluster.scratch_path} | options
     try:
         return BootstrapContext(
