@@ -22,6 +22,7 @@ from fmcluster.bootstrap.versions import (
 from pydantic import Field, field_validator, model_validator
 
 from fmcluster.bootstrap.flavours import FLAVOURS as FLAVOUR_TRAITS
+from fmcluster.orchestrators import ORCHESTRATORS
 from fmcluster.bootstrap.flavours import Flavour as FlavourTraits
 
 from fmcluster.facts import OPERATING_SYSTEMS as _OS_FACTS
@@ -39,11 +40,7 @@ OPERATING_SYSTEMS: tuple[str, ...] = tuple(_OS_FACTS)
 NVLSM_GPUS = ("B200", "B300")
 """GPU models of the HGX systems with fourth-generation NVSwitches (catalog gpu_model)."""
 
-ORCHESTRATOR_FLAVOUR: dict[str, Flavour] = {
-    "none": "self-managed",
-    "parallelcluster": "parallelcluster",
-    "hyperpod": "hyperpod",
-}
+ORCHESTRATOR_FLAVOUR: dict[str, Flavour] = {o.name: o.flavour for o in ORCHESTRATORS.values()}
 
 
 def bundle_mounts_fsx(flavour: Flavour) -> bool:
