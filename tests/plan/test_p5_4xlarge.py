@@ -51,7 +51,8 @@ def test_plan_json_shows_one_efa_interface_at_100_gbps(project: Path) -> None:
     result = runner.invoke(app, ["plan", str(project), "-o", "json"])
     assert result.exit_code == 0, result.output
     group = json.loads(result.output)["groups"][0]
-    assert [(i["card"], i["device"], i["type"]) for i in group["interfaces"]] == [(0, 0, "interface"), (0, 1, "efa-only")]
+    nics = [(i["card"], i["device"], i["type"]) for i in group["interfaces"]]
+    assert nics == [(0, 0, "interface"), (0, 1, "efa-only")]
     assert group["efa_interfaces"] == 1
     assert group["efa_gbps_exposed"] == 100 and group["efa_gbps_spec"] == 100
     assert group["ips_per_node"] == 1
@@ -69,10 +70,12 @@ def test_plan_table_shows_one_ena_and_one_efa(project: Path) -> None:
 
 @pytest.mark.parametrize("orchestrator", ["parallelcluster", "hyperpod"])
 def test_orchestrators_accept_it(tmp_path: Path, orchestrator: str) -> None:
-    """ParallelCluster takes any type DescribeInstanceTypes knows; HyperPod lists ml.p5.4xlarge (ClusterInstanceType)."""
+    """ParallelCluster takes any type DescribeInstanceTypes knows; HyperPod lists ml.p5.4xlarge
+    (botocore's sagemaker ClusterInstanceType)."""
     text = PROJECT.replace("compute_groups:", f"orchestrator: {{type: {orchestrator}}}\ncompute_groups:")
     if orchestrator == "hyperpod":
-        text += '    capacity: {type: training-plan, arn: "arn:aws:sagemaker:us-east-1:123456789012:training-plan/tp"}\n'
+        arn = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/tp"
+        text += f'    capacity: {{type: training-plan, arn: "{arn}"}}\n'
     path = tmp_path / "small.yaml"
     path.write_text(text, encoding="utf-8")
     result = runner.invoke(app, ["validate", str(path)])
