@@ -386,7 +386,7 @@ def check_resource(stack: str, logical_id: str, resource: dict) -> Report:
         operation = api_requests.REQUESTS[rtype].operation
         for p in api_requests.validate(rtype, props):
             if p.unmapped:
-                if not any(f.prop == p.path for f in report.unmapped):
+                if not any(_under(f.prop, p.path) is not None for f in report.unmapped):  # said once per gap
                     note(report.unmapped, p.path, operation, p.message)
             else:
                 note(report.findings, p.path, operation, f"botocore: {p.message}")
