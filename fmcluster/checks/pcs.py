@@ -48,7 +48,12 @@ def node_group_count(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                       "cannot be raised)",
                       "merge compute groups" + (", or set orchestrator.pcs.login: null" if login else "")
                       + ", or split the project into several clusters")
-    if len(generate.queues(plan.cluster)) > generate.MAX_QUEUES:
+
+
+@check("pcs-queues", "error")
+def queue_count(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """PCS takes at most 10 queues per cluster; fmcluster makes one per compute group."""
+    if _active(loaded) and len(generate.queues(plan.cluster)) > generate.MAX_QUEUES:
         yield Finding(("compute_groups",),
                       f"{len(plan.cluster.groups)} compute groups make {len(plan.cluster.groups)} PCS queues (one "
                       f"each); AWS PCS allows {generate.MAX_QUEUES} per cluster", "merge compute groups")
