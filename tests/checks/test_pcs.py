@@ -129,3 +129,12 @@ def test_gb200_needs_a_capacity_block_and_slurm_25_05() -> None:
                  capacity="{type: capacity-block, reservation_id: cr-0fedcba9876543210}")
     loaded = config.parse(ok)
     assert not [p for p in checks.run_checks(loaded, make_plan(loaded.project)) if p.check == "pcs-capacity"]
+
+
+def test_pcs_settings_under_another_orchestrator_are_flagged() -> None:
+    text = project().replace("  type: pcs\n", "  type: none\n")
+    loaded = config.parse(text, Path("pcs.yaml"))
+    [warning] = [p for p in checks.run_checks(loaded, make_plan(loaded.project)) if p.check == "pcs-settings-unused"]
+    assert warning.level == "warning" and warning.line == line_of(text, "  pcs:")
+    assert not [p for p in checks.run_checks(loaded, make_plan(loaded.project))
+                if p.check and p.check.startswith("pcs-") and p.check != "pcs-settings-unused"]
