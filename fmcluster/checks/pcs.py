@@ -145,7 +145,8 @@ def capacity(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                 yield Finding(("compute_groups", i, "capacity"),
                               f"AWS PCS runs {group.instance_type} (UltraServer instances) from a capacity block only",
                               "write capacity: {type: capacity-block, reservation_id: cr-...}")
-            if _version(settings.slurm_version) < _version(ULTRASERVER_SLURM) and settings.slurm_version in SLURM_VERSIONS:
+            known = settings.slurm_version in SLURM_VERSIONS  # an unknown one is pcs-slurm-version's
+            if known and _version(settings.slurm_version) < _version(ULTRASERVER_SLURM):
                 yield Finding(PCS + ("slurm_version",),
                               f"UltraServer instances ({group.instance_type}) need Slurm {ULTRASERVER_SLURM} or later "
                               "under AWS PCS (its topology plugin and the IMEX prolog)",

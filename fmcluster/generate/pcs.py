@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fmcluster.config.pcs import LOGIN, SIZE_NODES, PcsSettings
+from fmcluster.config.pcs import LOGIN, NAME_PREFIX_MAX, SIZE_NODES
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
@@ -51,13 +51,9 @@ class Queue:
     groups: tuple[str, ...]
 
 
-def settings(cluster: ClusterPlan) -> PcsSettings:
-    return cluster.pcs
-
-
 def name_prefix(cluster: ClusterPlan) -> str:
     """How the cluster's name starts: ``cluster_name``, or the project name cut to fit (no trailing hyphen)."""
-    return cluster.pcs.cluster_name or cluster.project[:19].rstrip("-")
+    return cluster.pcs.cluster_name or cluster.project[:NAME_PREFIX_MAX].rstrip("-")
 
 
 def node_count(cluster: ClusterPlan) -> int:
