@@ -16,7 +16,7 @@ from fmcluster import catalog
 from fmcluster.checks.registry import Finding, check
 from fmcluster.config.loader import LoadedProject
 from fmcluster.config.pcs import LOGIN, NODE_GROUP_NAME, SIZE_NODES, SLURM_VERSIONS
-from fmcluster.generate import pcs as generate
+from fmcluster.plan import pcs as generate
 from fmcluster.plan import Plan
 
 PCS = ("orchestrator", "pcs")

@@ -1,4 +1,4 @@
-"""The PCS plan helpers: node groups, queues, size and the plan's scheduler section (data and text)."""
+"""The PCS plan helpers: node groups, queues, size and the plan's scheduler section (data, and text by cli.planpcs)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from rich.table import Table
 from support import ROOT
 
 from fmcluster import config
+from fmcluster.cli.planpcs import scheduler_rows
 from fmcluster.generate import pcs
 from fmcluster.plan import make_plan
 
@@ -29,7 +30,7 @@ def test_scheduler_rows_read_as_text() -> None:
     table = Table.grid()
     table.add_column()
     table.add_column()
-    pcs.scheduler_rows(plan, pcs.scheduler_data(plan), table)
+    scheduler_rows(plan, pcs.scheduler_data(plan), table)
     console = Console(width=200, record=True)
     console.print(table)
     text = console.export_text()
