@@ -89,6 +89,8 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
     Orchestrator("hyperpod", "SageMaker HyperPod with Slurm", "hyperpod", slurm=True,
                  capacity_types=frozenset({"on-demand", "training-plan"}), unbounded_groups=False,
                  ultraserver_warning=False),
+    Orchestrator("pcs", "AWS Parallel Computing Service, managed Slurm", "pcs", slurm=True,
+                 unbounded_groups=False),  # at most 10 node groups (pcs-node-groups)
 )}
 """``orchestrator.type`` -> what it is; the project file's default (no scheduler) first."""
 

@@ -41,18 +41,19 @@ def list_clusters(clients: Clients) -> list[dict[str, Any]]:
     return found
 
 
-def check_pcs_creating(clients: Clients, plan: Plan, cluster_name: str | None = None) -> list[Result]:
+def check_pcs_creating(clients: Clients, plan: Plan, own_prefix: str | None = None) -> list[Result]:
     """Fail when another PCS cluster is being created in the Region (ours would fail to create); warn when the Region
     already holds the default quota's number of clusters.
 
-    ``cluster_name`` is the name the project's PCS cluster has (the stack names it); a cluster of that name already
-    there means the deploy updates it and creates none, so neither limit applies. None: the project's cluster is not
-    known, and every cluster being created counts.
+    ``own_prefix`` is how the name of the project's PCS cluster starts (``PREFIX-<size letter>-``: the stack ends it
+    with the compute subnet's ID, which preflight may not know yet); a cluster so named already there means the
+    deploy updates it and creates none, so neither limit applies. None: every cluster being created counts.
     """
     region = clients.region
     clusters = list_clusters(clients)
-    own = next((c for c in clusters if cluster_name is not None and c.get("name") == cluster_name), None)
+    own = next((c for c in clusters if own_prefix is not None and str(c.get("name", "")).startswith(own_prefix)), None)
     if own is not None:
+        cluster_name = own.get("name")
         if own.get("status") == CREATING:
             return [Result(CHECK, region, "warn", f"the project's PCS cluster {cluster_name} ({own.get('id', '?')}) "
                            "is being created now (another deploy of this project?)",

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from botocore.exceptions import BotoCoreError, ClientError
 
 from fmcluster.aws import account_checks as ac
+from fmcluster.aws import pcs
 from fmcluster.aws.account_checks import CHECK_TIMEOUT_S, Clients, Result
 from fmcluster.aws.session import DENIED, THROTTLED, AwsSession, is_account_problem, translate
 from fmcluster.config.project import Project
 from fmcluster.plan import Plan
+from fmcluster.plan import pcs as pcs_plan
 
 __all__ = ["CHECK_TIMEOUT_S", "Check", "Clients", "Result", "checks_for", "failed", "identity", "make_clients",
            "preflight", "run_check"]
@@ -81,6 +83,9 @@ ORCHESTRATOR_CHECKS: dict[str, Callable[[Project, Plan, Clients], list[Check]]] 
     "parallelcluster": lambda project, plan, clients: [],
     "hyperpod": lambda project, plan, clients: [
         Check("quota", "HyperPod instances", lambda: ac.check_hyperpod_quota(clients, plan))],
+    "pcs": lambda project, plan, clients: [
+        Check(pcs.CHECK, "clusters being created", lambda: pcs.check_pcs_creating(
+            clients, plan, f"{pcs_plan.name_prefix(plan.cluster)}-{pcs_plan.size(plan.cluster)[0].lower()}-"))],
 }
 """The aws stage's table of orchestrators (:mod:`fmcluster.orchestrators`): each one's own account checks."""
 

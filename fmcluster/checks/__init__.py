@@ -18,6 +18,7 @@ from fmcluster.checks import (
     network,
     observability,
     parallelcluster,
+    pcs,
     storage,
     zones,
 )
@@ -27,7 +28,7 @@ from fmcluster.errors import ConfigError, Problem
 from fmcluster.plan import Plan, make_plan
 
 CHECKS: dict[str, Check] = collect(
-    (network, zones, capacity, observability, storage, mounts, limits, parallelcluster, hyperpod))
+    (network, zones, capacity, observability, storage, mounts, limits, parallelcluster, hyperpod, pcs))
 
 
 @check("suppressed-warning-exists", "warning")

@@ -69,16 +69,16 @@ def test_every_page_is_read(stub) -> None:
 
 def test_the_projects_own_cluster_means_an_update(stub) -> None:
     clients, stubber = stub
-    pages(stubber, [summary("demo", "ACTIVE"), summary("their-new-one", "CREATING")])
-    [result] = pcs.check_pcs_creating(clients, PLAN, cluster_name="demo")
+    pages(stubber, [summary("demo-s-0123456789abcdef0", "ACTIVE"), summary("their-new-one", "CREATING")])
+    [result] = pcs.check_pcs_creating(clients, PLAN, own_prefix="demo-s-")
     assert result.status == "pass" and "updates it" in result.message
 
 
 def test_the_projects_own_cluster_being_created_warns(stub) -> None:
     clients, stubber = stub
-    pages(stubber, [summary("demo", "CREATING")])
-    [result] = pcs.check_pcs_creating(clients, PLAN, cluster_name="demo")
-    assert result.status == "warn" and "demo" in result.message
+    pages(stubber, [summary("demo-s-0123456789abcdef0", "CREATING"), summary("demo-sandbox", "ACTIVE")])
+    [result] = pcs.check_pcs_creating(clients, PLAN, own_prefix="demo-s-")
+    assert result.status == "warn" and "demo-s-0123456789abcdef0" in result.message
 
 
 def test_the_default_quota_reached_warns(stub) -> None:

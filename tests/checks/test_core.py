@@ -143,7 +143,8 @@ def test_the_plain_project_triggers_nothing_but_the_unpinned_and_throughput_warn
 
 def test_every_check_is_exercised_here_or_in_its_domain_test() -> None:
     here = {c[0] for c in CASES}
-    named = Path(__file__).read_text() + Path(__file__).with_name("test_parallelcluster.py").read_text()
+    named = "".join(Path(__file__).with_name(f).read_text()
+                    for f in ("test_core.py", "test_parallelcluster.py", "test_pcs.py"))
     untested = [name for name in checks.CHECKS if name not in here and f'"{name}"' not in named]
     assert not untested, f"checks no test triggers: {untested}"
 
