@@ -26,7 +26,7 @@ from fmcluster.facts import OperatingSystem
 from fmcluster.plan import ClusterPlan, GroupPlan
 
 Role = Literal["head", "login", "compute"]
-Flavour = Literal["self-managed", "parallelcluster", "hyperpod"]
+Flavour = Literal["self-managed", "parallelcluster", "hyperpod", "pcs"]
 
 ROLES: tuple[Role, ...] = get_args(Role)
 FLAVOURS: tuple[Flavour, ...] = get_args(Flavour)
@@ -40,13 +40,25 @@ ORCHESTRATOR_FLAVOUR: dict[str, Flavour] = {
     "none": "self-managed",
     "parallelcluster": "parallelcluster",
     "hyperpod": "hyperpod",
+    "pcs": "pcs",
 }
+
+PCS_SLURM_PREFIX = "/opt/aws/pcs/scheduler/slurm-24.11"
+"""Where a PCS-ready image keeps Slurm: AWS's recipe installs 24.11, 25.05 and 25.11 under
+/opt/aws/pcs/scheduler/slurm-<version> and puts 24.11 first on PATH, as its clients work with newer controllers
+(aws-samples/aws-hpc-recipes@009a29a8462aaeb83e82d90ab8405d1a735302c7
+recipes/pcs/dlami_for_pcs_imagebuilder/assets/dlami-for-pcs.yaml:219-273, 387-425). The bundle only runs client
+commands from it (scontrol in the IMEX membership service); which version slurmd runs is the PCS agent's choice."""
 
 
 def bundle_mounts_fsx(flavour: Flavour) -> bool:
-    """Whether the bundle mounts FSx for Lustre itself: only on self-managed nodes. ParallelCluster mounts it
-    through the cluster's ``SharedStorage`` and HyperPod through the instance group's ``FSxLustreConfig``."""
-    return flavour == "self-managed"
+    """Whether the bundle mounts FSx for Lustre itself: on self-managed and PCS nodes. ParallelCluster mounts it
+    through the cluster's ``SharedStorage`` and HyperPod through the instance group's ``FSxLustreConfig``; PCS has
+    no storage setting of its own (AWS's samples mount FSx with a node lifecycle script, ``mount-fsx-lustre`` from
+    ``s3://aws-pcs-repo-<region>/aws-pcs-node-lifecycle-scripts/``: aws-samples/aws-hpc-recipes@009a29a8
+    recipes/pcs/getting_started/assets/cluster.yaml:340-352), so our bundle mounts it, before slurmd starts (PCS
+    user guide, "Working with Amazon EC2 user data": shell parts run after registration, before slurmd)."""
+    return flavour in ("self-managed", "pcs")
 
 
 class FsxMount(_Frozen):
@@ -351,8 +363,12 @@ def context_for(
             instance = facts
     elif role == "compute":
         raise BootstrapError("a compute bundle needs a compute group name")
-    slurm = flavour in ("parallelcluster", "hyperpod")
-    opts = {"containers": slurm, "slurm_prefix": "/opt/slurm" if slurm else None,
+    slurm = flavour in ("parallelcluster", "hyperpod", "pcs")
+    # PCS: no containers by default. pyxis is a SPANK plugin slurmd loads from plugstack.conf, and PCS runs Slurm
+    # configless (PCS user guide, "Slurm configuration in AWS PCS"): slurmd takes plugstack.conf from the
+    # controller, whose files PCS generates and which offers no plugstack setting, so a node-local one is ignored.
+    prefix = PCS_SLURM_PREFIX if flavour == "pcs" else "/opt/slurm"
+    opts = {"containers": slurm and flavour != "pcs", "slurm_prefix": prefix if slurm else None,
             "scratch": cluster.scratch, "scratch_path": cluster.scratch_path} | options
     try:
         return BootstrapContext(
