@@ -19,7 +19,7 @@ import shlex
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fmcluster.bootstrap.context import FsxMount, context_for
+from fmcluster.bootstrap.context import FsxMount, bundle_mounts_fsx, context_for
 from fmcluster.bootstrap.render import render_files
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
@@ -163,10 +163,8 @@ def render_job(job: Job, cluster: ClusterPlan, fsx: FsxMount | None = None) -> s
 
 
 def _context(cluster: ClusterPlan, group: str, flavour: str, fsx: FsxMount | None):
-    # As the deployed bundles are rendered (bootstrap/bundles.py): ParallelCluster and HyperPod mount FSx themselves.
-    if flavour == "self-managed":
-        return context_for(cluster, group, "compute", "self-managed", fsx=fsx)
-    return context_for(cluster, group, "compute", flavour, fsx=None)  # type: ignore[arg-type]
+    # As the deployed bundles are rendered (bootstrap/bundles.py): where the orchestrator mounts FSx, they do not.
+    return context_for(cluster, group, "compute", flavour, fsx=fsx if bundle_mounts_fsx(flavour) else None)
 
 
 @dataclass(frozen=True)

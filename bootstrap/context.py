@@ -21,15 +21,18 @@ from fmcluster.bootstrap.versions import (
 )
 from pydantic import Field, field_validator, model_validator
 
+from fmcluster.bootstrap.flavours import FLAVOURS as FLAVOUR_TRAITS
+from fmcluster.bootstrap.flavours import Flavour as FlavourTraits
+
 from fmcluster.facts import OPERATING_SYSTEMS as _OS_FACTS
 from fmcluster.facts import OperatingSystem
 from fmcluster.plan import ClusterPlan, GroupPlan
 
 Role = Literal["head", "login", "compute"]
-Flavour = Literal["self-managed", "parallelcluster", "hyperpod", "pcs"]
+Flavour = Literal[tuple(FLAVOUR_TRAITS)]  # type: ignore[valid-type]
 
 ROLES: tuple[Role, ...] = get_args(Role)
-FLAVOURS: tuple[Flavour, ...] = get_args(Flavour)
+FLAVOURS: tuple[str, ...] = tuple(FLAVOUR_TRAITS)
 ARCHES: tuple[Arch, ...] = get_args(Arch)
 OPERATING_SYSTEMS: tuple[str, ...] = tuple(_OS_FACTS)
 
@@ -43,22 +46,10 @@ ORCHESTRATOR_FLAVOUR: dict[str, Flavour] = {
     "pcs": "pcs",
 }
 
-PCS_SLURM_PREFIX = "/opt/aws/pcs/scheduler/slurm-24.11"
-"""Where a PCS-ready image keeps Slurm: AWS's recipe installs 24.11, 25.05 and 25.11 under
-/opt/aws/pcs/scheduler/slurm-<version> and puts 24.11 first on PATH, as its clients work with newer controllers
-(aws-samples/aws-hpc-recipes@009a29a8462aaeb83e82d90ab8405d1a735302c7
-recipes/pcs/dlami_for_pcs_imagebuilder/assets/dlami-for-pcs.yaml:219-273, 387-425). The bundle only runs client
-commands from it (scontrol in the IMEX membership service); which version slurmd runs is the PCS agent's choice."""
-
 
 def bundle_mounts_fsx(flavour: Flavour) -> bool:
-    """Whether the bundle mounts FSx for Lustre itself: on self-managed and PCS nodes. ParallelCluster mounts it
-    through the cluster's ``SharedStorage`` and HyperPod through the instance group's ``FSxLustreConfig``; PCS has
-    no storage setting of its own (AWS's samples mount FSx with a node lifecycle script, ``mount-fsx-lustre`` from
-    ``s3://aws-pcs-repo-<region>/aws-pcs-node-lifecycle-scripts/``: aws-samples/aws-hpc-recipes@009a29a8
-    recipes/pcs/getting_started/assets/cluster.yaml:340-352), so our bundle mounts it, before slurmd starts (PCS
-    user guide, "Working with Amazon EC2 user data": shell parts run after registration, before slurmd)."""
-    return flavour in ("self-managed", "pcs")
+    """Whether the bundle mounts FSx for Lustre itself (else the orchestrator does; :class:`Flavour`)."""
+    return FLAVOUR_TRAITS[flavour].mounts_fsx
 
 
 class FsxMount(_Frozen):
@@ -210,6 +201,11 @@ class BootstrapContext(_Frozen):
         return self.instance is not None
 
     @property
+    def traits(self) -> FlavourTraits:
+        """What this node's flavour does differently (the templates read these, never the flavour's name)."""
+        return FLAVOUR_TRAITS[self.flavour]
+
+    @property
     def slurm(self) -> bool:
         return self.options.slurm_prefix is not None
 
@@ -234,8 +230,9 @@ class BootstrapContext(_Frozen):
 
     @property
     def writes_plugstack(self) -> bool:
-        """ParallelCluster shares /opt/slurm from the head node: only the head writes Slurm config."""
-        return self.slurm and (self.flavour == "hyperpod" or self.role == "head")
+        """Where Slurm's configuration is shared from the head node (ParallelCluster's /opt/slurm), only the head
+        writes it."""
+        return self.slurm and (not self.traits.slurm_config_on_head_only or self.role == "head")
 
     @property
     def nvidia_repo_url(self) -> str:
@@ -250,7 +247,7 @@ class BootstrapContext(_Frozen):
         """A GB200 node whose IMEX members this bundle sets (at boot, refreshed on an idle node). Not under
         ParallelCluster: there the members are the job's nodes, written per job by the prolog the head node installs."""
         i = self.instance
-        return i is not None and i.needs_imex and self.flavour != "parallelcluster"
+        return i is not None and i.needs_imex and self.traits.imex_members_at_boot
 
     @property
     def needs_nvlsm(self) -> bool:
@@ -363,12 +360,8 @@ def context_for(
             instance = facts
     elif role == "compute":
         raise BootstrapError("a compute bundle needs a compute group name")
-    slurm = flavour in ("parallelcluster", "hyperpod", "pcs")
-    # PCS: no containers by default. pyxis is a SPANK plugin slurmd loads from plugstack.conf, and PCS runs Slurm
-    # configless (PCS user guide, "Slurm configuration in AWS PCS"): slurmd takes plugstack.conf from the
-    # controller, whose files PCS generates and which offers no plugstack setting, so a node-local one is ignored.
-    prefix = PCS_SLURM_PREFIX if flavour == "pcs" else "/opt/slurm"
-    opts = {"containers": slurm and flavour != "pcs", "slurm_prefix": prefix if slurm else None,
+    traits = FLAVOUR_TRAITS[flavour]
+    opts = {"containers": traits.slurm and traits.pyxis_loadable, "slurm_prefix": traits.slurm_prefix,
             "scratch": cluster.scratch, "scratch_path": cluster.scratch_path} | options
     try:
         return BootstrapContext(

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from fmcluster.bootstrap import context, profiles
+from fmcluster.bootstrap.flavours import FLAVOURS as FLAVOUR_TRAITS
 from fmcluster.bootstrap.versions import BootstrapError
 from support import PROJECTS
 from support.sandbox import FSX, Image, build_sandbox, calls_of
@@ -94,7 +95,7 @@ def test_pcs_profiles_put_slurm_where_aws_recipe_does_and_say_it_runs_configless
         for arch, ap in p.arches.items():
             slurm = ap.components.slurm
             assert slurm.present and slurm.configless, (p.name, arch)
-            assert slurm.prefix == context.PCS_SLURM_PREFIX, (p.name, arch)
+            assert slurm.prefix == FLAVOUR_TRAITS["pcs"].slurm_prefix, (p.name, arch)
             assert slurm.plugstack is None, "configless slurmd ignores a node-local plugstack.conf"
             assert not ap.components.pyxis.present and "dlami_for_pcs_imagebuilder" in ap.components.pyxis.source
 

@@ -1,0 +1,89 @@
+"""Bootstrap flavours: what differs, on the node, between the orchestrators' images and ways of running a bundle.
+
+A flavour is a row of :data:`FLAVOURS`; the context (:mod:`fmcluster.bootstrap.context`) and the templates read
+its traits, never its name. Each orchestrator names its flavour (:attr:`fmcluster.orchestrators.base.Orchestrator.
+flavour`); the image it boots is in ``profiles/<flavour>-<os>.yaml``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+ImexMembers = Literal["ec2-topology", "hyperpod-api", "job-prolog"]
+
+
+@dataclass(frozen=True)
+class Flavour:
+    name: str
+    slurm_prefix: str | None
+    """Where Slurm is installed on the node (``bin/``, ``etc/``, ``lib/slurm``); None: no Slurm on the node."""
+    mounts_fsx: bool
+    """The bundle mounts FSx for Lustre itself (else the orchestrator does: ParallelCluster's ``SharedStorage``,
+    HyperPod's ``FSxLustreConfig``)."""
+    slurm_config_on_head_only: bool = False
+    """Slurm's configuration directory is shared from the head node, so only the head writes plugstack.conf
+    (ParallelCluster's /opt/slurm); otherwise every node writes its own."""
+    plugstack_include_note: str = ""
+    """Why the pyxis include sits where it does, appended to the comment in the rendered script."""
+    plugstack_where: str = ""
+    """Where Slurm reads plugstack.conf under this orchestrator (a comment in the head's rendered script)."""
+    imex_members: ImexMembers = "ec2-topology"
+    """How a GB200 node learns its IMEX peers: EC2's instance topology at boot, HyperPod's node API at boot, or a
+    per-job prolog (the job's nodes)."""
+    marks_unhealthy: bool = False
+    """No orchestrator reads the health file: a failed health check also tags the instance and, in an Auto Scaling
+    group, sets it Unhealthy."""
+    reboots_itself: bool = False
+    """The bundle may reboot the node to finish the EFA installer (no scheduler waits on the node)."""
+    pyxis_loadable: bool = True
+    """slurmd can load pyxis from a plugstack.conf the bundle writes (on the node, or on a controller it runs).
+    False: slurmd takes plugstack.conf from a controller the bundle cannot configure, so containers (enroot +
+    pyxis) are off by default."""
+
+    @property
+    def slurm(self) -> bool:
+        return self.slurm_prefix is not None
+
+    @property
+    def imex_members_at_boot(self) -> bool:
+        return self.imex_members != "job-prolog"
+
+
+FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
+    Flavour("self-managed", slurm_prefix=None, mounts_fsx=True, marks_unhealthy=True, reboots_itself=True),
+    Flavour(
+        "parallelcluster", slurm_prefix="/opt/slurm", mounts_fsx=False, slurm_config_on_head_only=True,
+        plugstack_where="ParallelCluster's head node shares /opt/slurm with every node (ParallelCluster user guide, "
+                        "\"internal directories\"); the cookbook ships the files only as examples under "
+                        "/opt/parallelcluster/examples (aws-parallelcluster-cookbook recipes/install/install_pyxis.rb)",
+        imex_members="job-prolog"),
+    Flavour(
+        "hyperpod", slurm_prefix="/opt/slurm", mounts_fsx=False,
+        plugstack_include_note=" (slurmd resolves the controller's include locally)",
+        plugstack_where="HyperPod's slurmd runs configless and fetches plugstack.conf from the controller, ignoring "
+                        "a compute-local one",
+        imex_members="hyperpod-api"),
+    # AWS PCS: the image is AWS's dlami_for_pcs_imagebuilder recipe on the DLAMI (profiles/pcs-*.yaml).
+    # - Slurm: the recipe installs 24.11, 25.05 and 25.11 under /opt/aws/pcs/scheduler/slurm-<version> and puts
+    #   24.11 first on PATH, its clients working with newer controllers (aws-samples/aws-hpc-recipes@
+    #   009a29a8462aaeb83e82d90ab8405d1a735302c7 recipes/pcs/dlami_for_pcs_imagebuilder/assets/dlami-for-pcs.yaml:
+    #   219-273, 387-425). The bundle runs only client commands from it (scontrol in the IMEX service); which
+    #   version slurmd runs is the PCS agent's choice.
+    # - FSx: PCS has no storage setting; AWS's samples mount FSx with a node lifecycle script (mount-fsx-lustre from
+    #   s3://aws-pcs-repo-<region>/aws-pcs-node-lifecycle-scripts/: same repository, recipes/pcs/getting_started/
+    #   assets/cluster.yaml:340-352). Our bundle mounts it instead, before slurmd starts (PCS user guide, "Working
+    #   with Amazon EC2 user data": text/x-shellscript parts run after the instance registers, before slurmd).
+    # - Containers: PCS runs Slurm configless (PCS user guide, "Slurm configuration in AWS PCS"): slurmd fetches
+    #   plugstack.conf with the rest from the controller, whose files PCS generates and which has no plugstack
+    #   setting (custom Slurm settings: slurm.conf, slurmdbd.conf and cgroup.conf parameters), so a node-local
+    #   plugstack.conf is ignored and pyxis cannot be loaded.
+    # - Health: our bundle runs before slurmd has fetched its configuration, so it cannot drain its own node; it
+    #   tags the instance (fmcluster:health=unhealthy; PCS launches no Auto Scaling group, so there is none to set
+    #   Unhealthy). PCS's own instance health checks (ComputeNodeGroup InstanceHealthChecks, PCS API reference
+    #   "HealthMonitoring": repair action AUTO | REPLACE | ISOLATE | NONE) watch the node once it runs.
+    # - Reboot: none; a scheduler waits on the node (how long is unconfirmed: budget.LIMITS).
+    # - IMEX: as self-managed (EC2 instance topology at boot); GB200 under PCS: no source found.
+    Flavour("pcs", slurm_prefix="/opt/aws/pcs/scheduler/slurm-24.11", mounts_fsx=True, marks_unhealthy=True,
+            pyxis_loadable=False),
+)}
