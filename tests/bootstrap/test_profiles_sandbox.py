@@ -84,8 +84,9 @@ def test_every_flavour_os_and_arch_fmcluster_deploys_has_its_profile():
 
 
 def test_pcs_is_booted_on_each_of_its_profiles_and_the_bare_os():
-    booted = {(BUNDLES[key].flavour, profile) for key, _, profile, _ in CASES}
-    assert {("pcs", "pcs-al2023"), ("pcs", "pcs-ubuntu-24.04"), ("pcs", "bare")} <= booted
+    booted = {(BUNDLES[key].flavour, profile, BUNDLES[key].arch) for key, _, profile, _ in CASES}
+    for arch in context.ARCHES:  # x86_64 from the p5 fixture, aarch64 from the GB200 one
+        assert {("pcs", "pcs-al2023", arch), ("pcs", "pcs-ubuntu-24.04", arch), ("pcs", "bare", arch)} <= booted
 
 
 def test_pcs_profiles_put_slurm_where_aws_recipe_does_and_say_it_runs_configless():
