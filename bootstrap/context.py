@@ -231,8 +231,9 @@ class BootstrapContext(_Frozen):
     @property
     def writes_plugstack(self) -> bool:
         """Where Slurm's configuration is shared from the head node (ParallelCluster's /opt/slurm), only the head
-        writes it."""
-        return self.slurm and (not self.traits.slurm_config_on_head_only or self.role == "head")
+        writes it; where slurmd cannot load pyxis (:attr:`Flavour.pyxis_loadable`), no node does."""
+        return self.slurm and self.traits.pyxis_loadable and (not self.traits.slurm_config_on_head_only
+                                                               or self.role == "head")
 
     @property
     def nvidia_repo_url(self) -> str:
