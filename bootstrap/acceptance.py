@@ -26,7 +26,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from fmcluster import catalog, templates
 from fmcluster.acceptance.pairs import DEFAULT_MARGIN
 from fmcluster.generate import hyperpod as hp
-from fmcluster.generate import parallelcluster as pc
+from fmcluster.generate import schedulers
 from fmcluster.plan import ClusterPlan, GroupPlan
 
 TEMPLATES_DIR = templates.ROOT / "acceptance"
@@ -70,20 +70,14 @@ class Target:
 
 def targets(cluster: ClusterPlan) -> list[Target]:
     out = []
-    queue_of = {g.name: q for q in pc.queues(cluster) for g in q.groups} if cluster.orchestrator == "parallelcluster" else {}
-    partition_of = {ig.compute_group: ig.partition for ig in hp.instance_groups(cluster) if ig.compute_group} \
-        if cluster.orchestrator == "hyperpod" else {}
+    driver = cluster.driver
+    slurm = schedulers.scheduler(cluster).slurm_targets(cluster)  # empty without Slurm: per-node scripts
     for group in cluster.groups:
         membership = hp.ultraserver(cluster, group)
         size = membership.instances_per_server if membership else None
-        if cluster.orchestrator == "parallelcluster":
-            queue = queue_of[group.name]
-            out.append(Target(group, "parallelcluster", queue.name, group.name if len(queue.groups) > 1 else None,
-                              True, size))
-        elif cluster.orchestrator == "hyperpod":
-            out.append(Target(group, "hyperpod", partition_of[group.name], None, False, size))
-        else:
-            out.append(Target(group, "self-managed", None, None, False, size))
+        where = slurm.get(group.name)
+        out.append(Target(group, driver.flavour, where.partition if where else None,
+                          where.constraint if where else None, where.gres if where else False, size))
     return out
 
 

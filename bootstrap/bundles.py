@@ -11,6 +11,7 @@ which CDK publishes them as assets.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -127,3 +128,22 @@ def render_lifecycle_bundles(cluster: ClusterPlan, out_dir: Path) -> LifecycleBu
         ctx = context_for(cluster, group.compute_group, group.role, "hyperpod", fsx=None)
         sums[group.name] = render_bundle(ctx, root / group.name).sums_sha256
     return LifecycleBundles(root=root, sums=sums)
+
+
+Renderer = Callable[[ClusterPlan, Path, "MountContract | None", bool, "str | None"], object]
+
+RENDERERS: dict[str, Renderer] = {
+    "none": lambda cluster, out, fsx, at_boot, url: render_group_bundles(cluster, fsx, at_boot, out, url),
+    "parallelcluster": lambda cluster, out, fsx, at_boot, url: render_dispatched_bundles(cluster, out),
+    "hyperpod": lambda cluster, out, fsx, at_boot, url: render_lifecycle_bundles(cluster, out),
+}
+"""The bootstrap stage's table of orchestrators (:mod:`fmcluster.orchestrators`): how each renders its nodes'
+bundles, from the cluster, the folder, the FSx mount contract (its identity known only at boot when ``at_boot``)
+and the metrics workspace's remote-write URL. Where the orchestrator mounts FSx or configures the agents itself,
+its renderer ignores them."""
+
+
+def render_bundles(cluster: ClusterPlan, out_dir: Path, fsx: MountContract | None, fsx_at_boot: bool,
+                   remote_write_url: str | None) -> object:
+    """The project's orchestrator's bundles (:data:`RENDERERS`), as the cluster stack takes them."""
+    return RENDERERS[cluster.orchestrator](cluster, out_dir, fsx, fsx_at_boot, remote_write_url)

@@ -22,6 +22,7 @@ from fmcluster.bootstrap.versions import (
 from pydantic import Field, field_validator, model_validator
 
 from fmcluster.bootstrap.flavours import FLAVOURS as FLAVOUR_TRAITS
+from fmcluster.orchestrators import ORCHESTRATORS
 from fmcluster.bootstrap.flavours import Flavour as FlavourTraits
 
 from fmcluster.facts import OPERATING_SYSTEMS as _OS_FACTS
@@ -39,12 +40,9 @@ OPERATING_SYSTEMS: tuple[str, ...] = tuple(_OS_FACTS)
 NVLSM_GPUS = ("B200", "B300")
 """GPU models of the HGX systems with fourth-generation NVSwitches (catalog gpu_model)."""
 
-ORCHESTRATOR_FLAVOUR: dict[str, Flavour] = {
-    "none": "self-managed",
-    "parallelcluster": "parallelcluster",
-    "hyperpod": "hyperpod",
-    "pcs": "pcs",
-}
+ORCHESTRATOR_FLAVOUR: dict[str, Flavour] = {"pcs": "pcs"} | {o.name: o.flavour for o in ORCHESTRATORS.values()}
+"""orchestrator.type -> the bootstrap flavour its nodes run. ``pcs`` is named here until fmcluster/orchestrators.py
+has its row (orchestrator.type pcs is in the config already); the row then says the same."""
 
 
 def bundle_mounts_fsx(flavour: Flavour) -> bool:

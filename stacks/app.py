@@ -104,18 +104,11 @@ def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
     network_contract = imported_network(name, network.contract)
     storage_contract = imported_storage(name, storage_contract)
     bundle_dir = Path(app.outdir) / bundles.BUNDLES_DIR / name
-    if plan.cluster.orchestrator == "parallelcluster":
-        node_bundles: bundles.DispatchedBundles | bundles.LifecycleBundles | dict[str, bundles.GroupBundle] = (
-            bundles.render_dispatched_bundles(plan.cluster, bundle_dir))
-    elif plan.cluster.orchestrator == "hyperpod":
-        node_bundles = bundles.render_lifecycle_bundles(plan.cluster, bundle_dir)
-    else:
-        fsx = storage_contract.fsx
-        at_boot = fsx is not None and Token.is_unresolved(fsx.file_system_id)  # created in this deployment
-        node_bundles = bundles.render_group_bundles(plan.cluster, fsx, at_boot, bundle_dir,
-                                                    metrics.remote_write_url if metrics else None)
-    runs_slurm = ((plan.cluster.orchestrator == "parallelcluster" and plan.cluster.pcluster.create_cluster)
-                  or plan.cluster.orchestrator == "hyperpod")
+    fsx = storage_contract.fsx
+    at_boot = fsx is not None and Token.is_unresolved(fsx.file_system_id)  # created in this deployment
+    node_bundles = bundles.render_bundles(plan.cluster, bundle_dir, fsx, at_boot,
+                                          metrics.remote_write_url if metrics else None)
+    runs_slurm = plan.cluster.driver.runs_slurm(plan.cluster)
     cluster = ClusterStack(app, stack_name(name, "cluster"), plan=plan.cluster, bundles=node_bundles,
                            network=network_contract, storage=storage_contract, metrics=metrics, env=env,
                            termination_protection=protect and runs_slurm)

@@ -1,15 +1,15 @@
 """``NAME-cluster``: the compute capacity, recreated often.
 
-- ``orchestrator.type: none``: per compute group a placement group and an EFA launch template
-  whose user data fetches the group's bootstrap bundle, and the node role;
-- ``parallelcluster``: the bootstrap bundles and ParallelCluster's cluster
-  (:class:`fmcluster.stacks.parallelcluster.ParallelClusterCluster`), which makes its own
-  launch templates, placement groups and node roles;
-- ``hyperpod``: a SageMaker HyperPod cluster with its lifecycle bucket and execution role
-  (:class:`fmcluster.stacks.hyperpod.HyperPodCluster`).
+What goes in is the project's orchestrator's to say (:mod:`fmcluster.orchestrators`): without a scheduler, per
+compute group a placement group and an EFA launch template whose user data fetches the group's bootstrap bundle, and
+the node role (:meth:`ClusterStack.add_launch_templates`); otherwise the orchestrator's cluster construct
+(ParallelCluster's, HyperPod's, PCS's), built from the bundles it rendered (:data:`BUILDERS`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 from aws_cdk import (
     CfnOutput,
@@ -26,15 +26,12 @@ from aws_cdk import (
     aws_s3_assets as s3_assets,
 )
 from constructs import Construct
-from fmcluster.bootstrap.bundles import DispatchedBundles, GroupBundle, LifecycleBundles
-from fmcluster.stacks.hyperpod import HyperPodCluster
+from fmcluster.bootstrap.bundles import GroupBundle
 from fmcluster.stacks.launch_template import camel, efa_launch_template
+from fmcluster.stacks import hyperpod, parallelcluster
 from fmcluster.stacks.node_role import add_node_role
-from fmcluster.stacks.parallelcluster import ParallelClusterCluster
 
 from fmcluster.contracts import (
-    BOOTSTRAP_ARGS_OUTPUT,
-    BOOTSTRAP_OUTPUT,
     MetricsContract,
     NetworkContract,
     StorageContract,
@@ -44,40 +41,24 @@ from fmcluster.plan import ClusterPlan, GroupPlan
 
 
 class ClusterStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, plan: ClusterPlan,
-                 bundles: DispatchedBundles | LifecycleBundles | dict[str, GroupBundle], network: NetworkContract,
-                 storage: StorageContract, metrics: MetricsContract | None = None, **kwargs) -> None:
+    """The compute capacity of one project: what its orchestrator builds here (:data:`BUILDERS`), from the bundles
+    it rendered (:data:`fmcluster.bootstrap.bundles.RENDERERS`)."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, plan: ClusterPlan, bundles: object,
+                 network: NetworkContract, storage: StorageContract, metrics: MetricsContract | None = None,
+                 **kwargs) -> None:
         super().__init__(scope, construct_id, description=f"fmcluster {plan.project}: compute capacity", **kwargs)
         self.plan = plan
         self.network = network
         self.storage = storage
         self.launch_templates: dict[str, ec2.CfnLaunchTemplate] = {}
-        if isinstance(bundles, DispatchedBundles):
-            self._add_parallelcluster(bundles, metrics)
-        elif isinstance(bundles, LifecycleBundles):
-            self.hyperpod = HyperPodCluster(self, "HyperPod", plan=plan, bundles=bundles, network=network,
-                                            storage=storage, metrics=metrics)
-        else:
-            self.role, self.instance_profile = add_node_role(self, plan, metrics)
-            for group in plan.groups:
-                self.launch_templates[group.name] = self._add_group(group, bundles[group.name])
+        BUILDERS[plan.orchestrator](self, bundles, metrics)
 
-    def _add_parallelcluster(self, bundles: DispatchedBundles, metrics: MetricsContract | None) -> None:
-        """The archive of per-instance-type bundles, and the dispatcher as the OnNodeConfigured action."""
-        archive = s3_assets.Asset(self, "BootstrapBundles", path=str(bundles.bundles))
-        dispatcher = s3_assets.Asset(self, "BootstrapDispatcher", path=str(bundles.dispatcher))
-        ParallelClusterCluster(
-            self, "ParallelCluster", plan=self.plan, network=self.network, storage=self.storage,
-            bootstrap_uri=dispatcher.s3_object_url,
-            # the archive of bundles, and the metrics workspace the nodes' agents remote-write to
-            bootstrap_args=[archive.s3_object_url, *([metrics.remote_write_url] if metrics else [])],
-            bootstrap_read_arns=[a.bucket.arn_for_objects(a.s3_object_key) for a in (dispatcher, archive)],
-            metrics=metrics, scripts_bucket_arn=dispatcher.bucket.bucket_arn,
-        )
-        CfnOutput(self, BOOTSTRAP_OUTPUT, value=dispatcher.s3_object_url,
-                  description="OnNodeConfigured script; its argument is BootstrapBundlesUri")
-        CfnOutput(self, BOOTSTRAP_ARGS_OUTPUT, value=archive.s3_object_url,
-                  description="Archive of the bootstrap bundles, one per instance type")
+    def add_launch_templates(self, bundles: dict[str, GroupBundle], metrics: MetricsContract | None) -> None:
+        """Self-managed nodes: the node role, and per compute group its launch template (and placement group)."""
+        self.role, self.instance_profile = add_node_role(self, self.plan, metrics)
+        for group in self.plan.groups:
+            self.launch_templates[group.name] = self._add_group(group, bundles[group.name])
 
     def _add_group(self, group: GroupPlan, bundle: GroupBundle) -> ec2.CfnLaunchTemplate:
         gid = camel(group.name)
@@ -99,3 +80,11 @@ class ClusterStack(Stack):
             actions=["s3:GetObject"], resources=[asset.bucket.arn_for_objects(asset.s3_object_key)]))
         return Fn.base64(bundle.entry_script(asset.s3_object_url))
 
+
+BUILDERS: dict[str, Callable[[ClusterStack, Any, MetricsContract | None], None]] = {
+    "none": ClusterStack.add_launch_templates,
+    "parallelcluster": parallelcluster.build,
+    "hyperpod": hyperpod.build,
+}
+"""The stacks stage's table of orchestrators (:mod:`fmcluster.orchestrators`): what each adds to the cluster stack
+from its bundles (the stack holds the plan, network and storage contracts)."""

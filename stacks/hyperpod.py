@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import (
     Acknowledgment,
     Aws,
@@ -262,3 +264,9 @@ class HyperPodCluster(Construct):
                                if group.interface_type else None),
             override_vpc_config=override_vpc,
         )
+
+
+def build(stack: Any, bundles: LifecycleBundles, metrics: MetricsContract | None) -> None:
+    """The HyperPod cluster in ``stack`` (:data:`fmcluster.stacks.cluster.BUILDERS`)."""
+    stack.hyperpod = HyperPodCluster(stack, "HyperPod", plan=stack.plan, bundles=bundles, network=stack.network,
+                                     storage=stack.storage, metrics=metrics)

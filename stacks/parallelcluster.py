@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from aws_cdk import (
     Acknowledgment,
@@ -25,9 +26,13 @@ from aws_cdk import (
 from aws_cdk import (
     aws_iam as iam,
 )
+from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
+from fmcluster.bootstrap.bundles import DispatchedBundles
 
 from fmcluster.contracts import (
+    BOOTSTRAP_ARGS_OUTPUT,
+    BOOTSTRAP_OUTPUT,
     CLUSTER_NAME_OUTPUT,
     HEAD_NODE_IP_OUTPUT,
     NODE_POLICY_OUTPUT,
@@ -174,3 +179,22 @@ def _nag_text(stack: Stack, value: str) -> str:
         return json.dumps(part)
 
     return text(resolved)
+
+
+def build(stack: Any, bundles: DispatchedBundles, metrics: MetricsContract | None) -> None:
+    """The archive of per-instance-type bundles, and the dispatcher as the OnNodeConfigured action, in ``stack``
+    (:data:`fmcluster.stacks.cluster.BUILDERS`)."""
+    archive = s3_assets.Asset(stack, "BootstrapBundles", path=str(bundles.bundles))
+    dispatcher = s3_assets.Asset(stack, "BootstrapDispatcher", path=str(bundles.dispatcher))
+    ParallelClusterCluster(
+        stack, "ParallelCluster", plan=stack.plan, network=stack.network, storage=stack.storage,
+        bootstrap_uri=dispatcher.s3_object_url,
+        # the archive of bundles, and the metrics workspace the nodes' agents remote-write to
+        bootstrap_args=[archive.s3_object_url, *([metrics.remote_write_url] if metrics else [])],
+        bootstrap_read_arns=[a.bucket.arn_for_objects(a.s3_object_key) for a in (dispatcher, archive)],
+        metrics=metrics, scripts_bucket_arn=dispatcher.bucket.bucket_arn,
+    )
+    CfnOutput(stack, BOOTSTRAP_OUTPUT, value=dispatcher.s3_object_url,
+              description="OnNodeConfigured script; its argument is BootstrapBundlesUri")
+    CfnOutput(stack, BOOTSTRAP_ARGS_OUTPUT, value=archive.s3_object_url,
+              description="Archive of the bootstrap bundles, one per instance type")

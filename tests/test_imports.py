@@ -4,10 +4,11 @@ function-local import fails here.
 
 The stages, lowest first (a module may import its own unit and any lower stage):
 
-    facts      errors, facts, catalog, pcluster_facts, contracts, templates
+    facts      errors, facts, catalog, pcluster_facts, contracts, templates, orchestrators
     config     fmcluster.config
     plan       fmcluster.plan
-    node plan  bootstrap.versions, bootstrap.context   (pure: what a node runs)
+    node plan  bootstrap.versions, bootstrap.flavours,  (pure: what a node runs)
+               bootstrap.context
     checks     fmcluster.checks
     generate   fmcluster.generate, fmcluster.guard,     (pure outputs: cluster.yaml, rules, dashboards;
                fmcluster.acceptance                      acceptance logs parsed and judged)
@@ -30,10 +31,10 @@ SOURCES = {"fmcluster": ROOT / "fmcluster", "fmcluster.stacks": ROOT / "stacks",
 
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("facts", ("fmcluster", "fmcluster.errors", "fmcluster.facts", "fmcluster.catalog", "fmcluster.pcluster_facts",
-               "fmcluster.contracts", "fmcluster.templates")),
+               "fmcluster.contracts", "fmcluster.templates", "fmcluster.orchestrators")),
     ("config", ("fmcluster.config",)),
     ("plan", ("fmcluster.plan",)),
-    ("node plan", ("fmcluster.bootstrap.versions", "fmcluster.bootstrap.context")),
+    ("node plan", ("fmcluster.bootstrap.versions", "fmcluster.bootstrap.flavours", "fmcluster.bootstrap.context")),
     ("checks", ("fmcluster.checks",)),
     ("generate", ("fmcluster.generate", "fmcluster.guard", "fmcluster.acceptance")),
     ("bootstrap", ("fmcluster.bootstrap",)),

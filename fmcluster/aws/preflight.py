@@ -63,8 +63,7 @@ def checks_for(project: Project, plan: Plan, clients: Clients) -> list[Check]:
             out.append(Check("training plan", g.name, lambda g=g, a=spec.arn: ac.check_training_plan(clients, zone, g, a)))
     if any(g.capacity == "on-demand" for g in plan.groups):
         out.append(Check("quota", "on-demand P vCPUs", lambda: ac.check_vcpu_quota(clients, plan)))
-    if plan.cluster.orchestrator == "hyperpod":
-        out.append(Check("quota", "HyperPod instances", lambda: ac.check_hyperpod_quota(clients, plan)))
+    out += ORCHESTRATOR_CHECKS[plan.cluster.orchestrator](project, plan, clients)
     if plan.storage.created:
         out.append(Check("quota", "FSx storage", lambda: ac.check_fsx_quota(clients, plan)))
     if plan.network.existing:
@@ -75,6 +74,15 @@ def checks_for(project: Project, plan: Plan, clients: Clients) -> list[Check]:
     if grafana.enabled and grafana.authentication == "AWS_SSO":
         out.append(Check("identity center", "grafana", lambda: ac.check_identity_center(clients)))
     return out
+
+
+ORCHESTRATOR_CHECKS: dict[str, Callable[[Project, Plan, Clients], list[Check]]] = {
+    "none": lambda project, plan, clients: [],
+    "parallelcluster": lambda project, plan, clients: [],
+    "hyperpod": lambda project, plan, clients: [
+        Check("quota", "HyperPod instances", lambda: ac.check_hyperpod_quota(clients, plan))],
+}
+"""The aws stage's table of orchestrators (:mod:`fmcluster.orchestrators`): each one's own account checks."""
 
 
 def run_check(check: Check, timeout: float = CHECK_TIMEOUT_S) -> list[Result]:

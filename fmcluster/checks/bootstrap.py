@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fmcluster.bootstrap.context import FsxMount, context_for, needed_placeholders
+from fmcluster.bootstrap.context import FsxMount, bundle_mounts_fsx, context_for, needed_placeholders
 from fmcluster.checks.registry import Finding, check
 from fmcluster.config.loader import LoadedProject
 from fmcluster.plan import Plan
@@ -15,8 +15,8 @@ def _unpinned(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     """versions.yaml keys without a checksum that these nodes may need at boot (they stop there)."""
     cluster = plan.cluster
     needed: dict[str, None] = {}
-    # ParallelCluster mounts FSx itself; the bundle's Lustre step runs only for the other orchestrators.
-    mounts = cluster.fsx_mount_path is not None and cluster.orchestrator != "parallelcluster"
+    # Where the orchestrator mounts FSx itself (ParallelCluster, HyperPod), the bundle's Lustre step does not run.
+    mounts = cluster.fsx_mount_path is not None and bundle_mounts_fsx(cluster.driver.flavour)
     fsx = FsxMount(mount_path=cluster.fsx_mount_path) if mounts else None
     for group in cluster.groups:
         ctx = context_for(cluster, group.name, "compute", fsx=fsx)

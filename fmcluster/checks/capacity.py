@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from fmcluster import catalog
 from fmcluster.checks.registry import Finding, check
 from fmcluster.config.loader import LoadedProject
+from fmcluster.orchestrators import ORCHESTRATORS
 from fmcluster.plan import Plan
 
 CAPACITY_BLOCK_MAX_INSTANCES = 64
@@ -15,12 +16,12 @@ CAPACITY_BLOCK_MAX_INSTANCES = 64
 
 @check("training-plan-needs-hyperpod", "error")
 def _training_plan(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
-    project = loaded.project
-    for i, group in enumerate(project.compute_groups):
-        if group.capacity.type == "training-plan" and project.orchestrator.type != "hyperpod":
+    able = [o.name for o in ORCHESTRATORS.values() if "training-plan" in o.capacity_types]
+    for i, group in enumerate(loaded.project.compute_groups):
+        if group.capacity.type == "training-plan" and "training-plan" not in plan.cluster.driver.capacity_types:
             yield Finding(("compute_groups", i, "capacity"),
                 "a SageMaker training plan can only be used by a HyperPod cluster",
-                "set orchestrator.type: hyperpod, or use a capacity-block or reservation",
+                f"set orchestrator.type: {' or '.join(able)}, or use a capacity-block or reservation",
             )
 
 
@@ -57,8 +58,8 @@ def _block_size(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
 
 @check("ultraserver-multiple", "warning")
 def _ultraserver(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
-    if loaded.project.orchestrator.type == "hyperpod":
-        return  # hyperpod-ultraserver says it once, in usable instances (a training plan's spares held back)
+    if not plan.cluster.driver.ultraserver_warning:
+        return  # the orchestrator's own check says it once, in usable instances
     for i, group in enumerate(loaded.project.compute_groups):
         sizes = catalog.get(group.instance_type).ultraservers
         if sizes and all(group.count % u.instances for u in sizes):

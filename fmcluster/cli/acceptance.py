@@ -15,6 +15,7 @@ import typer
 from fmcluster import checks, config
 from fmcluster.acceptance import DEFAULT_MARGIN, AcceptanceError, build_report, to_text
 from fmcluster.bootstrap.acceptance import render_acceptance
+from fmcluster.bootstrap.context import bundle_mounts_fsx
 from fmcluster.bootstrap.versions import BootstrapError
 from fmcluster.cli.bootstrap import _deployed_fsx
 from fmcluster.errors import ConfigError
@@ -57,7 +58,7 @@ def render_cmd(
         typer.echo(f"--nccl-tests-dir {nccl_tests_dir!r}: give an absolute path without quotes, spaces or $", err=True)
         raise typer.Exit(USAGE_EXIT)
     cluster = plan.cluster
-    fsx = _deployed_fsx(plan.storage.spec) if cluster.orchestrator == "none" else None
+    fsx = _deployed_fsx(plan.storage.spec) if bundle_mounts_fsx(cluster.driver.flavour) else None
     try:
         rendered = render_acceptance(cluster, out, image=image, nccl_tests_dir=nccl_tests_dir, fsx=fsx)
     except (BootstrapError, OSError) as exc:

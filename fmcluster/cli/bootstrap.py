@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from fmcluster import catalog, config
+from fmcluster import catalog, config, orchestrators
 from fmcluster.bootstrap import budget, context, profiles, render
 from fmcluster.bootstrap import versions as pinned
 from fmcluster.errors import ConfigError
@@ -136,7 +136,7 @@ orchestrator:
 def render_matrix(out: Path) -> list[dict]:
     """Every OS x catalog type x flavour, compute role, into OUT/<os>/<type>/<flavour>/. Bundles of
     flavours that mount FSx (self-managed) mount an EFA-enabled one whose identity comes at boot (the widest path)."""
-    orchestrator = {f: o for o, f in context.ORCHESTRATOR_FLAVOUR.items()}
+    orchestrator = {f: orchestrators.by_flavour(f).name for f in context.FLAVOURS}
     rows = []
     for os_name in context.OPERATING_SYSTEMS:
         for itype in catalog.CATALOG:

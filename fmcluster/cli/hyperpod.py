@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import typer
+from rich.table import Table
 
 from fmcluster import checks, config
 from fmcluster.cli.awserrors import account_errors
+from fmcluster.cli.plantext import row
 from fmcluster.errors import ConfigError
+from fmcluster.plan import Plan
 
 app = typer.Typer(help="SageMaker HyperPod: the cluster a hyperpod project builds.", no_args_is_help=True)
 
@@ -56,3 +59,22 @@ def status(
         typer.echo(f"  {mark} {group.name:<12} {group.instance_type:<24} {group.current}/{group.target}  {nodes}")
     if health.status != "InService" or not all(g.healthy for g in health.groups):
         raise typer.Exit(1)
+
+
+def plan_rows(plan: Plan, data: dict, lines: Table) -> None:
+    """The plan's scheduler section as text (:data:`fmcluster.cli.planservices.ROWS`)."""
+    row(lines, "Slurm", f"SageMaker HyperPod cluster {data['cluster_name']}, created by cdk deploy; "
+                        f"node recovery {data['node_recovery']}, slurm.conf {data['slurm_config_strategy']}")
+    for group in data["instance_groups"]:
+        where = f"partition {group['partition']}" if group["partition"] else group["node_type"].lower()
+        detail = f"{group['count']} x {group['instance_type']}, {where}"
+        if group["deep_health_checks"]:
+            detail += f"; deep health checks {', '.join(group['deep_health_checks'])}"
+        row(lines, f"group {group['name']}", detail)
+        if group["training_plan_arn"]:
+            row(lines, "  training plan", group["training_plan_arn"])
+        u = group["ultraservers"]
+        if u:
+            row(lines, "  UltraServers", f"{u['servers']} x {u['type']} ({u['instances_per_server']} instances "
+                                         "each, one NVLink domain per UltraServer)")
+    row(lines, "on destroy", "the cluster is deleted with its stack; the lifecycle bucket is kept")

@@ -9,10 +9,12 @@ from typing import Any
 
 import typer
 import yaml
+from rich.table import Table
 
 from fmcluster import checks, config
 from fmcluster.aws import StackOutputsError
 from fmcluster.cli.awserrors import account_errors
+from fmcluster.cli.plantext import row
 from fmcluster.contracts import stack_name
 from fmcluster.errors import ConfigError
 from fmcluster.generate import parallelcluster as generate
@@ -123,3 +125,19 @@ def config_command(
 
 if __name__ == "__main__":
     app()
+
+
+def plan_rows(plan: Plan, data: dict, lines: Table) -> None:
+    """The plan's scheduler section as text (:data:`fmcluster.cli.planservices.ROWS`)."""
+    created = ("created by cdk deploy" if data["created_by_cdk_deploy"]
+               else "cluster.yaml only (create_cluster: false)")
+    row(lines, "Slurm", f"AWS ParallelCluster {data['version']}, cluster {data['cluster_name']}, {created}")
+    head = data["head_node"]
+    row(lines, "head node", f"{head['instance_type']}, {head['root_volume_gib']} GiB root ({head['os']})")
+    if data["login_nodes"] is not None:
+        row(lines, "login nodes", f"{data['login_nodes']['count']} x {data['login_nodes']['instance_type']}")
+    for queue in data["queues"]:
+        nodes = ", ".join(f"{g['count']} x {g['instance_type']} ({g['static']} static)" for g in queue["groups"])
+        row(lines, f"queue {queue['name']}", f"{nodes}; {queue['capacity_type']}")
+    row(lines, "on destroy", "the cluster is deleted with its stack" if data["deletion_policy"] == "Delete"
+        else "the cluster is kept (Retain): delete it with pcluster delete-cluster")

@@ -1,98 +1,46 @@
 """The plan's scheduler and monitoring sections, as text for people and as data for ``plan -o json``.
 
-Both forms come from the same helpers here (the ParallelCluster queues, the HyperPod instance groups, the
+Both forms come from the same data (the orchestrator's scheduler section, :mod:`fmcluster.orchestrators`; the
 exporter table), so the JSON carries what the text shows.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.table import Table
 
 from fmcluster import catalog
 from fmcluster.cli.plantext import row, settings
-from fmcluster.config.parallelcluster import DEFAULT_HEAD_NODE, DEFAULT_LOGIN_NODE
 from fmcluster.facts import AMP_ACTIVE_SERIES_QUOTA
-from fmcluster.generate import hyperpod, metrics
-from fmcluster.generate import parallelcluster as pcluster
+from fmcluster.cli import hyperpod, parallelcluster
+from fmcluster.generate import metrics, schedulers
 from fmcluster.plan import Plan
 from fmcluster.plan.associations import plan_associations
 from fmcluster.plan.storage import StoragePlan
 
 
 def scheduler_data(p: Plan) -> dict:
-    """The scheduler section: what `cdk deploy` starts, its nodes and queues or groups."""
-    cluster = p.cluster
-    if cluster.orchestrator == "parallelcluster":
-        pc = cluster.pcluster
-        arch = pcluster.architecture(cluster)
-        login = pc.login_nodes
-        return {
-            "type": "parallelcluster", "version": pc.version, "cluster_name": cluster.pcluster_name,
-            "created_by_cdk_deploy": pc.create_cluster,
-            "head_node": {"instance_type": pc.head_node_instance_type or DEFAULT_HEAD_NODE[arch],
-                          "root_volume_gib": pc.head_node_root_volume_gib, "os": pcluster.pc_os(cluster)},
-            "login_nodes": None if login is None else {
-                "count": login.count, "instance_type": login.instance_type or DEFAULT_LOGIN_NODE[arch]},
-            "queues": [{"name": q.name, "capacity_type": q.capacity_type,
-                        "groups": [{"group": g.name, "count": g.count, "instance_type": g.instance_type,
-                                    "static": pcluster.min_count(cluster, g)} for g in q.groups]}
-                       for q in pcluster.queues(cluster)],
-            "deletion_policy": pc.deletion_policy,
-        }
-    if cluster.orchestrator == "hyperpod":
-        hp = cluster.hyperpod
-        groups = []
-        for g in hyperpod.instance_groups(cluster):
-            u = g.ultraserver
-            groups.append({
-                "name": g.name, "node_type": g.node_type, "instance_type": g.instance_type, "count": g.count,
-                "partition": g.partition, "deep_health_checks": list(g.deep_health_checks),
-                "training_plan_arn": g.training_plan_arn,
-                "ultraservers": None if u is None else {
-                    "type": u.type, "servers": u.servers, "instances_per_server": u.instances_per_server,
-                    "nvlink_domains": u.servers},
-            })
-        return {"type": "hyperpod", "cluster_name": f"{cluster.hyperpod_name_prefix}-<subnet ID>", "created_by_cdk_deploy": True,
-                "node_recovery": hp.node_recovery, "slurm_config_strategy": hp.slurm_config_strategy,
-                "instance_groups": groups}
-    return {"type": "none", "launch_templates": [f"{p.project}-{g.name}" for g in p.groups]}
+    """The scheduler section: what `cdk deploy` starts, its nodes and queues or groups (the orchestrator says)."""
+    return schedulers.scheduler(p.cluster).data(p)
+
+
+def _none_rows(p: Plan, data: dict, lines: Table) -> None:
+    row(lines, "none", "launch templates only: `cdk deploy` starts no node and no scheduler; launch "
+                       f"instances from the {p.project}-GROUP templates with your own tooling")
+
+
+ROWS: dict[str, Callable[[Plan, dict, Table], None]] = {
+    "none": _none_rows,
+    "parallelcluster": parallelcluster.plan_rows,
+    "hyperpod": hyperpod.plan_rows,
+}
+"""The cli stage's table of orchestrators (:mod:`fmcluster.orchestrators`): the scheduler section as text rows."""
 
 
 def scheduler(p: Plan, lines: Table) -> None:
-    data = scheduler_data(p)
-    if data["type"] == "none":
-        row(lines, "none", "launch templates only: `cdk deploy` starts no node and no scheduler; launch "
-                           f"instances from the {p.project}-GROUP templates with your own tooling")
-    elif data["type"] == "parallelcluster":
-        created = ("created by cdk deploy" if data["created_by_cdk_deploy"]
-                   else "cluster.yaml only (create_cluster: false)")
-        row(lines, "Slurm", f"AWS ParallelCluster {data['version']}, cluster {data['cluster_name']}, {created}")
-        head = data["head_node"]
-        row(lines, "head node", f"{head['instance_type']}, {head['root_volume_gib']} GiB root ({head['os']})")
-        if data["login_nodes"] is not None:
-            row(lines, "login nodes", f"{data['login_nodes']['count']} x {data['login_nodes']['instance_type']}")
-        for queue in data["queues"]:
-            nodes = ", ".join(f"{g['count']} x {g['instance_type']} ({g['static']} static)" for g in queue["groups"])
-            row(lines, f"queue {queue['name']}", f"{nodes}; {queue['capacity_type']}")
-        row(lines, "on destroy", "the cluster is deleted with its stack" if data["deletion_policy"] == "Delete"
-            else "the cluster is kept (Retain): delete it with pcluster delete-cluster")
-    else:
-        row(lines, "Slurm", f"SageMaker HyperPod cluster {data['cluster_name']}, created by cdk deploy; "
-                            f"node recovery {data['node_recovery']}, slurm.conf {data['slurm_config_strategy']}")
-        for group in data["instance_groups"]:
-            where = f"partition {group['partition']}" if group["partition"] else group["node_type"].lower()
-            detail = f"{group['count']} x {group['instance_type']}, {where}"
-            if group["deep_health_checks"]:
-                detail += f"; deep health checks {', '.join(group['deep_health_checks'])}"
-            row(lines, f"group {group['name']}", detail)
-            if group["training_plan_arn"]:
-                row(lines, "  training plan", group["training_plan_arn"])
-            u = group["ultraservers"]
-            if u:
-                row(lines, "  UltraServers", f"{u['servers']} x {u['type']} ({u['instances_per_server']} instances "
-                                             "each, one NVLink domain per UltraServer)")
-        row(lines, "on destroy", "the cluster is deleted with its stack; the lifecycle bucket is kept")
+    ROWS[p.cluster.orchestrator](p, scheduler_data(p), lines)
 
 
 def monitoring_data(p: Plan) -> dict | None:
@@ -103,7 +51,7 @@ def monitoring_data(p: Plan) -> dict | None:
     spec = obs.spec
     roles = {}
     for role, gpu in (("gpu_nodes", True), ("other_nodes", False)):
-        if gpu or p.cluster.orchestrator != "none":  # without a scheduler there are only the GPU nodes
+        if gpu or p.cluster.driver.other_nodes:
             roles[role] = {
                 "exporters": [e.name for e in metrics.EXPORTERS if (gpu or not e.gpu_only) and e is not metrics.PROMETHEUS],
                 "ports": sorted({port for _, port in metrics.scrape_targets(gpu=gpu)}),

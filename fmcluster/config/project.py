@@ -14,6 +14,7 @@ from fmcluster.config.observability import ObservabilityConfig as Observability
 from fmcluster.config.parallelcluster import ParallelClusterSettings
 from fmcluster.config.pcs import PcsSettings
 from fmcluster.config.storage import Storage
+from fmcluster.orchestrators import NAMES, ORCHESTRATORS
 from fmcluster.facts import (
     MAX_USER_TAGS,
     TAGS_PER_RESOURCE,
@@ -32,9 +33,8 @@ per-stack limits (the stack-limits check says which); beyond 250 the file is ref
 class Orchestrator(Model):
     """Who schedules jobs on the nodes."""
 
-    type: Literal["none", "parallelcluster", "hyperpod", "pcs"] = Field(
-        default="none", description="`none` (launch templates only), `parallelcluster`, `hyperpod` or `pcs` (AWS "
-                                    "Parallel Computing Service)."
+    type: Literal[NAMES] = Field(  # type: ignore[valid-type]
+        default="none", description=", ".join(f"`{o.name}` ({o.summary})" for o in ORCHESTRATORS.values()) + "."
     )
     parallelcluster: ParallelClusterSettings | None = Field(
         default=None, description="ParallelCluster settings (orchestrator.type: parallelcluster); defaults apply when absent."

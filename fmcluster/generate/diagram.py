@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from fmcluster.config.storage import S3_URI
-from fmcluster.generate import hyperpod
+from fmcluster.generate import hyperpod, schedulers
 from fmcluster.plan import GroupPlan, Plan
 
 Kind = Literal["compute-group", "head-node", "login", "nvlink-domain", "nat", "fsx", "s3", "prometheus", "grafana",
@@ -89,22 +89,10 @@ def build(plan: Plan) -> Graph:
         groups.append(Cluster(_placement(g), (f"group:{g.name}",), _nvlink_domains(plan, g, nodes)))
 
     services: list[str] = []  # what sits in the services zone's subnet (the compute subnet in a regular zone)
-    if plan.cluster.orchestrator == "parallelcluster":
-        nodes.append(Node("head", "head-node", f"Slurm head node\n{plan.cluster.pcluster_name}"))
-        services.append("head")
-        edges += [Edge("head", f"group:{g.name}", "slurm", "queue") for g in plan.groups]
-    elif plan.cluster.orchestrator == "hyperpod":
-        for ig in hyperpod.instance_groups(plan.cluster):
-            if ig.node_type == "Controller":
-                nodes.append(Node("head", "head-node", f"HyperPod controller ({ig.name})\n{ig.count} x "
-                                                       f"{ig.instance_type}\n{plan.cluster.hyperpod_name_prefix}-<subnet ID>"))
-                services.append("head")
-            elif ig.node_type == "Login":
-                nodes.append(Node("login", "login", f"login group ({ig.name})\n{ig.count} x {ig.instance_type}"))
-                services.append("login")
-        edges += [Edge("head", f"group:{g.name}", "slurm", "partition") for g in plan.groups]
-        if "login" in services:
-            edges.append(Edge("login", "head", "slurm", "sbatch"))
+    part = schedulers.scheduler(plan.cluster).diagram(plan)
+    nodes += [Node(*n) for n in part.nodes]  # type: ignore[arg-type]
+    edges += [Edge(*e) for e in part.edges]  # type: ignore[arg-type]
+    services += part.services
     if net.spec.interface_endpoints:
         nodes.append(Node("endpoints", "endpoints", "interface endpoints\n" + ", ".join(net.spec.interface_endpoints)))
         services.append("endpoints")

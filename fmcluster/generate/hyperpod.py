@@ -18,7 +18,8 @@ from fmcluster.config.hyperpod import (
     DEEP_HEALTH_CHECKS,
     LOGIN,
 )
-from fmcluster.plan import ClusterPlan, GroupPlan
+from fmcluster.orchestrators import DiagramPart, SlurmTarget
+from fmcluster.plan import ClusterPlan, GroupPlan, Plan
 
 LIFECYCLE_PREFIX = "lifecycle"
 """Key prefix of the lifecycle bundles in the lifecycle bucket: ``lifecycle/<instance group>/``."""
@@ -103,3 +104,48 @@ def instance_groups(cluster: ClusterPlan) -> list[InstanceGroup]:
             ultraserver=ultraserver(cluster, group), compute_group=group.name,
         ))
     return out
+
+
+# -- the scheduler's plan section, diagram and acceptance targets (fmcluster.generate.schedulers) --------------------
+
+def scheduler_data(plan: Plan) -> dict:
+    """The plan's scheduler section (``plan -o json``): the instance groups, their partitions and UltraServers."""
+    cluster = plan.cluster
+    hp = cluster.hyperpod
+    groups = []
+    for g in instance_groups(cluster):
+        u = g.ultraserver
+        groups.append({
+            "name": g.name, "node_type": g.node_type, "instance_type": g.instance_type, "count": g.count,
+            "partition": g.partition, "deep_health_checks": list(g.deep_health_checks),
+            "training_plan_arn": g.training_plan_arn,
+            "ultraservers": None if u is None else {
+                "type": u.type, "servers": u.servers, "instances_per_server": u.instances_per_server,
+                "nvlink_domains": u.servers},
+        })
+    return {"type": "hyperpod", "cluster_name": f"{cluster.hyperpod_name_prefix}-<subnet ID>",
+            "created_by_cdk_deploy": True, "node_recovery": hp.node_recovery,
+            "slurm_config_strategy": hp.slurm_config_strategy, "instance_groups": groups}
+
+
+def diagram_part(plan: Plan) -> DiagramPart:
+    nodes, services = [], []
+    for ig in instance_groups(plan.cluster):
+        if ig.node_type == "Controller":
+            nodes.append(("head", "head-node", f"HyperPod controller ({ig.name})\n{ig.count} x "
+                                               f"{ig.instance_type}\n{plan.cluster.hyperpod_name_prefix}-<subnet ID>"))
+            services.append("head")
+        elif ig.node_type == "Login":
+            nodes.append(("login", "login", f"login group ({ig.name})\n{ig.count} x {ig.instance_type}"))
+            services.append("login")
+    edges = [("head", f"group:{g.name}", "slurm", "partition") for g in plan.groups]
+    if "login" in services:
+        edges.append(("login", "head", "slurm", "sbatch"))
+    return DiagramPart(nodes, edges, services)
+
+
+def slurm_targets(cluster: ClusterPlan) -> dict[str, SlurmTarget]:
+    """The instance group's partition; whole nodes (``--exclusive``), no GRES (see
+    :mod:`fmcluster.bootstrap.acceptance`)."""
+    return {ig.compute_group: SlurmTarget(ig.partition, None, False)
+            for ig in instance_groups(cluster) if ig.compute_group and ig.partition}

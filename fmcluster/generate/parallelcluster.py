@@ -19,7 +19,8 @@ from fmcluster.config.parallelcluster import (
 )
 from fmcluster.contracts import MetricsContract, NetworkContract, StorageContract
 from fmcluster.facts import PROJECT_TAG
-from fmcluster.plan import ClusterPlan, GroupPlan
+from fmcluster.orchestrators import DiagramPart, SlurmTarget
+from fmcluster.plan import ClusterPlan, GroupPlan, Plan
 
 SHARED_FSX_NAME = "fsx"
 LOGIN_POOL_NAME = "login"
@@ -229,3 +230,39 @@ def _fresh(value: Any) -> Any:
 
 def _unique(items: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(items))
+
+
+# -- the scheduler's plan section, diagram and acceptance targets (fmcluster.generate.schedulers) --------------------
+
+def scheduler_data(plan: Plan) -> dict:
+    """The plan's scheduler section (``plan -o json``): head node, login nodes, queues."""
+    cluster = plan.cluster
+    pc = cluster.pcluster
+    arch = architecture(cluster)
+    login = pc.login_nodes
+    return {
+        "type": "parallelcluster", "version": pc.version, "cluster_name": cluster.pcluster_name,
+        "created_by_cdk_deploy": pc.create_cluster,
+        "head_node": {"instance_type": pc.head_node_instance_type or DEFAULT_HEAD_NODE[arch],
+                      "root_volume_gib": pc.head_node_root_volume_gib, "os": pc_os(cluster)},
+        "login_nodes": None if login is None else {
+            "count": login.count, "instance_type": login.instance_type or DEFAULT_LOGIN_NODE[arch]},
+        "queues": [{"name": q.name, "capacity_type": q.capacity_type,
+                    "groups": [{"group": g.name, "count": g.count, "instance_type": g.instance_type,
+                                "static": min_count(cluster, g)} for g in q.groups]}
+                   for q in queues(cluster)],
+        "deletion_policy": pc.deletion_policy,
+    }
+
+
+def diagram_part(plan: Plan) -> DiagramPart:
+    return DiagramPart([("head", "head-node", f"Slurm head node\n{plan.cluster.pcluster_name}")],
+                       [("head", f"group:{g.name}", "slurm", "queue") for g in plan.groups], ["head"])
+
+
+def slurm_targets(cluster: ClusterPlan) -> dict[str, SlurmTarget]:
+    """A group's queue; several groups in one queue are told apart by ``--constraint=<compute resource>``, a feature
+    ParallelCluster gives every node of a compute resource; its nodes carry ``Gres=gpu`` (see
+    :mod:`fmcluster.bootstrap.acceptance`)."""
+    return {g.name: SlurmTarget(q.name, g.name if len(q.groups) > 1 else None, True)
+            for q in queues(cluster) for g in q.groups}

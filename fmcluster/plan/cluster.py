@@ -4,15 +4,18 @@ orchestrator and its settings."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
 from fmcluster.config.hyperpod import HyperPodSettings
 from fmcluster.config.parallelcluster import ParallelClusterSettings
 from fmcluster.config.pcs import PcsSettings
 from fmcluster.facts import OPERATING_SYSTEMS, OperatingSystem, OsFacts
+from fmcluster.orchestrators import Orchestrator as OrchestratorTraits
+from fmcluster.orchestrators import get as get_orchestrator
 from fmcluster.plan.groups import GroupPlan
 
-Orchestrator = Literal["none", "parallelcluster", "hyperpod", "pcs"]
+
+Orchestrator = str
+"""An ``orchestrator.type`` (:data:`fmcluster.orchestrators.NAMES`)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,11 @@ class ClusterPlan:
         """How the HyperPod cluster name starts; the stack appends the compute subnet's ID (known at deploy time)
         so that a change of ``VpcConfig`` (create-only) comes with a new name and CloudFormation can replace it."""
         return self.hyperpod.cluster_name or f"{self.project}-hyperpod"
+
+    @property
+    def driver(self) -> OrchestratorTraits:
+        """What the project's orchestrator does at each stage (:mod:`fmcluster.orchestrators`)."""
+        return get_orchestrator(self.orchestrator)
 
     def group(self, name: str) -> GroupPlan:
         return next(g for g in self.groups if g.name == name)

@@ -1,0 +1,103 @@
+"""The orchestrators: what each ``orchestrator.type`` is, as data every stage can read.
+
+Nothing outside an orchestrator's own modules asks an orchestrator's name. A stage asks the project's orchestrator
+(``plan.cluster.driver``, an :class:`Orchestrator`) for its traits, or looks its name up in that stage's one table of
+implementations, each in the orchestrator's own module of that stage:
+
+==========  =======================================  ==============================================
+stage       table                                    ParallelCluster's entry, for example
+==========  =======================================  ==============================================
+generate    ``fmcluster.generate.schedulers``        ``fmcluster.generate.parallelcluster``
+bootstrap   ``fmcluster.bootstrap.bundles.RENDERERS``  ``render_dispatched_bundles``
+stacks      ``fmcluster.stacks.cluster.BUILDERS``    ``fmcluster.stacks.parallelcluster.build``
+aws         ``fmcluster.aws.preflight.ORCHESTRATOR_CHECKS``
+cli         ``fmcluster.cli.planservices.ROWS``      ``fmcluster.cli.parallelcluster.plan_rows``
+==========  =======================================  ==============================================
+
+``tests/test_orchestrators.py`` checks that every table names every orchestrator. Checks live in each
+orchestrator's module of ``fmcluster.checks`` and run only for their own orchestrator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+ALL_CAPACITY = frozenset({"on-demand", "reservation", "capacity-block"})
+"""EC2 capacity: what an orchestrator launching EC2 instances from launch templates can use."""
+
+
+@dataclass(frozen=True)
+class Orchestrator:
+    name: str
+    """The project file's ``orchestrator.type``."""
+    summary: str
+    """One phrase for the key reference (``docs/project-file.md``)."""
+    flavour: str
+    """The bootstrap flavour its nodes run (:mod:`fmcluster.bootstrap.flavours`)."""
+    slurm: bool
+    """Its cluster runs Slurm (``cdk deploy`` starts it, unless the orchestrator's settings say otherwise)."""
+    capacity_types: frozenset[str] = ALL_CAPACITY
+    """The ``capacity.type`` values its compute groups can use."""
+    own_launch_templates: bool = True
+    """The cluster stack holds a launch template (and placement group) per compute group, so it grows with them
+    (the stack-limits check counts them); False where the orchestrator builds them in stacks of its own."""
+    ultraserver_warning: bool = True
+    """The generic "not a whole number of UltraServers" warning applies (False: the orchestrator's own check says
+    it once, in usable instances)."""
+    other_nodes: bool = True
+    """Nodes besides the GPU nodes (a head, controller or login node) run exporters."""
+    slurm_optional: tuple[str, ...] = field(default=())
+    """The settings path of a switch that keeps ``cdk deploy`` from starting the cluster (``create_cluster``)."""
+
+    def runs_slurm(self, cluster: Any) -> bool:
+        """Whether ``cdk deploy`` starts a Slurm cluster for ``cluster`` (a :class:`fmcluster.plan.ClusterPlan`); the
+        cluster stack is then termination-protected."""
+        if not self.slurm:
+            return False
+        value: Any = cluster
+        for part in self.slurm_optional:
+            value = getattr(value, part)
+        return bool(value)
+
+
+@dataclass(frozen=True)
+class SlurmTarget:
+    """Where an acceptance job for one compute group goes: its partition, a node constraint within it, and
+    whether Slurm knows the GPUs as a GRES (``--gres``/``--gpus-per-node`` then apply)."""
+
+    partition: str
+    constraint: str | None
+    gres: bool
+
+
+@dataclass(frozen=True)
+class DiagramPart:
+    """The scheduler's part of the diagram: nodes ``(id, kind, label)``, edges ``(source, target, kind, label)``,
+    and which of its nodes sit in the services subnet."""
+
+    nodes: list[tuple[str, str, str]]
+    edges: list[tuple[str, str, str, str]]
+    services: list[str]
+
+
+ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
+    Orchestrator("none", "launch templates only", "self-managed", slurm=False, other_nodes=False),
+    Orchestrator("parallelcluster", "AWS ParallelCluster 3 with Slurm", "parallelcluster", slurm=True,
+                 own_launch_templates=False, slurm_optional=("pcluster", "create_cluster")),
+    Orchestrator("hyperpod", "SageMaker HyperPod with Slurm", "hyperpod", slurm=True,
+                 capacity_types=frozenset({"on-demand", "training-plan"}), own_launch_templates=False,
+                 ultraserver_warning=False),
+)}
+"""``orchestrator.type`` -> what it is; the project file's default (no scheduler) first."""
+
+NAMES: tuple[str, ...] = tuple(ORCHESTRATORS)
+
+
+def get(name: str) -> Orchestrator:
+    return ORCHESTRATORS[name]
+
+
+def by_flavour(flavour: str) -> Orchestrator:
+    """The orchestrator whose nodes run bootstrap ``flavour``."""
+    return next(o for o in ORCHESTRATORS.values() if o.flavour == flavour)
