@@ -165,8 +165,11 @@ def test_pcs_with_containers_turned_on_writes_no_plugstack_and_says_pyxis_is_not
     """PCS's slurmd runs configless: plugstack.conf comes from the controller PCS generates, so a node-local one
     is ignored (PCS user guide, "Slurm configuration in AWS PCS"). Containers are off by default; turned on, the
     step installs enroot and says pyxis will not load, instead of writing a plugstack.conf nothing reads."""
-    assert not context_for(make_project("p5.48xlarge", "ubuntu-22.04", "pcs"), "gpu", "compute").options.containers
-    sb = _sandbox(tmp_path, orchestrator="pcs", containers=True)
+    project = make_project("p5.48xlarge", "ubuntu-22.04", "none")
+    assert not context_for(project, "gpu", "compute", "pcs").options.containers
+    sb = build_sandbox(tmp_path / "sb", context_for(project, "gpu", "compute", "pcs", fsx=FSX, containers=True), Image())
+    (sb.path / "state/mounted").mkdir(exist_ok=True)
+    (sb.path / "state/mounted" / f"{sb.root}/scratch".replace("/", "_")).touch()
     res = sb.run(script="steps/80-containers.sh")
     assert res.rc == 0, res.out
     assert "does not load pyxis" in res.out

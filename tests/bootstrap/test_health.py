@@ -140,8 +140,10 @@ def test_self_managed_failure_tags_the_instance_and_tells_its_group(tmp_path):
 def test_pcs_failure_tags_the_instance_it_cannot_drain(tmp_path):
     """Under PCS the bundle runs before slurmd has its configuration (PCS user guide, "Working with Amazon EC2 user
     data"), so it cannot drain its node, and PCS reads no health file: the instance is tagged, as self-managed."""
-    sb = _booted(tmp_path / "pcs", "p5.48xlarge", "pcs", Image(), asg="None\n")
-    assert "pcs" in (sb.path / "bundle/manifest.json").read_text()
+    ctx = context_for(make_project("p5.48xlarge", "ubuntu-22.04", "none"), "gpu", "compute", "pcs", fsx=FSX)
+    sb = build_sandbox(tmp_path / "pcs", ctx, Image())
+    (sb.path / "state/asg").write_text("None\n")
+    assert sb.run().rc == 0
     sb.set_state("persistence-off")
     res = sb.run(script="steps/99-healthcheck.sh")
     assert res.rc != 0
