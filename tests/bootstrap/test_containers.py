@@ -167,7 +167,8 @@ def test_pcs_with_containers_turned_on_writes_no_plugstack_and_says_pyxis_is_not
     step installs enroot and says pyxis will not load, instead of writing a plugstack.conf nothing reads."""
     project = make_project("p5.48xlarge", "ubuntu-22.04", "none")
     assert not context_for(project, "gpu", "compute", "pcs").options.containers
-    sb = build_sandbox(tmp_path / "sb", context_for(project, "gpu", "compute", "pcs", fsx=FSX, containers=True), Image())
+    ctx = context_for(project, "gpu", "compute", "pcs", fsx=FSX, containers=True)
+    sb = build_sandbox(tmp_path / "sb", ctx, Image())
     (sb.path / "state/mounted").mkdir(exist_ok=True)
     (sb.path / "state/mounted" / f"{sb.root}/scratch".replace("/", "_")).touch()
     res = sb.run(script="steps/80-containers.sh")
