@@ -24,10 +24,10 @@ from fmcluster.plan import Plan
 __all__ = ["CHECK_TIMEOUT_S", "Check", "Clients", "Result", "checks_for", "failed", "identity", "make_clients",
            "preflight", "run_check"]
 
-CANNOT_RUN = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "UnauthorizedException",
-              "OptInRequired", "InvalidAction", "UnsupportedOperation", "UnknownOperationException",
-              "UnrecognizedClientException", "NoSuchResourceException"}
-"""Error codes that mean "this check cannot run here", not "the project is wrong"."""
+CANNOT_RUN = DENIED | {"UnauthorizedException", "OptInRequired", "InvalidAction", "UnsupportedOperation",
+                       "UnknownOperationException", "UnrecognizedClientException", "NoSuchResourceException"}
+"""Error codes that mean "this check cannot run here", not "the project is wrong": a denied read (the session's
+:data:`DENIED` codes) or an API the Region or account does not offer."""
 
 
 def identity(clients: Clients, project: Project) -> Result:
@@ -96,7 +96,7 @@ def run_check(check: Check, timeout: float = CHECK_TIMEOUT_S) -> list[Result]:
         code = ac._code(exc)
         if is_account_problem(exc) and code not in DENIED | THROTTLED | CANNOT_RUN:
             raise  # expired or refused credentials: no other check can run either
-        what = "not allowed" if code in CANNOT_RUN or code in DENIED else "failed"
+        what = "not allowed" if code in CANNOT_RUN else "failed"
         return [Result(check.name, check.subject, "warn", f"could not check: {ac._error(exc)}",
                        "grant the read permission named above" if what == "not allowed" else "run preflight again")]
     except BotoCoreError:

@@ -69,6 +69,8 @@ NOT_OFFLINE = {
                                   "bucket (REGION-aws-parallelcluster), which moto cannot serve offline",
     "Custom::": "a custom resource: its provider is a Lambda function (ParallelCluster's drives the "
                 "ParallelCluster API in AWS); moto would run it in Docker",
+    "AWS::PCS::": "AWS Parallel Computing Service: moto 5.2.5 has no PCS (FACTS.md section 5), so a stack it "
+                  "completed would hold no cluster, node groups or queues and prove nothing",
 }
 """A stack holding one of these is not executed: its assets are published and its change set created."""
 
@@ -294,9 +296,10 @@ def rehearse(r: Rehearsal, project) -> None:
     stacks = r.stacks()
     blocked = {name: offline_blockers(t) for name, t in stacks.items() if offline_blockers(t)}
     # ParallelCluster's provider template lives in AWS's public bucket; HyperPod's lifecycle scripts are
-    # uploaded by CDK's bucket-deployment Lambda, which moto cannot run offline. Other stacks must deploy.
-    if project.orchestrator.type not in ("parallelcluster", "hyperpod"):
-        assert not blocked, f"only a ParallelCluster or HyperPod cluster stack may need AWS itself: {blocked}"
+    # uploaded by CDK's bucket-deployment Lambda, which moto cannot run offline; moto has no PCS. Other stacks
+    # must deploy.
+    if project.orchestrator.type not in ("parallelcluster", "hyperpod", "pcs"):
+        assert not blocked, f"only a ParallelCluster, HyperPod or PCS cluster stack may need AWS itself: {blocked}"
     executed = [name for name in stacks if name not in blocked]
     app = ("--app", str(r.assembly))
 
