@@ -136,7 +136,10 @@ orchestrator:
 def render_matrix(out: Path) -> list[dict]:
     """Every OS x catalog type x flavour, compute role, into OUT/<os>/<type>/<flavour>/. Bundles of
     flavours that mount FSx (self-managed) mount an EFA-enabled one whose identity comes at boot (the widest path)."""
-    orchestrator = {f: orchestrators.by_flavour(f).name for f in context.FLAVOURS}
+    # A flavour no orchestrator runs yet (pcs, until fmcluster/orchestrators.py has its row) renders from a plain
+    # project: the flavour, not the project's orchestrator, decides the bundle.
+    orchestrator = {f: next((o.name for o in orchestrators.ORCHESTRATORS.values() if o.flavour == f), "none")
+                    for f in context.FLAVOURS}
     rows = []
     for os_name in context.OPERATING_SYSTEMS:
         for itype in catalog.CATALOG:
