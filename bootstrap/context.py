@@ -40,9 +40,8 @@ OPERATING_SYSTEMS: tuple[str, ...] = tuple(_OS_FACTS)
 NVLSM_GPUS = ("B200", "B300")
 """GPU models of the HGX systems with fourth-generation NVSwitches (catalog gpu_model)."""
 
-ORCHESTRATOR_FLAVOUR: dict[str, Flavour] = {"pcs": "pcs"} | {o.name: o.flavour for o in ORCHESTRATORS.values()}
-"""orchestrator.type -> the bootstrap flavour its nodes run. ``pcs`` is named here until fmcluster/orchestrators.py
-has its row (orchestrator.type pcs is in the config already); the row then says the same."""
+ORCHESTRATOR_FLAVOUR: dict[str, Flavour] = {o.name: o.flavour for o in ORCHESTRATORS.values()}
+"""orchestrator.type -> the bootstrap flavour its nodes run."""
 
 
 def bundle_mounts_fsx(flavour: Flavour) -> bool:

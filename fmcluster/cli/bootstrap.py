@@ -136,10 +136,7 @@ orchestrator:
 def render_matrix(out: Path) -> list[dict]:
     """Every OS x catalog type x flavour, compute role, into OUT/<os>/<type>/<flavour>/. Bundles of
     flavours that mount FSx (self-managed) mount an EFA-enabled one whose identity comes at boot (the widest path)."""
-    # A flavour no orchestrator runs yet (pcs, until fmcluster/orchestrators.py has its row) renders from a plain
-    # project: the flavour, not the project's orchestrator, decides the bundle.
-    orchestrator = {f: next((o.name for o in orchestrators.ORCHESTRATORS.values() if o.flavour == f), "none")
-                    for f in context.FLAVOURS}
+    orchestrator = {f: orchestrators.by_flavour(f).name for f in context.FLAVOURS}
     rows = []
     for os_name in context.OPERATING_SYSTEMS:
         for itype in catalog.CATALOG:
@@ -158,8 +155,9 @@ def render_matrix(out: Path) -> list[dict]:
                 })
     (out / "summary.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     lines = ["# Bootstrap matrix", "",
-             f"{len(rows)} compute bundles: every OS x catalog instance type x flavour. Flavours other than "
-             "parallelcluster mount an EFA-enabled FSx for Lustre whose identity comes at boot.", "",
+             f"{len(rows)} compute bundles: every OS x catalog instance type x flavour. The flavours whose bundle "
+             f"mounts FSx ({', '.join(f for f in context.FLAVOURS if context.bundle_mounts_fsx(f))}) mount an "
+             "EFA-enabled FSx for Lustre whose identity comes at boot.", "",
              "| OS | instance type | arch | flavour | steps | entry bytes | not pinned (stops) | optional, not pinned |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:

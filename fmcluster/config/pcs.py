@@ -5,7 +5,8 @@ Facts (FACTS.md section 5; botocore's ``pcs`` service model; cfn-lint 1.58's ``A
 - cluster names take 3 to 40 characters, a letter first, then letters, digits and hyphens, never ``pcs_``
   (botocore ``ClusterName``); compute node group and queue names take 3 to 25 (``ComputeNodeGroupName``,
   ``QueueName``);
-- Slurm versions 23.11, 24.05, 24.11, 25.05 and 25.11; ``Size`` SMALL / MEDIUM / LARGE manages up to 32 / 512 /
+- Slurm versions 24.11, 25.05, 25.11 and 26.05 (botocore's pcs model; FACTS.md also names 23.11 and 24.05);
+  ``Size`` SMALL / MEDIUM / LARGE manages up to 32 / 512 /
   2,048 nodes; ``Name``, ``Networking`` and ``Size`` are create-only (cfn-lint schema);
 - ``SlurmConfiguration.ScaleDownIdleTimeInSeconds`` 1 to 10,000,000 (botocore);
 - nodes boot an image that carries the PCS agent and Slurm: AWS's ``aws-pcs-sample_ami-*`` images are for demos,
@@ -21,8 +22,10 @@ from pydantic import Field
 
 from fmcluster.config.base import Int, Model
 
-SLURM_VERSIONS = ("23.11", "24.05", "24.11", "25.05", "25.11")
-"""The Slurm versions AWS PCS offers (FACTS.md section 5, PCS user guide "Slurm versions in AWS PCS")."""
+SLURM_VERSIONS = ("24.11", "25.05", "25.11", "26.05")
+"""The Slurm versions AWS PCS takes today: the valid values of CreateCluster's ``scheduler.version`` in botocore
+1.44.8's pcs model (its documentation; tests/checks/test_pcs.py compares). FACTS.md section 5 still names 23.11 and
+24.05, which PCS no longer offers; AWS's dlami_for_pcs_imagebuilder images carry 24.11, 25.05 and 25.11."""
 DEFAULT_SLURM_VERSION = "25.05"
 """The default: the oldest version with everything fmcluster may use (accounting needs 24.11, the REST API and
 UltraServer instances 25.05: PCS user guide "Enabling Slurm REST API", "Configure UltraServer instances")."""

@@ -19,9 +19,8 @@ from support.sandbox import (
 
 from fmcluster import catalog, orchestrators
 
-ORCHESTRATOR = {flavour: orch for orch, flavour in context.ORCHESTRATOR_FLAVOUR.items() if orch in orchestrators.NAMES}
-"""The project each flavour's case is planned from; a flavour no orchestrator runs yet (pcs, until
-fmcluster/orchestrators.py has its row) is planned from a plain project: context_for's flavour decides the bundle."""
+ORCHESTRATOR = {o.flavour: o.name for o in orchestrators.ORCHESTRATORS.values()}
+"""The project each flavour's case is planned from."""
 DISTRO = {"ubuntu-22.04": "ubuntu2204", "ubuntu-24.04": "ubuntu2404", "al2023": "amzn2023"}  # NVIDIA's repo paths
 NV_ARCH = {"x86_64": "x86_64", "aarch64": "sbsa"}
 CASES = [
@@ -46,7 +45,7 @@ def _installs(res, os_name: str) -> list[str]:
 
 @pytest.mark.parametrize("itype, os_name, flavour", CASES, ids=["-".join(c) for c in CASES])
 def test_boots_end_to_end(tmp_path, itype, os_name, flavour):
-    project = make_project(itype, os_name, ORCHESTRATOR.get(flavour, "none"))
+    project = make_project(itype, os_name, ORCHESTRATOR[flavour])
     ctx = context_for(project, "gpu", "compute", flavour, fsx=FSX)
     i = ctx.instance
     image = Image(driver=False, fabric_manager=False, dcgm_exporter=False, gpus=i.gpus,

@@ -24,9 +24,7 @@ FIXTURE_PROJECTS = {
     (loaded := config.parse(p.read_text(), p)).project.name: loaded.project
     for p in sorted((Path(__file__).parent / "fixtures" / "projects").glob("pcs-*.yaml"))
 }
-"""Projects whose compute groups these tests boot as PCS nodes (until an example ships a PCS project). They say
-``orchestrator.type: none``: the project file takes ``pcs`` once fmcluster/orchestrators.py has its row; the
-bundles are the pcs flavour's either way (context_for's flavour)."""
+"""PCS projects beside the examples: a GB200 one, so PCS bundles boot on the arm64 sections of the pcs profiles."""
 
 GPU_NAME = {"A100 40GB": "NVIDIA A100-SXM4-40GB", "GB200": "NVIDIA GB200"}
 
@@ -37,7 +35,7 @@ def _bundles() -> dict[str, context.BootstrapContext]:
     for name, project in sorted((FIXTURE_PROJECTS | PROJECTS).items()):
         for os_name in context.OPERATING_SYSTEMS:
             cluster = make_plan(project.model_copy(update={"os": os_name})).cluster
-            flavour = "pcs" if name in FIXTURE_PROJECTS else context.ORCHESTRATOR_FLAVOUR[cluster.orchestrator]
+            flavour = context.ORCHESTRATOR_FLAVOUR[cluster.orchestrator]
             if flavour == "hyperpod":
                 roles = [(g.compute_group, g.role, g.instance_type) for g in instance_groups(cluster)]
             else:

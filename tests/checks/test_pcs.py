@@ -16,16 +16,6 @@ from fmcluster.plan import make_plan
 EXAMPLES = [ROOT / "examples" / "p5-pcs.yaml", ROOT / "examples" / "p5en-pcs-capacity-block.yaml"]
 
 
-@pytest.fixture(autouse=True)
-def _pcs_flavour(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Until the PCS bootstrap flavour lands, PCS nodes render the self-managed bundle (the bootstrap checks
-    render a context for every group)."""
-    from fmcluster.bootstrap import context
-
-    if "pcs" not in context.ORCHESTRATOR_FLAVOUR:
-        monkeypatch.setitem(context.ORCHESTRATOR_FLAVOUR, "pcs", "self-managed")
-
-
 def project(groups: int = 1, *, pcs: str = "    ami_id: ami-0123456789abcdef0\n", count: int = 2,
             instance_type: str = "p5.48xlarge", capacity: str = "") -> str:
     lines = ["name: pcsdemo", "availability_zone_id: use1-az6", "compute_groups:"]
@@ -138,3 +128,10 @@ def test_pcs_settings_under_another_orchestrator_are_flagged() -> None:
     assert warning.level == "warning" and warning.line == line_of(text, "  pcs:")
     assert not [p for p in checks.run_checks(loaded, make_plan(loaded.project))
                 if p.check and p.check.startswith("pcs-") and p.check != "pcs-settings-unused"]
+
+
+def test_the_slurm_versions_are_the_ones_pcs_takes() -> None:
+    """The versions the settings accept are exactly the valid values of botocore's pcs model."""
+    from support.api_documented import pcs_slurm_versions
+
+    assert list(SLURM_VERSIONS) == pcs_slurm_versions()

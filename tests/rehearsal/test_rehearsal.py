@@ -75,12 +75,20 @@ NOT_OFFLINE = {
 """A stack holding one of these is not executed: its assets are published and its change set created."""
 
 
+EVERY_EXAMPLE_OF = ("pcs",)
+"""Orchestrators whose every example is rehearsed: moto has no PCS, so the published assets and a prepared change set
+are the only proof offline that each PCS example's cluster stack deploys (one on demand, one on a capacity block)."""
+
+
 def rehearsed_files() -> list[Path]:
-    """The default project and, per orchestrator type, the first example (by file name) that uses it."""
-    chosen: dict[str, Path] = {}
+    """The default project and, per orchestrator type, the first example (by file name) that uses it; every example
+    of the orchestrators in :data:`EVERY_EXAMPLE_OF`."""
+    chosen: dict[str, list[Path]] = {}
     for path in EXAMPLE_FILES:
-        chosen.setdefault(config.parse(path.read_text(), path).project.orchestrator.type, path)
-    return [ROOT / "projects" / "default.yaml", *(chosen[kind] for kind in sorted(chosen))]
+        kind = config.parse(path.read_text(), path).project.orchestrator.type
+        if kind not in chosen or kind in EVERY_EXAMPLE_OF:
+            chosen.setdefault(kind, []).append(path)
+    return [ROOT / "projects" / "default.yaml", *(p for kind in sorted(chosen) for p in chosen[kind])]
 
 
 @dataclass

@@ -33,20 +33,12 @@ PROJECTS = {"p5-pcs": ROOT / "examples" / "p5-pcs.yaml",
             "p5en-pcs-capacity-block": ROOT / "examples" / "p5en-pcs-capacity-block.yaml", "pcsmix": MIXED}
 
 
-def _flavour() -> None:
-    """Until the PCS bootstrap flavour lands, PCS nodes render the self-managed bundle."""
-    from fmcluster.bootstrap import context
-
-    context.ORCHESTRATOR_FLAVOUR.setdefault("pcs", "self-managed")
-
-
 def _synth(outdir: Path, names: list[str]) -> dict[str, Any]:
     from aws_cdk import App, Fn, Stack
     from fmcluster.bootstrap.bundles import render_group_bundles
     from fmcluster.stacks.app import add_nag
     from fmcluster.stacks.pcs import PcsCluster
 
-    _flavour()
     app = App(outdir=str(outdir))
     out: dict[str, Any] = {}
     for name in names:
