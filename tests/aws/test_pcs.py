@@ -97,3 +97,18 @@ def test_access_denied_is_a_could_not_check_warning(stub) -> None:
     assert result.status == "warn" and result.message.startswith("could not check")
     assert "pcs:ListClusters" in result.message
     assert result.advice == "grant the read permission named above"
+
+
+def test_preflight_of_a_pcs_project_runs_the_check_and_knows_its_own_cluster(stub) -> None:
+    """preflight's table gives a PCS project this check, with how the project's own cluster's name starts (the
+    compute subnet's ID ends it): that cluster being there means an update, even while another is being created."""
+    from fmcluster import config
+
+    clients, stubber = stub
+    project = config.parse(BASE + "orchestrator: {type: pcs}\n").project
+    [check] = [c for c in pf.checks_for(project, PLAN, clients) if c.name == pcs.CHECK]
+    assert check.subject == "clusters being created"
+    own = f"{PLAN.cluster.pcs.cluster_name or PLAN.project}-s-0123456789abcdef0"
+    pages(stubber, [summary(own, "ACTIVE"), summary("their-new-one", "CREATING")])
+    [result] = pf.run_check(check)
+    assert result.status == "pass" and own in result.message
