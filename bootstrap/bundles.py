@@ -57,10 +57,17 @@ class DispatchedBundles:
     dispatcher: Path
 
 
+LOGIN_BUNDLE = "login"
+"""The login nodes' bundle among a project's group bundles (where the orchestrator's login nodes run one)."""
+
+
 def render_group_bundles(cluster: ClusterPlan, fsx: MountContract | None, fsx_at_boot: bool,
-                         out_dir: Path, remote_write_url: str | None = None) -> dict[str, GroupBundle]:
+                         out_dir: Path, remote_write_url: str | None = None,
+                         login: bool = False) -> dict[str, GroupBundle]:
     """One bundle per compute group, mounting ``fsx`` (whose identity comes at boot when ``fsx_at_boot``);
-    the nodes' metrics agent remote-writes to ``remote_write_url`` (the project's workspace), also known at boot."""
+    the nodes' metrics agent remote-writes to ``remote_write_url`` (the project's workspace), also known at boot.
+    With ``login``, also the login nodes' bundle (:data:`LOGIN_BUNDLE`: no GPU steps; the FSx mount, exporters and
+    agent as on the GPU nodes)."""
     mount, boot_env = None, {}
     if fsx is not None:
         if fsx_at_boot:  # created in this deployment: CloudFormation fills the IDs into the user data
@@ -77,6 +84,10 @@ def render_group_bundles(cluster: ClusterPlan, fsx: MountContract | None, fsx_at
         ctx = context_for(cluster, group.name, "compute", fsx=mount)
         path = _fresh(out_dir / group.name)
         bundles[group.name] = GroupBundle(group.name, path, ctx, render_bundle(ctx, path).sums_sha256, boot_env)
+    if login:
+        ctx = context_for(cluster, None, "login", fsx=mount)
+        path = _fresh(out_dir / LOGIN_BUNDLE)
+        bundles[LOGIN_BUNDLE] = GroupBundle(LOGIN_BUNDLE, path, ctx, render_bundle(ctx, path).sums_sha256, boot_env)
     return bundles
 
 
@@ -136,8 +147,10 @@ RENDERERS: dict[str, Renderer] = {
     "none": lambda cluster, out, fsx, at_boot, url: render_group_bundles(cluster, fsx, at_boot, out, url),
     "parallelcluster": lambda cluster, out, fsx, at_boot, url: render_dispatched_bundles(cluster, out),
     "hyperpod": lambda cluster, out, fsx, at_boot, url: render_lifecycle_bundles(cluster, out),
-    # PCS runs each group's bundle from the node group's launch template, as self-managed nodes do
-    "pcs": lambda cluster, out, fsx, at_boot, url: render_group_bundles(cluster, fsx, at_boot, out, url),
+    # PCS runs each group's bundle from the node group's launch template, as self-managed nodes do, and one on its
+    # login nodes
+    "pcs": lambda cluster, out, fsx, at_boot, url: render_group_bundles(cluster, fsx, at_boot, out, url,
+                                                                        login=cluster.pcs.login is not None),
 }
 """The bootstrap stage's table of orchestrators (:mod:`fmcluster.orchestrators`): how each renders its nodes'
 bundles, from the cluster, the folder, the FSx mount contract (its identity known only at boot when ``at_boot``)

@@ -29,7 +29,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_pcs as pcs
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
-from fmcluster.bootstrap.bundles import GroupBundle
+from fmcluster.bootstrap.bundles import LOGIN_BUNDLE, GroupBundle
 from fmcluster.stacks.launch_template import camel, efa_launch_template
 from fmcluster.stacks.node_role import add_node_role
 
@@ -38,7 +38,6 @@ from fmcluster.contracts import (
     PCS_CLUSTER_ID_OUTPUT,
     MetricsContract,
     NetworkContract,
-    StorageContract,
 )
 from fmcluster.facts import PROJECT_TAG
 from fmcluster.generate import pcs as generate
@@ -57,20 +56,9 @@ def mime_user_data(shell: str) -> str:
             f"{shell.rstrip()}\n\n--{MIME_BOUNDARY}--\n")
 
 
-def login_mount_script(fsx_dns: str, fsx_mount_name: str, mount_path: str) -> str:
-    """The login nodes' only step: mount the project's FSx for Lustre over TCP (the image carries the Lustre
-    client, as AWS's PCS images do: aws-hpc-recipes ``recipes/pcs/hpc_ready_ami`` ``install-lustre``)."""
-    return ("#!/bin/bash\nset -euo pipefail\n"
-            f"mkdir -p {mount_path}\n"
-            f"grep -q ' {mount_path} lustre ' /etc/fstab || echo '{fsx_dns}@tcp:/{fsx_mount_name} {mount_path} "
-            "lustre defaults,noatime,flock,_netdev,x-systemd.automount,x-systemd.requires=network.service 0 0' "
-            ">> /etc/fstab\n"
-            f"mountpoint -q {mount_path} || mount {mount_path}\n")
-
-
 class PcsCluster(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, plan: ClusterPlan, bundles: dict[str, GroupBundle],
-                 network: NetworkContract, storage: StorageContract, metrics: MetricsContract | None = None) -> None:
+                 network: NetworkContract, metrics: MetricsContract | None = None) -> None:
         super().__init__(scope, construct_id)
         self.plan = plan
         settings = plan.pcs
@@ -106,7 +94,7 @@ class PcsCluster(Construct):
 
         for node_group in generate.node_groups(plan):
             if node_group.group is None:
-                template = self._login_template(network, storage, node_group.instance_type)
+                template = self._login_template(network, bundles[LOGIN_BUNDLE])
             else:
                 group = plan.group(node_group.group)
                 # The node group's image goes into the template: PCS uses the template's when AmiId is absent
@@ -154,15 +142,12 @@ class PcsCluster(Construct):
         text = mime_user_data(bundle.entry_script(asset.s3_object_url))
         return Fn.base64(text)
 
-    def _login_template(self, network: NetworkContract, storage: StorageContract,
-                        instance_type: str) -> ec2.CfnLaunchTemplate:
+    def _login_template(self, network: NetworkContract, bundle: GroupBundle) -> ec2.CfnLaunchTemplate:
         """The login nodes' template: the nodes' security groups (so that they reach slurmctld), IMDSv2 only, an
-        encrypted root volume, the project's tags, and FSx mounted when the project has one."""
+        encrypted root volume, the project's tags, and the login bundle (the FSx mount with the Lustre client it
+        installs where the image lacks one, exporters and metrics agent, health check) as the MIME shell part."""
         plan = self.plan
-        fsx = storage.fsx
-        user_data = None
-        if fsx is not None:
-            user_data = Fn.base64(mime_user_data(login_mount_script(fsx.dns_name, fsx.mount_name, fsx.mount_path)))
+        user_data = self._user_data(bundle, LOGIN_BUNDLE)
         tags = [CfnTag(key="Name", value=f"{plan.project}-login"), CfnTag(key="fmcluster:group", value="login"),
                 CfnTag(key=PROJECT_TAG, value=plan.project), *(CfnTag(key=k, value=v) for k, v in plan.tags.items())]
         return ec2.CfnLaunchTemplate(
@@ -205,6 +190,5 @@ class PcsCluster(Construct):
 
 def build(stack: Any, bundles: dict[str, GroupBundle], metrics: MetricsContract | None) -> None:
     """The PCS cluster in the cluster stack (:data:`fmcluster.stacks.cluster.BUILDERS`)."""
-    stack.pcs = PcsCluster(stack, "Pcs", plan=stack.plan, bundles=bundles, network=stack.network,
-                           storage=stack.storage, metrics=metrics)
+    stack.pcs = PcsCluster(stack, "Pcs", plan=stack.plan, bundles=bundles, network=stack.network, metrics=metrics)
     stack.launch_templates.update(stack.pcs.launch_templates)

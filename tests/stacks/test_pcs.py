@@ -15,7 +15,7 @@ from cfnlint.api import ManualArgs, lint
 from support import ROOT, load, project_dict
 
 from fmcluster import checks, config
-from fmcluster.contracts import MountContract, NetworkContract, StorageContract
+from fmcluster.contracts import MountContract, NetworkContract
 from fmcluster.generate import pcs as generate
 from fmcluster.generate import placeholders
 
@@ -50,11 +50,11 @@ def _synth(outdir: Path, names: list[str]) -> dict[str, Any]:
         network = NetworkContract(imp("VpcId"), imp("ComputeSubnetId"), imp("EfaSecurityGroupId"),
                                   imp("NodeSecurityGroupId"), imp("StorageSecurityGroupId"), imp("ServicesSubnetId"))
         fsx = MountContract(imp("FileSystemId"), imp("FileSystemDnsName"), imp("FileSystemMountName"), "/fsx", False)
-        storage = StorageContract(imp("BucketName"), imp("BucketArn"), fsx, None)
         metrics = placeholders.metrics()
-        bundles = render_group_bundles(plan.cluster, fsx, True, outdir / "bundles" / name, metrics.remote_write_url)
+        bundles = render_group_bundles(plan.cluster, fsx, True, outdir / "bundles" / name, metrics.remote_write_url,
+                                       login=plan.cluster.pcs.login is not None)
         out[name] = {"plan": plan, "construct": PcsCluster(stack, "Pcs", plan=plan.cluster, bundles=bundles,
-                                                           network=network, storage=storage, metrics=metrics)}
+                                                           network=network, metrics=metrics)}
     add_nag(app, verbose=True)
     try:
         app.synth()
@@ -174,6 +174,8 @@ def test_login_group_beside_the_controller(synth: dict) -> None:
     _, data = _templates(template)["p5-pcs-login"]
     assert "NetworkInterfaces" not in data and "EfaSecurityGroupId" in json.dumps(data["SecurityGroupIds"])
     assert "FileSystemDnsName" in json.dumps(data["UserData"])  # FSx on every node, the login nodes too
+    # the login role's bundle (Lustre client where the image lacks one, exporters, agent), not a bare mount line
+    assert "role login" in json.dumps(data["UserData"]) and "text/x-shellscript" in json.dumps(data["UserData"])
 
 
 def test_cluster_size_version_networking_and_name(synth: dict) -> None:
