@@ -78,3 +78,12 @@ def promtool() -> str:
             pytest.fail(INSTALL_HINT + " -- CI must install it (.ci/run)", pytrace=False)
         pytest.skip(INSTALL_HINT)
     return path
+
+
+SLOW_FIRST = ("tests/rehearsal/", "tests/observability_e2e/", "tests/aws/test_failures.py::test_an_endpoint_that")
+"""Tests that take tens of seconds each: started first, so that with pytest-xdist they run beside the many short
+ones instead of after them (collection order would leave them for last and the run would end on one busy worker)."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: not any(item.nodeid.startswith(prefix) for prefix in SLOW_FIRST))
