@@ -17,8 +17,8 @@ def add_node_role(scope: Construct, plan: ClusterPlan, metrics: MetricsContract 
                   path: str | None = None) -> tuple[iam.Role, iam.CfnInstanceProfile]:
     """The GPU nodes' role and instance profile (``NodeRole``, ``NodeInstanceProfile`` in ``scope``); with
     ``metrics``, each node's Prometheus agent may remote-write to the project's workspace (that workspace only,
-    nothing else of Amazon Managed Prometheus). ``path``: the role's IAM path (AWS PCS takes roles under
-    ``/aws-pcs/``)."""
+    nothing else of Amazon Managed Prometheus). ``path``: the IAM path of the role and its instance profile (AWS PCS
+    takes a profile whose ARN holds ``/aws-pcs/``)."""
     role = iam.Role(
         scope, "NodeRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"), path=path,
         description=f"fmcluster {plan.project}: GPU nodes (SSM Session Manager, no SSH keys)",
@@ -29,7 +29,7 @@ def add_node_role(scope: Construct, plan: ClusterPlan, metrics: MetricsContract 
         reason="AmazonSSMManagedInstanceCore is AWS's maintained minimum for Session Manager, which replaces SSH "
                "keys; a copy would drift from it.",
     ))
-    profile = iam.CfnInstanceProfile(scope, "NodeInstanceProfile", roles=[role.role_name])
+    profile = iam.CfnInstanceProfile(scope, "NodeInstanceProfile", roles=[role.role_name], path=path)
     _add_node_health_policy(scope, plan, role)
     if metrics is not None:
         iam.Policy(scope, "NodeMetricsPolicy", roles=[role], statements=[

@@ -68,14 +68,13 @@ class PcsCluster(Construct):
         self.queues: dict[str, pcs.CfnQueue] = {}
 
         self.role, self.instance_profile = add_node_role(self, plan, metrics, path=IAM_PATH)
-        self.instance_profile.path = IAM_PATH
         self._allow_registration()
 
         # Name, Networking and Size are create-only (cfn-lint schema), and CloudFormation refuses to replace a
         # resource whose custom name stays the same: the size's letter and the subnet's ID change the name with them.
         size = generate.size(plan)
-        self.cluster_name = Fn.join("-", [generate.name_prefix(plan), size[0].lower(),
-                                          Fn.select(1, Fn.split("-", network.services_subnet_id))])
+        self.cluster_name = Fn.join("", [generate.name_start(plan),
+                                         Fn.select(1, Fn.split("-", network.services_subnet_id))])
         tags = {PROJECT_TAG: plan.project, **plan.tags}
         # The controller's interface joins the nodes' groups: the EFA group lets all traffic between its members
         # (slurmctld 6817, slurmd 6818, srun's ports), as AWS's self-referencing PCS cluster group does

@@ -85,7 +85,7 @@ ORCHESTRATOR_CHECKS: dict[str, Callable[[Project, Plan, Clients], list[Check]]] 
         Check("quota", "HyperPod instances", lambda: ac.check_hyperpod_quota(clients, plan))],
     "pcs": lambda project, plan, clients: [
         Check(pcs.CHECK, "clusters being created", lambda: pcs.check_pcs_creating(
-            clients, plan, f"{pcs_plan.name_prefix(plan.cluster)}-{pcs_plan.size(plan.cluster)[0].lower()}-"))],
+            clients, plan, pcs_plan.name_start(plan.cluster)))],
 }
 """The aws stage's table of orchestrators (:mod:`fmcluster.orchestrators`): each one's own account checks."""
 

@@ -35,7 +35,9 @@ def _version(text: str) -> tuple[int, ...]:
 
 @check("pcs-node-groups", "error")
 def node_group_count(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
-    """PCS takes at most 10 compute node groups per cluster (the login group is one of them)."""
+    """PCS takes at most 10 compute node groups and 10 queues per cluster. fmcluster makes one queue per compute
+    group and one node group per compute group plus the login group, so the queue limit is never passed alone:
+    one finding says both."""
     if not _active(loaded):
         return
     groups = generate.node_groups(plan.cluster)
@@ -44,19 +46,10 @@ def node_group_count(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
         login = len(groups) - compute
         yield Finding(("compute_groups",),
                       f"{compute} compute groups{' and the login group' if login else ''} make {len(groups)} PCS "
-                      f"compute node groups; AWS PCS allows {generate.MAX_NODE_GROUPS} per cluster (a quota that "
-                      "cannot be raised)",
+                      f"compute node groups and {compute} queues; AWS PCS allows {generate.MAX_NODE_GROUPS} node "
+                      f"groups and {generate.MAX_QUEUES} queues per cluster (quotas that cannot be raised)",
                       "merge compute groups" + (", or set orchestrator.pcs.login: null" if login else "")
                       + ", or split the project into several clusters")
-
-
-@check("pcs-queues", "error")
-def queue_count(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
-    """PCS takes at most 10 queues per cluster; fmcluster makes one per compute group."""
-    if _active(loaded) and len(generate.queues(plan.cluster)) > generate.MAX_QUEUES:
-        yield Finding(("compute_groups",),
-                      f"{len(plan.cluster.groups)} compute groups make {len(plan.cluster.groups)} PCS queues (one "
-                      f"each); AWS PCS allows {generate.MAX_QUEUES} per cluster", "merge compute groups")
 
 
 @check("pcs-names", "error")

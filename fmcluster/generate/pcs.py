@@ -16,6 +16,7 @@ from fmcluster.plan.pcs import (
     image,
     min_count,
     name_prefix,
+    name_start,
     node_count,
     node_groups,
     queues,
@@ -25,7 +26,7 @@ from fmcluster.plan.pcs import (
 
 
 __all__ = ["MAX_NODE_GROUPS", "MAX_QUEUES", "PURCHASE_OPTION", "NodeGroup", "Queue", "image", "min_count",
-           "name_prefix", "node_count", "node_groups", "queues", "scheduler_data", "size", "smallest_size",
+           "name_prefix", "name_start", "node_count", "node_groups", "queues", "scheduler_data", "size", "smallest_size",
            "diagram_part", "slurm_targets"]
 
 
@@ -35,7 +36,7 @@ def scheduler_data(plan: Plan) -> dict:
     pcs = cluster.pcs
     login = pcs.login
     return {
-        "type": "pcs", "cluster_name": f"{name_prefix(cluster)}-{size(cluster)[0].lower()}-<subnet ID>",
+        "type": "pcs", "cluster_name": f"{name_start(cluster)}<subnet ID>",
         "created_by_cdk_deploy": True, "slurm_version": pcs.slurm_version, "size": size(cluster),
         "nodes": node_count(cluster), "size_nodes": SIZE_NODES[size(cluster)],
         "scaledown_idle_seconds": pcs.scaledown_idle_seconds,
@@ -52,7 +53,7 @@ def diagram_part(plan: Plan) -> DiagramPart:
     """PCS's managed controller (in the services subnet) and the login node group."""
     cluster = plan.cluster
     pcs = cluster.pcs
-    name = f"{name_prefix(cluster)}-{size(cluster)[0].lower()}-<subnet ID>"
+    name = f"{name_start(cluster)}<subnet ID>"
     nodes = [("head", "head-node", f"AWS PCS controller (managed)\n{name}\nSlurm {pcs.slurm_version}, {size(cluster)}")]
     services = ["head"]
     edges = [("head", f"group:{g.name}", "slurm", "queue") for g in plan.groups]

@@ -55,6 +55,12 @@ def name_prefix(cluster: ClusterPlan) -> str:
     return cluster.pcs.cluster_name or cluster.project[:NAME_PREFIX_MAX].rstrip("-")
 
 
+def name_start(cluster: ClusterPlan) -> str:
+    """The cluster's name up to the compute subnet's ID, which the stack appends: ``PREFIX-<size letter>-``. A change
+    of Size or subnet (both create-only) so comes with a new name."""
+    return f"{name_prefix(cluster)}-{size(cluster)[0].lower()}-"
+
+
 def node_count(cluster: ClusterPlan) -> int:
     """Every node PCS manages: the compute groups at full size and the login nodes."""
     login = cluster.pcs.login

@@ -52,11 +52,10 @@ def test_the_examples_pass(example: Path) -> None:
 def test_eleven_compute_groups_are_refused_naming_the_limit() -> None:
     text = project(11, pcs="    ami_id: ami-0123456789abcdef0\n    login: null\n")
     problem = only(problems(text), "pcs-node-groups")
-    assert "11 compute groups make 11 PCS compute node groups" in problem.message
-    assert "AWS PCS allows 10 per cluster" in problem.message
+    assert "11 compute groups make 11 PCS compute node groups and 11 queues" in problem.message
+    assert "AWS PCS allows 10 node groups and 10 queues per cluster" in problem.message
     assert problem.file == Path("pcs.yaml") and problem.line == line_of(text, "compute_groups:")
-    queues = only(problems(text), "pcs-queues")
-    assert "11 PCS queues" in queues.message and "allows 10 per cluster" in queues.message
+    assert [p.check for p in problems(text) if p.level == "error"] == ["pcs-node-groups"]  # one cause, one message
 
 
 def test_ten_compute_groups_and_the_login_group_are_refused() -> None:

@@ -187,7 +187,7 @@ def test_cluster_size_version_networking_and_name(synth: dict) -> None:
         assert props["Scheduler"] == {"Type": "SLURM", "Version": "25.05"}
         assert "ServicesSubnetId" in json.dumps(props["Networking"]["SubnetIds"])
         separator, (head, subnet) = props["Name"]["Fn::Join"]
-        assert (separator, head) == ("-", f"{name[:19].rstrip('-')}-{size[0].lower()}")
+        assert (separator, head) == ("", f"{name[:19].rstrip('-')}-{size[0].lower()}-")
         assert subnet == {"Fn::Select": [1, {"Fn::Split": ["-", {"Fn::ImportValue": f"{name}-ServicesSubnetId"}]}]}
         outputs = template["Outputs"]
         assert {"PcsClusterId", "PcsClusterArn"} <= set(outputs)
