@@ -5,11 +5,13 @@ the digest is not pinned (never an unverified download). No other node runs it."
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import pytest
 from fmcluster.bootstrap import context, render
 from fmcluster.bootstrap.flavours import FLAVOURS
+from fmcluster.generate import metrics
 from support.sandbox import (
     SHELLCHECK,
     Image,
@@ -24,6 +26,9 @@ from support.sandbox import (
 HEAD_IMAGE = dict(gpus=0, efa_devices=0, nvme_drives=0, driver=False)
 UNIT = "etc/systemd/system/fmcluster-slurm-exporter.service"
 ARCHIVE = "slurm_exporter-1.8.4-linux-amd64.tar.gz"
+ALL_COLLECTORS = {"accounts", "cpus", "nodes", "node", "drain_reason", "partitions", "queue", "scheduler", "fairshare",
+                  "users", "info", "gpus", "reservations", "reservation_nodes", "licenses", "sacct_efficiency"}
+"""SckyzO/slurm_exporter v1.8.4's collectors (cmd/slurm_exporter/main.go, collectorConstructors)."""
 
 
 def _head(tmp_path, orchestrator: str = "parallelcluster", *, pinned: bool = True, image: Image | None = None,
@@ -86,9 +91,10 @@ def test_a_pinned_exporter_is_downloaded_verified_and_run_as_a_service(tmp_path,
     assert f"--slurm.bin-path={ctx.options.slurm_prefix}/bin" in unit
     assert f"--web.listen-address=:{ctx.versions.slurm_exporter.port}" in unit
     assert "User=slurm-exporter" in unit
-    # the collectors whose metrics the exporter table keeps stay on
-    for collector in ("queue", "nodes", "users", "partitions", "gpus", "drain_reason", "scheduler"):
-        assert f"--no-collector.{collector} " not in unit + " "
+    # exactly the collectors whose metrics the exporter table keeps stay on (sacct_efficiency is off by default)
+    off = set(re.findall(r"--no-collector\.([a-z_]+)(?= |$)", unit, re.M))
+    assert ALL_COLLECTORS - off - {"sacct_efficiency"} == set(metrics.SLURM_COLLECTORS)
+    assert "--no-collector.nodes.feature-set" in unit  # slurm_nodes_* by partition only, as the table says
     assert "systemctl enable fmcluster-slurm-exporter.service" in res.calls
     assert "systemctl restart fmcluster-slurm-exporter.service" in res.calls
     # a second boot finds the step done: nothing downloaded again
