@@ -12,7 +12,6 @@ from rich.console import Console
 from rich.table import Table
 
 from fmcluster import catalog
-from fmcluster.bootstrap.flavours import FLAVOURS
 from fmcluster.cli.plantext import row, settings
 from fmcluster.facts import AMP_ACTIVE_SERIES_QUOTA
 from fmcluster.cli import hyperpod, parallelcluster, planpcs
@@ -54,7 +53,7 @@ def monitoring_data(p: Plan) -> dict | None:
     roles = {}
     # The node that runs slurmctld (FlavourTraits.slurmctld_role) also runs the Slurm exporter; PCS's controller is
     # AWS's, so no node of a PCS project does.
-    controller = FLAVOURS[p.cluster.driver.flavour].slurmctld_role is not None and p.cluster.driver.slurm
+    controller = metrics.runs_slurm_exporter(p.cluster)
     for role, gpu, slurm in (("gpu_nodes", True, False), ("other_nodes", False, False),
                              ("slurm_controller", False, True)):
         if gpu or (p.cluster.driver.other_nodes and (controller or not slurm)):

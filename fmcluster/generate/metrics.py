@@ -32,9 +32,10 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from functools import cache
-from typing import Literal
+from typing import Any, Literal
 
 from fmcluster import templates
+from fmcluster.bootstrap.flavours import FLAVOURS
 
 DCGM_COUNTERS_CSV = templates.DCGM_COUNTERS
 
@@ -215,6 +216,13 @@ PROMETHEUS = Exporter(
 
 EXPORTERS: tuple[Exporter, ...] = (NODE, EFA, DCGM, SLURM, PROMETHEUS)
 """THE table."""
+
+
+def runs_slurm_exporter(cluster: Any) -> bool:
+    """A node of ``cluster`` (a :class:`fmcluster.plan.ClusterPlan`) runs slurmctld, so it runs the Slurm exporter
+    (its flavour's ``slurmctld_role``): ParallelCluster's head node, HyperPod's controller. Not PCS (AWS runs its
+    slurmctld) and not launch templates only."""
+    return cluster.driver.slurm and FLAVOURS[cluster.driver.flavour].slurmctld_role is not None
 
 
 def scrape_targets(*, gpu: bool, slurm: bool = False) -> tuple[tuple[str, int], ...]:
