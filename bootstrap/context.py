@@ -21,10 +21,8 @@ from fmcluster.bootstrap.versions import (
 )
 from pydantic import Field, field_validator, model_validator
 
-from fmcluster.bootstrap.flavours import FLAVOURS as FLAVOUR_TRAITS
+from fmcluster.bootstrap.flavours import FLAVOURS as FLAVOUR_TRAITS, Flavour as FlavourTraits
 from fmcluster.orchestrators import ORCHESTRATORS
-from fmcluster.bootstrap.flavours import Flavour as FlavourTraits
-
 from fmcluster.facts import OPERATING_SYSTEMS as _OS_FACTS
 from fmcluster.facts import OperatingSystem
 from fmcluster.plan import ClusterPlan, GroupPlan
@@ -324,8 +322,7 @@ STEPS: tuple[Step, ...] = (
     Step(name="80-containers", template="containers.sh.j2", description="enroot + pyxis, container storage on NVMe", needs_containers=True),
     Step(name="85-imex-prolog", template="imex_prolog_install.sh.j2",
          description="ParallelCluster head node: the per-job IMEX prolog for UltraServer queues", needs_imex_prolog=True),
-    Step(name="90-exporters", template="exporters.sh.j2", description="node_exporter, dcgm-exporter, EFA counters, the Slurm exporter beside slurmctld",
-         needs_exporters=True),
+    Step(name="90-exporters", template="exporters.sh.j2", description="node_exporter, dcgm-exporter, EFA counters, Slurm exporter", needs_exporters=True),
     Step(name="99-healthcheck", template="healthcheck.sh.j2", description="prove the node before it takes jobs"),
 )
 
@@ -410,9 +407,7 @@ def _relevant(ctx: BootstrapContext, key: str) -> bool:
         return ctx.slurm
     if component in ("node_exporter", "prometheus"):
         return ctx.options.exporters
-    if component == "slurm_exporter":
-        return ctx.slurm_exporter
-    return True
+    return component != "slurm_exporter" or ctx.slurm_exporter
 
 
 def needed_placeholders(ctx: BootstrapContext) -> list[str]:
