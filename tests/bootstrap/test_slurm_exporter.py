@@ -9,9 +9,11 @@ import re
 import subprocess
 
 import pytest
-from fmcluster.bootstrap import context, render
+from fmcluster.bootstrap import context, profiles, render
 from fmcluster.bootstrap.flavours import FLAVOURS
 from fmcluster.generate import metrics
+
+from fmcluster import orchestrators
 from support.sandbox import (
     SHELLCHECK,
     Image,
@@ -151,3 +153,23 @@ def test_unpinned_but_carried_by_the_image_it_is_used(tmp_path) -> None:
     assert res.rc == 0, res.out[-3000:]
     assert not _exporter_downloads(res)
     assert (sb.root / UNIT).is_file()
+
+
+PROFILE_CASES = [(p.name, os_name) for p in profiles.load_profiles()
+                 for os_name in [p.os] if p.flavour in ("parallelcluster", "hyperpod")]
+
+
+@pytest.mark.parametrize(("profile_name", "os_name"), PROFILE_CASES, ids=[c[0] for c in PROFILE_CASES])
+def test_the_controller_boots_with_the_exporter_on_each_profile_of_its_flavour(tmp_path, profile_name: str,
+                                                                                 os_name: str) -> None:
+    (profile,) = [p for p in profiles.load_profiles() if p.name == profile_name]
+    orchestrator = orchestrators.by_flavour(profile.flavour).name
+    ctx = context_for(make_project("p5.48xlarge", os_name, orchestrator), "gpu", "head",
+                      versions=with_optional_pins(fake_artifacts()))
+    image = Image.from_profile(profile, ctx.arch, None, gpus=0, efa_devices=0, nvme_drives=0)
+    sb = build_sandbox(tmp_path / "sb", ctx, image)
+    res = sb.run()
+    assert res.rc == 0, res.out[-3000:]
+    assert len(_exporter_downloads(res)) == 1
+    assert f"--slurm.bin-path={ctx.options.slurm_prefix}/bin" in (sb.root / UNIT).read_text()
+    assert "systemctl enable fmcluster-slurm-exporter.service" in res.calls
