@@ -206,7 +206,7 @@ class BootstrapContext(_Frozen):
 
     @property
     def slurm_exporter(self) -> bool:
-        """This node runs slurmctld (its flavour's ``slurmctld_role``), so its exporters step runs the Slurm exporter."""
+        """This node runs slurmctld (trait ``slurmctld_role``): its exporters step runs the Slurm exporter."""
         return self.options.exporters and self.slurm and self.traits.slurmctld_role == self.role
 
     @property

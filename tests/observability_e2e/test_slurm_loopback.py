@@ -82,7 +82,8 @@ def faulty(text: str) -> str:
             "# HELP slurm_node_drain_reason_info Information about why a node is in drain or down state. "
             "Value is always 1 — use labels for the reason and timestamp.\n"
             "# TYPE slurm_node_drain_reason_info gauge\n"
-            f'slurm_node_drain_reason_info{{node="{DRAINED_NODE}",reason="kernel upgrade",since="2026-11-30T12:00:00"}} 1\n'
+            f'slurm_node_drain_reason_info{{node="{DRAINED_NODE}",reason="kernel upgrade",'
+            'since="2026-11-30T12:00:00"} 1\n'
             f'slurm_node_drain_reason_info{{node="{DOWN_NODE}",reason="fmcluster health: GPU XID 79",'
             'since="2026-11-30T12:01:00"} 1\n'
             "# HELP slurm_nodes_alloc Allocated nodes",
