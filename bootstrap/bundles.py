@@ -93,9 +93,10 @@ def render_group_bundles(cluster: ClusterPlan, fsx: MountContract | None, fsx_at
 
 def render_dispatched_bundles(cluster: ClusterPlan, out_dir: Path) -> DispatchedBundles:
     """One bundle per instance type (ParallelCluster mounts FSx itself, so the bundles do not), the head node's
-    (pyxis in the shared plugstack.conf; no exporters), and the dispatcher, which every node runs."""
+    (pyxis in the shared plugstack.conf; its exporters, the Slurm exporter among them), and the dispatcher, which
+    every node runs."""
     root = _fresh(out_dir)
-    head = context_for(cluster, cluster.groups[0].name, "head", "parallelcluster", fsx=None, exporters=False,
+    head = context_for(cluster, cluster.groups[0].name, "head", "parallelcluster", fsx=None,
                        imex_prolog=any(g.needs_imex for g in cluster.groups))
     sums = {HEAD_NODE_BUNDLE: render_bundle(head, root / "bundles" / HEAD_NODE_BUNDLE).sums_sha256}
     for group in cluster.groups:

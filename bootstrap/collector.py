@@ -42,8 +42,9 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def render_node_agent_config(project: str, *, gpu: bool, scrape_interval: str = "30s") -> str:
-    """The agent config one node runs: its own exporters (GPU ones when ``gpu``), remote-written for itself.
+def render_node_agent_config(project: str, *, gpu: bool, slurm: bool = False, scrape_interval: str = "30s") -> str:
+    """The agent config one node runs: its own exporters (GPU ones when ``gpu``, the Slurm exporter when ``slurm``:
+    the node runs slurmctld), remote-written for itself.
 
     The remote-write URL is :data:`NODE_REMOTE_WRITE_MARKER` and the SigV4 region comes from the
     unit's ``AWS_REGION``: both are known only at boot.
@@ -52,6 +53,6 @@ def render_node_agent_config(project: str, *, gpu: bool, scrape_interval: str = 
         project=project,
         scrape_interval=scrape_interval,
         scrape_timeout=scrape_timeout(scrape_interval),
-        targets=[(job, port, metrics.keep_regex(job)) for job, port in metrics.scrape_targets(gpu=gpu)],
+        targets=[(job, port, metrics.keep_regex(job)) for job, port in metrics.scrape_targets(gpu=gpu, slurm=slurm)],
         remote_write_url=NODE_REMOTE_WRITE_MARKER,
     )

@@ -21,10 +21,8 @@ from fmcluster.bootstrap.versions import (
 )
 from pydantic import Field, field_validator, model_validator
 
-from fmcluster.bootstrap.flavours import FLAVOURS as FLAVOUR_TRAITS
+from fmcluster.bootstrap.flavours import FLAVOURS as FLAVOUR_TRAITS, Flavour as FlavourTraits
 from fmcluster.orchestrators import ORCHESTRATORS
-from fmcluster.bootstrap.flavours import Flavour as FlavourTraits
-
 from fmcluster.facts import OPERATING_SYSTEMS as _OS_FACTS
 from fmcluster.facts import OperatingSystem
 from fmcluster.plan import ClusterPlan, GroupPlan
@@ -207,6 +205,11 @@ class BootstrapContext(_Frozen):
         return self.options.slurm_prefix is not None
 
     @property
+    def slurm_exporter(self) -> bool:
+        """This node runs slurmctld (trait ``slurmctld_role``): its exporters step runs the Slurm exporter."""
+        return self.options.exporters and self.slurm and self.traits.slurmctld_role == self.role
+
+    @property
     def ofi_nccl_plugin_files(self) -> list[str]:
         """Where the aws-ofi-nccl plugin may be (every EFA installer layout); the node takes the first that exists."""
         return [f.format(arch=self.arch) for f in self.versions.aws_ofi_nccl.plugin_files]
@@ -269,6 +272,7 @@ class BootstrapContext(_Frozen):
             "gdrcopy": (v.gdrcopy.source, "gdrcopy.source", v.gdrcopy.version),
             "node_exporter": (v.node_exporter.tarball, "node_exporter.tarball", v.node_exporter.version),
             "prometheus": (v.prometheus.tarball, "prometheus.tarball", v.prometheus.version),
+            "slurm_exporter": (v.slurm_exporter.tarball, "slurm_exporter.tarball", v.slurm_exporter.version),
             "enroot_deb": (v.enroot.deb, "enroot.deb", v.enroot.version),
             "enroot_deb_caps": (v.enroot.deb_caps, "enroot.deb_caps", v.enroot.version),
             "enroot_rpm": (v.enroot.rpm, "enroot.rpm", v.enroot.version),
@@ -318,7 +322,7 @@ STEPS: tuple[Step, ...] = (
     Step(name="80-containers", template="containers.sh.j2", description="enroot + pyxis, container storage on NVMe", needs_containers=True),
     Step(name="85-imex-prolog", template="imex_prolog_install.sh.j2",
          description="ParallelCluster head node: the per-job IMEX prolog for UltraServer queues", needs_imex_prolog=True),
-    Step(name="90-exporters", template="exporters.sh.j2", description="node_exporter, dcgm-exporter, EFA counters", needs_exporters=True),
+    Step(name="90-exporters", template="exporters.sh.j2", description="node_exporter, dcgm-exporter, EFA counters, Slurm exporter", needs_exporters=True),
     Step(name="99-healthcheck", template="healthcheck.sh.j2", description="prove the node before it takes jobs"),
 )
 
@@ -383,6 +387,7 @@ STEP_OF_COMPONENT = {
     "efa_installer": "30-efa",
     "node_exporter": "90-exporters",
     "prometheus": "90-exporters",
+    "slurm_exporter": "90-exporters",
     "gdrcopy": "40-gdrcopy",
     "enroot": "80-containers",
     "pyxis": "80-containers",
@@ -402,7 +407,7 @@ def _relevant(ctx: BootstrapContext, key: str) -> bool:
         return ctx.slurm
     if component in ("node_exporter", "prometheus"):
         return ctx.options.exporters
-    return True
+    return component != "slurm_exporter" or ctx.slurm_exporter
 
 
 def needed_placeholders(ctx: BootstrapContext) -> list[str]:

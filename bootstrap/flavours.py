@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 ImexMembers = Literal["ec2-topology", "hyperpod-api", "job-prolog"]
+SlurmctldRole = Literal["head"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,11 @@ class Flavour:
     False: slurmd takes plugstack.conf from a controller the bundle cannot configure, so containers (enroot +
     pyxis) are off by default."""
 
+    slurmctld_role: SlurmctldRole | None = None
+    """The bundle role of the node that runs slurmctld, where the Slurm exporter (``versions.yaml``
+    slurm_exporter) runs beside it; None: no node of ours runs the controller (no Slurm, or a controller AWS
+    manages), so no Slurm metrics are collected."""
+
     @property
     def slurm(self) -> bool:
         return self.slurm_prefix is not None
@@ -57,13 +63,13 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
         plugstack_where="ParallelCluster's head node shares /opt/slurm with every node (ParallelCluster user guide, "
                         "\"internal directories\"); the cookbook ships the files only as examples under "
                         "/opt/parallelcluster/examples (aws-parallelcluster-cookbook recipes/install/install_pyxis.rb)",
-        imex_members="job-prolog"),
+        imex_members="job-prolog", slurmctld_role="head"),
     Flavour(
         "hyperpod", slurm_prefix="/opt/slurm", mounts_fsx=False,
         plugstack_include_note=" (slurmd resolves the controller's include locally)",
         plugstack_where="HyperPod's slurmd runs configless and fetches plugstack.conf from the controller, ignoring "
                         "a compute-local one",
-        imex_members="hyperpod-api"),
+        imex_members="hyperpod-api", slurmctld_role="head"),
     # AWS PCS: the image is AWS's dlami_for_pcs_imagebuilder recipe on the DLAMI (profiles/pcs-*.yaml).
     # - Slurm: the recipe installs 24.11, 25.05 and 25.11 under /opt/aws/pcs/scheduler/slurm-<version> and puts
     #   24.11 first on PATH, its clients working with newer controllers (aws-samples/aws-hpc-recipes@
@@ -84,6 +90,8 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
     #   reference "HealthMonitoring": repair action AUTO | REPLACE | ISOLATE | NONE) watch the node once it runs.
     # - Reboot: none; a scheduler waits on the node (how long is unconfirmed: budget.LIMITS).
     # - IMEX: as self-managed (EC2 instance topology at boot); GB200 under PCS: no source found.
+    # - Slurm metrics: slurmctld runs on a controller AWS manages, which runs nothing of ours, and our PCS bundles
+    #   are compute-only; so no slurm_exporter (docs/dev/slurm-metrics-notes.md says what a login node could do).
     Flavour("pcs", slurm_prefix="/opt/aws/pcs/scheduler/slurm-24.11", mounts_fsx=True, marks_unhealthy=True,
             pyxis_loadable=False),
 )}

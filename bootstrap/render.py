@@ -122,7 +122,8 @@ def render_files(ctx: BootstrapContext) -> dict[str, str]:
     for step in ctx.steps():
         files[f"steps/{step.name}.sh"] = _render(step.template, ctx, step=step, marker=NODE_REMOTE_WRITE_MARKER)
     if ctx.options.exporters:
-        files["files/prometheus-agent.yml"] = render_node_agent_config(ctx.project, gpu=ctx.gpu)
+        files["files/prometheus-agent.yml"] = render_node_agent_config(ctx.project, gpu=ctx.gpu,
+                                                                       slurm=ctx.slurm_exporter)
     if ctx.gpu and ctx.options.exporters:
         if not DCGM_COUNTERS_FILE.is_file():
             raise BootstrapError(

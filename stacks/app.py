@@ -36,6 +36,7 @@ from fmcluster.contracts import (
 )
 from fmcluster.errors import ConfigError
 from fmcluster.facts import PROJECT_TAG
+from fmcluster.generate import metrics as metrics_table
 from fmcluster.generate import rules
 from fmcluster.plan import Plan
 
@@ -93,6 +94,7 @@ def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
     if plan.observability.enabled:
         rules_data = rules.rules_yaml(
             fsx=plan.observability.fsx,  # without FSx, FsxMountMissing would fire on every node
+            slurm=metrics_table.runs_slurm_exporter(plan.cluster),  # no Slurm rules where no node exports Slurm's
             extra_files=extra_rule_files(loaded),
         )
         observability = ObservabilityStack(app, stack_name(name, "observability"), plan=plan.observability,

@@ -18,7 +18,8 @@ from fmcluster.aws import StackOutputsError, grafana
 from fmcluster.contracts import GRAFANA_WORKSPACE_OUTPUT as WORKSPACE_OUTPUT
 from fmcluster.cli.awserrors import account_errors
 from fmcluster.errors import ConfigError
-from fmcluster.generate import dashboards
+from fmcluster.generate import dashboards, metrics
+from fmcluster.plan import make_plan
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 dashboards_app = typer.Typer(help="Grafana dashboards: export them as JSON or push them to the workspace.",
@@ -39,6 +40,11 @@ def _project(ref: str) -> config.Project:
         raise typer.Exit(ConfigError.exit_code) from None
 
 
+def _slurm(project: config.Project) -> bool:
+    """The Slurm dashboard only where a node of ours runs slurmctld and the Slurm exporter."""
+    return metrics.runs_slurm_exporter(make_plan(project).cluster)
+
+
 @dashboards_app.command("export")
 def export(
     project: str = PROJECT_ARG,
@@ -46,7 +52,7 @@ def export(
 ) -> None:
     """Write the project's dashboards as Grafana JSON. Touches no AWS."""
     loaded = _project(project)
-    paths = dashboards.export_dashboards(loaded.name, out_dir)
+    paths = dashboards.export_dashboards(loaded.name, out_dir, slurm=_slurm(loaded))
     for path in paths:
         out.print(str(path), highlight=False, soft_wrap=True)
 
@@ -64,7 +70,7 @@ def push(
 ) -> None:
     """Upload the project's dashboards to its Amazon Managed Grafana workspace (short-lived token)."""
     loaded = _project(project)
-    models = dashboards.build_dashboards(loaded.name)
+    models = dashboards.build_dashboards(loaded.name, slurm=_slurm(loaded))
     with account_errors():
         # Heavy, and needed only here: boto3 and botocore load for the commands that call AWS.
         from fmcluster.aws.session import aws_session

@@ -51,11 +51,16 @@ def monitoring_data(p: Plan) -> dict | None:
         return None
     spec = obs.spec
     roles = {}
-    for role, gpu in (("gpu_nodes", True), ("other_nodes", False)):
-        if gpu or p.cluster.driver.other_nodes:
+    # The node that runs slurmctld (FlavourTraits.slurmctld_role) also runs the Slurm exporter; PCS's controller is
+    # AWS's, so no node of a PCS project does.
+    controller = metrics.runs_slurm_exporter(p.cluster)
+    for role, gpu, slurm in (("gpu_nodes", True, False), ("other_nodes", False, False),
+                             ("slurm_controller", False, True)):
+        if gpu or (p.cluster.driver.other_nodes and (controller or not slurm)):
             roles[role] = {
-                "exporters": [e.name for e in metrics.EXPORTERS if (gpu or not e.gpu_only) and e is not metrics.PROMETHEUS],
-                "ports": sorted({port for _, port in metrics.scrape_targets(gpu=gpu)}),
+                "exporters": [e.name for e in metrics.EXPORTERS if (gpu or not e.gpu_only)
+                              and (slurm or not e.slurm_only) and e is not metrics.PROMETHEUS],
+                "ports": sorted({port for _, port in metrics.scrape_targets(gpu=gpu, slurm=slurm)}),
             }
     per_group, total, unknown = {}, 0, set()
     for g in p.groups:
@@ -65,6 +70,11 @@ def monitoring_data(p: Plan) -> dict | None:
         total += est.total * g.count
         unknown.update(est.unknown)
         per_group[g.name] = {"per_node": est.total, "unconfirmed_parts": sorted(est.unknown)}
+    slurm_series = None
+    if "slurm_controller" in roles:
+        # ASSUMED_SLURM_PARTITIONS: one partition per compute group (each orchestrator's queues follow the groups)
+        est = metrics.node_series(gpus=0, efa_devices=0, vcpus=0, nvme_drives=0, slurm_partitions=len(p.groups))
+        slurm_series = {"per_node": est.total, "unconfirmed_parts": sorted(est.unknown)}
     return {
         "prometheus": "Amazon Managed Prometheus workspace",
         "alert_emails": len(spec.alerts.emails),
@@ -72,6 +82,7 @@ def monitoring_data(p: Plan) -> dict | None:
         "roles": roles,
         "active_series": {"groups": per_group, "gpu_nodes_total": total, "unconfirmed_parts": sorted(unknown),
                           "other_node": metrics.node_series(gpus=0, efa_devices=0, vcpus=0, nvme_drives=0).total,
+                          "slurm_controller": slurm_series,
                           "per_vcpu_of_other_nodes": metrics.CPU_MODES,
                           "workspace_quota": AMP_ACTIVE_SERIES_QUOTA, "share_of_quota": total / AMP_ACTIVE_SERIES_QUOTA},
     }
@@ -88,7 +99,8 @@ def monitoring(p: Plan, lines: Table) -> bool:
         auth = data["grafana"]["authentication"]
         sign_in = "AWS_SSO: needs IAM Identity Center in the account" if auth == "AWS_SSO" else f"{auth} sign-in"
         row(lines, "Grafana", f"Amazon Managed Grafana workspace; {sign_in}")
-    for role, label in (("gpu_nodes", "GPU nodes"), ("other_nodes", "other nodes")):
+    for role, label in (("gpu_nodes", "GPU nodes"), ("other_nodes", "other nodes"),
+                        ("slurm_controller", "Slurm controller")):
         if role in data["roles"]:
             ports = data["roles"][role]["ports"]
             port_list = f"port{'s' if len(ports) > 1 else ''} {', '.join(map(str, ports))}"
@@ -100,6 +112,11 @@ def monitoring(p: Plan, lines: Table) -> bool:
         missing = (f", plus its {' and '.join(group['unconfirmed_parts'])} series (unconfirmed for {itype})"
                    if group["unconfirmed_parts"] else "")
         row(lines, f"series, {name}", f"~{group['per_node']:,} active series per node{missing}")
+    if series["slurm_controller"] is not None:
+        row(lines, "series, Slurm", f"~{series['slurm_controller']['per_node']:,} on the Slurm controller's node "
+                                    f"(+ {series['per_vcpu_of_other_nodes']} per vCPU; one partition per compute group "
+                                    "assumed), plus one per user, per (user, partition, pending reason) and per drained "
+                                    "or down node: they follow the workload")
     share = series["share_of_quota"]
     verdict = ("OVER the quota: ask for an increase (Service Quotas, Amazon Managed Service for Prometheus, "
                "'Active series per workspace') before deploying" if share > 1 else f"{share:.1%} of it")

@@ -1,7 +1,7 @@
 """Grafana dashboards as code (grafana-foundation-sdk), exported as JSON per project.
 
-Four dashboards per project, each with a Prometheus data-source variable (so no data-source
-UID is baked in) and a ``node`` variable:
+Five dashboards per project (four where no node of ours runs slurmctld), each with a Prometheus data-source
+variable (so no data-source UID is baked in) and a ``node`` variable:
 
 - GPU health: XIDs, ECC, row remapping, thermal throttling, GPUs present vs the catalog;
 - GPU utilisation: SM activity (the training-efficiency signal), GPU utilisation, tensor
@@ -9,6 +9,8 @@ UID is baked in) and a ``node`` variable:
 - EFA: traffic, RDMA throughput, retransmits and errors;
 - FSx for Lustre: throughput and capacity from CloudWatch ``AWS/FSx``, fill level per mount
   from node_exporter;
+- Slurm: queue depth, pending reasons, nodes down/drained (and why), GPUs allocated per user, from the Slurm
+  exporter on the controller's node (its ``node`` variable does not apply: every series is the controller's);
 
 Every Prometheus query may only name metrics the exporter table (:mod:`fmcluster.generate.metrics`) produces
 (a test walks every panel).
@@ -266,19 +268,72 @@ def fsx(project: str) -> dashboard.Dashboard:
     )
 
 
-def build_dashboards(project: str) -> dict[str, dict[str, Any]]:
-    """Every dashboard of a project as Grafana JSON models, keyed by UID (no Slurm dashboard: no node runs a
-    Slurm exporter, :mod:`fmcluster.generate.metrics`)."""
-    builders = [gpu_health, gpu_utilisation, efa, fsx]
+SLURM = 'job="slurm-exporter"'
+"""Slurm 25.11's native endpoint uses some of the exporter's names with other labels: select the exporter's job."""
+
+
+def slurm_dashboard(project: str) -> dashboard.Dashboard:
+    return (
+        _base(project, "slurm", "Slurm")
+        .with_row(dashboard.Row("Queue"))
+        .with_panel(_stat("Jobs pending", Query(f"sum(slurm_jobs_pending{{{SLURM}}})", "pending")))
+        .with_panel(_stat("Jobs running", Query(f"sum(slurm_jobs_running{{{SLURM}}})", "running")))
+        .with_panel(_stat("GPUs allocated", Query(f"sum(slurm_gpus_alloc{{{SLURM}}})", "allocated"),
+                          description="GPUs Slurm has given to jobs, of those it knows as GRES."))
+        .with_panel(_stat("Nodes down, drained or failed", Query(
+            "sum(fmcluster:slurm_nodes_unavailable:sum)", "unavailable")))
+        .with_panel(_series("Queue depth per partition", [
+            Query(f"sum by (partition) (slurm_partition_jobs_pending{{{SLURM}}})", "{{partition}} pending"),
+            Query(f"sum by (partition) (slurm_queue_running{{{SLURM}}})", "{{partition}} running"),
+        ]))
+        .with_panel(_series("Pending jobs by reason", [
+            Query("sum by (reason) (fmcluster:slurm_jobs_pending:sum_by_reason)", "{{reason}}")],
+            description="Priority and Resources are normal on a busy cluster; a node, partition or hold reason "
+                        "needs an operator (alert SlurmJobsStuck)."))
+        .with_panel(_table("Pending jobs by user, partition and reason", Query(
+            f"sum by (user, partition, reason) (slurm_queue_pending{{{SLURM}}})"), width=24))
+        .with_row(dashboard.Row("Nodes"))
+        .with_panel(_series("Node states per partition", [
+            Query(f"sum by (partition) (slurm_nodes_alloc{{{SLURM}}} + slurm_nodes_mix{{{SLURM}}})",
+                  "{{partition}} busy"),
+            Query(f"sum by (partition) (slurm_nodes_idle{{{SLURM}}})", "{{partition}} idle"),
+            Query(f"sum by (partition) (slurm_nodes_down{{{SLURM}}})", "{{partition}} down"),
+            Query(f"sum by (partition) (slurm_nodes_drain{{{SLURM}}})", "{{partition}} drained/draining"),
+        ], description="ParallelCluster's powered-down nodes count as idle."))
+        .with_panel(_table("Nodes down or drained, and why", Query(
+            f"max by (node, reason, since) (slurm_node_drain_reason_info{{{SLURM}}})"),
+            "sinfo -R: the reason Slurm holds for each node, and since when."))
+        .with_row(dashboard.Row("GPUs per user"))
+        .with_panel(_series("GPUs allocated per user", [
+            Query("sum by (user) (fmcluster:slurm_user_gpus_allocated:sum)", "{{user}}")]))
+        .with_panel(_table("GPUs allocated per user, now", Query(
+            "sort_desc(sum by (user) (fmcluster:slurm_user_gpus_allocated:sum))")))
+        .with_panel(_series("GPUs allocated vs idle", [
+            Query(f"sum(slurm_gpus_alloc{{{SLURM}}})", "allocated"),
+            Query(f"sum(slurm_gpus_idle{{{SLURM}}})", "idle"),
+            Query(f"sum(slurm_gpus_total{{{SLURM}}})", "total"),
+        ]))
+        .with_panel(_table("Exporter collectors failing", Query(
+            f"slurm_exporter_collector_success{{{SLURM}}} == 0"),
+            "A failing collector means its Slurm command fails (alert SlurmExporterCollectorFailing)."))
+        .build()
+    )
+
+
+def build_dashboards(project: str, *, slurm: bool = True) -> dict[str, dict[str, Any]]:
+    """Every dashboard of a project as Grafana JSON models, keyed by UID. ``slurm=False``: no Slurm dashboard,
+    for a project where no node of ours runs slurmctld and its exporter
+    (:func:`fmcluster.generate.metrics.runs_slurm_exporter`)."""
+    builders = [gpu_health, gpu_utilisation, efa, fsx] + ([slurm_dashboard] if slurm else [])
     models = [json.loads(json.dumps(build(project), cls=JSONEncoder)) for build in builders]
     return {model["uid"]: model for model in models}
 
 
-def export_dashboards(project: str, out_dir: Path) -> list[Path]:
+def export_dashboards(project: str, out_dir: Path, *, slurm: bool = True) -> list[Path]:
     """Write each dashboard as ``<uid>.json`` under ``out_dir``; return the paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    for uid, model in build_dashboards(project).items():
+    for uid, model in build_dashboards(project, slurm=slurm).items():
         path = out_dir / f"{uid}.json"
         path.write_text(json.dumps(model, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         paths.append(path)

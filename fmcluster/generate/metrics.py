@@ -16,9 +16,15 @@ Sources for the names:
   ours. ``retrans_*``, ``unresponsive_remote_events`` and ``impaired_remote_conn_events`` exist only
   with EFA driver 2.x hardware counters. They arrive through node_exporter's port (no port of their own).
 - dcgm-exporter: the fields of the counters file we ship (``templates/observability/dcgm-counters.csv``);
-- Prometheus itself writes ``up`` for every target it scrapes.
-
-No Slurm exporter is installed on any node, so no rule or dashboard reads Slurm metrics.
+- Prometheus itself writes ``up`` for every target it scrapes;
+- SckyzO/slurm_exporter 1.8.4 (tag commit b535433eb2f290f3e7a6c4ce953892a172619861), on the node that runs
+  slurmctld (``FlavourTraits.slurmctld_role``): the ``prometheus.NewDesc`` names and labels of its
+  ``internal/collector/{queue,nodes,node_drain,users,gpus,partitions,status}.go`` at that tag, with the flags the
+  bootstrap's unit passes (``--no-collector.nodes.feature-set``: ``slurm_nodes_*`` carry only ``partition``).
+  Slurm 25.11's own ``/metrics`` is not used: it answers 401 while any ``PrivateData`` is set (ParallelCluster
+  sets ``PrivateData=cloud``) and has no GPU or pending-reason metrics (``docs/dev/slurm-metrics-notes.md``).
+  Some names equal the native endpoint's (``slurm_nodes_down``, ``slurm_jobs_pending``) with other labels:
+  queries select ``job="slurm-exporter"``.
 """
 
 from __future__ import annotations
@@ -26,9 +32,10 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from functools import cache
-from typing import Literal
+from typing import Any, Literal
 
 from fmcluster import templates
+from fmcluster.bootstrap.flavours import FLAVOURS
 
 DCGM_COUNTERS_CSV = templates.DCGM_COUNTERS
 
@@ -52,9 +59,12 @@ class Exporter:
     gpu_only: bool
     """Only on nodes with GPUs (the compute role of GPU groups)."""
     metrics: frozenset[str]
+    slurm_only: bool = False
+    """Only on the node that runs slurmctld (ParallelCluster's head node, HyperPod's controller)."""
 
 
-Dimension = Literal["node", "cpu", "mount", "netdev", "disk", "efa_device", "gpu", "target"]
+Dimension = Literal["node", "cpu", "mount", "netdev", "disk", "efa_device", "gpu", "target",
+                    "cluster", "partition", "slurm_user", "slurm_pending", "slurm_problem_node", "slurm_collector"]
 
 NODE_EXPORTER_DIMENSIONS: dict[str, Dimension] = {
     "node_uname_info": "node",
@@ -129,6 +139,46 @@ def dcgm_fields() -> dict[str, str]:
     return fields
 
 
+SLURM_EXPORTER_DIMENSIONS: dict[str, Dimension] = {
+    # queue collector (squeue -h -o "%P|%T|%C|%r|%u"); the per-user series exist only while jobs are in that state
+    "slurm_jobs_pending": "cluster",
+    "slurm_jobs_running": "cluster",
+    "slurm_queue_pending": "slurm_pending",        # {user, partition, reason}
+    "slurm_queue_running": "slurm_user",           # {user, partition}
+    # nodes collector (sinfo -h -o "%R|%D|%T|%b"; scontrol show nodes -o for the total); {partition}
+    "slurm_nodes_alloc": "partition",
+    "slurm_nodes_mix": "partition",
+    "slurm_nodes_idle": "partition",
+    "slurm_nodes_down": "partition",
+    "slurm_nodes_drain": "partition",              # sinfo states drained and draining (^drain)
+    "slurm_nodes_fail": "partition",
+    "slurm_nodes_total": "cluster",
+    # drain_reason collector (sinfo -h -N -o "%N|%E|%H|%T"): only nodes drained or down with a reason
+    "slurm_node_drain_reason_info": "slurm_problem_node",   # {node, reason, since}
+    # users collector (squeue ... tres-alloc): GPUs per user
+    "slurm_user_gpus_running": "slurm_user",       # {user}
+    "slurm_user_jobs_pending": "slurm_user",
+    "slurm_user_jobs_running": "slurm_user",
+    # gpus collector (sinfo GRES)
+    "slurm_gpus_alloc": "cluster",
+    "slurm_gpus_idle": "cluster",
+    "slurm_gpus_total": "cluster",
+    # partitions collector; {partition}
+    "slurm_partition_jobs_pending": "partition",
+    "slurm_partition_gpus_allocated": "partition",
+    "slurm_partition_gpus_idle": "partition",
+    # the exporter's own health (status.go): {collector}
+    "slurm_exporter_collector_success": "slurm_collector",
+}
+"""The Slurm exporter's metrics the table keeps, and what each has one series per."""
+
+SLURM_EXPORTER_METRICS: frozenset[str] = frozenset(SLURM_EXPORTER_DIMENSIONS)
+
+SLURM_COLLECTORS: tuple[str, ...] = ("queue", "nodes", "drain_reason", "users", "gpus", "partitions")
+"""The exporter's collectors the bootstrap's unit leaves on (``slurm_exporter_collector_success`` has one series
+each); ``templates/bootstrap/exporters.sh.j2`` turns the others off."""
+
+
 def dcgm_metrics() -> frozenset[str]:
     """Metric names dcgm-exporter emits with our counters file (``label`` rows are labels, not metrics)."""
     return frozenset(name for name, kind in dcgm_fields().items() if kind != "label")
@@ -151,30 +201,48 @@ DCGM = Exporter(
            "versions.yaml dcgm_exporter)",
     port=9400, job="dcgm-exporter", roles=("compute",), gpu_only=True, metrics=dcgm_metrics(),
 )
+SLURM = Exporter(
+    name="slurm_exporter",
+    source="release tarball from github.com/SckyzO/slurm_exporter, sha256 from its slurm_exporter_checksums.txt "
+           "(versions.yaml slurm_exporter; optional until pinned)",
+    port=9341, job="slurm-exporter", roles=("head",), gpu_only=False, metrics=SLURM_EXPORTER_METRICS,
+    slurm_only=True,
+)
 PROMETHEUS = Exporter(
     name="prometheus-agent",
     source="the collector itself: Prometheus writes `up` for every target it scrapes",
     port=NODE.port, job=NODE.job, roles=ALL_ROLES, gpu_only=False, metrics=PROMETHEUS_METRICS,
 )
 
-EXPORTERS: tuple[Exporter, ...] = (NODE, EFA, DCGM, PROMETHEUS)
+EXPORTERS: tuple[Exporter, ...] = (NODE, EFA, DCGM, SLURM, PROMETHEUS)
 """THE table."""
 
 
-def scrape_targets(*, gpu: bool) -> tuple[tuple[str, int], ...]:
-    """The distinct (job, port) pairs a node (with or without GPUs) is scraped on, in table order."""
+def runs_slurm_exporter(cluster: Any) -> bool:
+    """A node of ``cluster`` (a :class:`fmcluster.plan.ClusterPlan`) runs slurmctld, so it runs the Slurm exporter
+    (its flavour's ``slurmctld_role``): ParallelCluster's head node, HyperPod's controller. Not PCS (AWS runs its
+    slurmctld) and not launch templates only."""
+    return cluster.driver.slurm and FLAVOURS[cluster.driver.flavour].slurmctld_role is not None
+
+
+def scrape_targets(*, gpu: bool, slurm: bool = False) -> tuple[tuple[str, int], ...]:
+    """The distinct (job, port) pairs a node (with or without GPUs; running slurmctld or not) is scraped on, in
+    table order."""
     seen: dict[tuple[str, int], None] = {}
     for exporter in EXPORTERS:
-        if exporter is PROMETHEUS or (exporter.gpu_only and not gpu):
+        if exporter is PROMETHEUS or (exporter.gpu_only and not gpu) or (exporter.slurm_only and not slurm):
             continue
         seen.setdefault((exporter.job, exporter.port), None)
     return tuple(seen)
 
 
-def produced(*, gpu: bool | None = None) -> frozenset[str]:
-    """Metrics the table's exporters emit: on GPU nodes (``gpu=True``), on every node (``False``), or anywhere."""
+def produced(*, gpu: bool | None = None, slurm: bool | None = None) -> frozenset[str]:
+    """Metrics the table's exporters emit: on GPU nodes (``gpu=True``), on every node (``False``), or anywhere
+    (``None``); with ``slurm=False`` without the Slurm exporter's (``True``: only on the slurmctld node's)."""
     return frozenset(
-        name for e in EXPORTERS if gpu is None or gpu or not e.gpu_only for name in e.metrics
+        name for e in EXPORTERS
+        if (gpu is None or gpu or not e.gpu_only) and (slurm is None or slurm or not e.slurm_only)
+        for name in e.metrics
     )
 
 
@@ -201,6 +269,7 @@ def dimensions() -> dict[str, Dimension]:
     dims: dict[str, Dimension] = dict(NODE_EXPORTER_DIMENSIONS)
     dims.update({name: "efa_device" for name in EFA_EXPORTER_METRICS})
     dims.update({name: "gpu" for name in dcgm_metrics()})
+    dims.update(SLURM_EXPORTER_DIMENSIONS)
     dims["up"] = "target"
     return dims
 
@@ -217,15 +286,24 @@ class SeriesEstimate:
         return sum(self.per_dimension.values())
 
 
-def node_series(*, gpus: int, efa_devices: int, vcpus: int | None, nvme_drives: int | None) -> SeriesEstimate:
-    """The active series of one node with these facts (``gpus=0``: a node without GPU exporters)."""
+def node_series(*, gpus: int, efa_devices: int, vcpus: int | None, nvme_drives: int | None,
+                slurm_partitions: int | None = None) -> SeriesEstimate:
+    """The active series of one node with these facts (``gpus=0``: a node without GPU exporters).
+
+    ``slurm_partitions``: the node runs slurmctld and the Slurm exporter, with this many partitions. Its series per
+    user, per (user, partition, pending reason) and per drained node depend on the workload: they are reported
+    as unknown, not counted (the queue's distinct users and reasons are bounded by squeue's rows, not by the plan).
+    """
     gpu = gpus > 0
+    slurm = slurm_partitions is not None
     sizes: dict[Dimension, int | None] = {
         "node": 1, "cpu": None if vcpus is None else vcpus * CPU_MODES, "mount": ASSUMED_MOUNTS,
         "netdev": ASSUMED_NETDEVS, "disk": None if nvme_drives is None else nvme_drives + ASSUMED_EXTRA_DISKS,
-        "efa_device": efa_devices, "gpu": gpus, "target": len(scrape_targets(gpu=gpu)),
+        "efa_device": efa_devices, "gpu": gpus, "target": len(scrape_targets(gpu=gpu, slurm=slurm)),
+        "cluster": 1, "partition": slurm_partitions, "slurm_user": None, "slurm_pending": None,
+        "slurm_problem_node": None, "slurm_collector": len(SLURM_COLLECTORS),
     }
-    wanted = produced(gpu=gpu)
+    wanted = produced(gpu=gpu, slurm=slurm)
     counts: dict[str, int] = {}
     unknown: list[str] = []
     for name, dim in sorted(dimensions().items()):

@@ -24,6 +24,7 @@ RULES_DIR = templates.OBSERVABILITY / "rules"
 CATALOG_GROUP = "fmcluster-catalog"
 CATALOG_GPUS_METRIC = "fmcluster:catalog_gpus_per_instance"
 FSX_GROUP = "fmcluster-fsx"
+SLURM_GROUP = "fmcluster-slurm"
 SEVERITIES = ("critical", "warning")
 
 
@@ -64,18 +65,21 @@ def catalog_rule_group() -> dict[str, Any]:
     }
 
 
-def rule_groups(*, fsx: bool = True, extra_files: Iterable[Path] = ()) -> list[dict[str, Any]]:
+def rule_groups(*, fsx: bool = True, slurm: bool = True, extra_files: Iterable[Path] = ()) -> list[dict[str, Any]]:
     """Every rule group for a project.
 
     ``fsx=False`` drops the FSx group (a project without FSx would see FsxMountMissing on every
-    node). ``extra_files`` are the project's own rule files, appended as they are. No Slurm group
-    ships: no node runs a Slurm exporter.
+    node). ``slurm=False`` drops the Slurm group, for a project where no node of ours runs slurmctld and its
+    exporter (:func:`fmcluster.generate.metrics.runs_slurm_exporter`). ``extra_files`` are the project's own rule
+    files, appended as they are.
     """
     groups: list[dict[str, Any]] = [catalog_rule_group()]
     for path in rule_files():
         groups.extend(_read_groups(path))
     if not fsx:
         groups = [g for g in groups if g["name"] != FSX_GROUP]
+    if not slurm:
+        groups = [g for g in groups if g["name"] != SLURM_GROUP]
     for path in extra_files:
         groups.extend(_read_groups(Path(path)))
     names = [g["name"] for g in groups]
@@ -85,9 +89,9 @@ def rule_groups(*, fsx: bool = True, extra_files: Iterable[Path] = ()) -> list[d
     return groups
 
 
-def rules_yaml(*, fsx: bool = True, extra_files: Sequence[Path] = ()) -> str:
+def rules_yaml(*, fsx: bool = True, slurm: bool = True, extra_files: Sequence[Path] = ()) -> str:
     """One Prometheus rule file holding every group: the ``Data`` of the rule groups namespace."""
-    groups = rule_groups(fsx=fsx, extra_files=extra_files)
+    groups = rule_groups(fsx=fsx, slurm=slurm, extra_files=extra_files)
     return yaml.safe_dump({"groups": groups}, sort_keys=False, width=120, allow_unicode=True)
 
 

@@ -56,19 +56,20 @@ def test_template_uses_strict_undefined() -> None:
 # --- the per-node agent every node runs -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("gpu", [True, False])
+@pytest.mark.parametrize(("gpu", "slurm"), [(True, False), (False, False), (False, True)])
 def test_node_agent_config_passes_promtool_and_scrapes_only_this_nodes_exporters(
-        promtool: str, tmp_path: Path, gpu: bool) -> None:
-    text = collector.render_node_agent_config("llama", gpu=gpu)
+        promtool: str, tmp_path: Path, gpu: bool, slurm: bool) -> None:
+    text = collector.render_node_agent_config("llama", gpu=gpu, slurm=slurm)
     path = tmp_path / "agent.yml"
     path.write_text(text)
     result = _check(promtool, path)
     assert result.returncode == 0, result.stdout + result.stderr
     config = yaml.safe_load(text)
     targets = {job["job_name"]: job["static_configs"][0]["targets"] for job in config["scrape_configs"]}
-    want = {job: [f"localhost:{port}"] for job, port in metrics.scrape_targets(gpu=gpu)}
+    want = {job: [f"localhost:{port}"] for job, port in metrics.scrape_targets(gpu=gpu, slurm=slurm)}
     assert targets == want
     assert ("dcgm-exporter" in targets) is gpu
+    assert ("slurm-exporter" in targets) is slurm
     # a node names itself: the rules group and alert by node, instance_id and instance_type
     assert config["global"]["external_labels"] == {
         "project": "llama", "node": "${FMC_NODE}", "instance_id": "${FMC_INSTANCE_ID}",
@@ -82,7 +83,9 @@ def test_every_node_bundle_carries_the_agent_and_the_step_installs_it() -> None:
         ctx = context_for(make_project(), group, role)
         files = render.render_files(ctx)
         assert yaml.safe_load(files["files/prometheus-agent.yml"]) == yaml.safe_load(
-            collector.render_node_agent_config(ctx.project, gpu=ctx.gpu))
+            collector.render_node_agent_config(ctx.project, gpu=ctx.gpu, slurm=ctx.slurm_exporter))
+        # ParallelCluster's head node runs slurmctld: its agent scrapes the Slurm exporter too
+        assert ("slurm-exporter" in files["files/prometheus-agent.yml"]) is (role == "head")
         step = files["steps/90-exporters.sh"]
         assert "install_prometheus_agent" in step and collector.NODE_REMOTE_WRITE_MARKER in step
         assert ctx.artifacts()["prometheus"].sha256 in step

@@ -47,7 +47,7 @@ def test_parallelcluster_head_node_runs_its_bundle_and_reconfigures_slurm(tmp_pa
     cluster = make_plan(project).cluster
     dispatched = render_dispatched_bundles(cluster, tmp_path / "assets")
     assert (dispatched.bundles / HEAD_NODE_BUNDLE / "bootstrap.sh").is_file()
-    head = context_for(project, "gpu", "head", "parallelcluster", exporters=False)
+    head = context_for(project, "gpu", "head", "parallelcluster")
     sb = build_sandbox(tmp_path / "sb", head, Image(gpus=0, efa_devices=0, nvme_drives=0, driver=False))
     _zip(dispatched.bundles, sb.path / "s3/bundles.zip")
     _scontrol(sb)
@@ -69,9 +69,11 @@ def test_parallelcluster_head_node_runs_its_bundle_and_reconfigures_slurm(tmp_pa
     calls = (sb.path / "calls.log").read_text().splitlines()
     assert "scontrol reconfigure" in calls
     assert "systemctl restart slurmd.service" not in calls  # the head node runs slurmctld, not slurmd
-    # no GPU steps and no exporters on the head node
+    # no GPU steps on the head node; its exporters: node_exporter, and the Slurm exporter beside slurmctld (skipped
+    # with a warning while versions.yaml pins no digest for it: tests/bootstrap/test_slurm_exporter.py)
     assert not [c for c in calls if c.startswith(("nvidia-smi", "fi_info"))]
-    assert not (sb.root / "etc/systemd/system/fmcluster-node-exporter.service").exists()
+    assert (sb.root / "etc/systemd/system/fmcluster-node-exporter.service").exists()
+    assert "no Slurm metrics from this node" in res.stdout + res.stderr
 
 
 def test_the_head_node_runs_the_same_action_as_the_queues() -> None:

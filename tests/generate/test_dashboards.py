@@ -47,11 +47,14 @@ def test_every_panel_has_a_query_on_a_data_source_we_provision(models: dict[str,
 
 def test_dashboards_cover_the_issue(models: dict[str, dict]) -> None:
     titles = {m["title"].split(" / ", 1)[1] for m in models.values()}
-    assert titles == {"GPU health", "GPU utilisation", "EFA", "FSx for Lustre"}
+    assert titles == {"GPU health", "GPU utilisation", "EFA", "FSx for Lustre", "Slurm"}
     text = json.dumps(models)
     for metric in ("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
                    "DCGM_FI_DEV_THERMAL_VIOLATION", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_DEV_GPU_UTIL",
-                   "node_amazonefa_retrans_pkts", "DataReadBytes"):
+                   "node_amazonefa_retrans_pkts", "DataReadBytes",
+                   # Slurm: queue depth, pending reasons, nodes down/drained, per-user GPU allocation
+                   "slurm_partition_jobs_pending", "fmcluster:slurm_jobs_pending:sum_by_reason", "slurm_nodes_down",
+                   "slurm_nodes_drain", "slurm_node_drain_reason_info", "fmcluster:slurm_user_gpus_allocated:sum"):
         assert metric in text, metric
 
 
@@ -70,8 +73,23 @@ def test_uids_are_stable_and_short() -> None:
     assert list(dashboards.build_dashboards(long_name)) == list(uids)
 
 
-def test_no_slurm_dashboard_while_no_slurm_exporter_is_installed() -> None:
-    assert not [uid for uid in dashboards.build_dashboards("x") if "slurm" in uid]
+def test_the_slurm_dashboard_only_where_a_node_runs_the_slurm_exporter(tmp_path: Path) -> None:
+    assert [uid for uid in dashboards.build_dashboards("x") if "slurm" in uid] == ["fmc-x-slurm"]
+    assert not [uid for uid in dashboards.build_dashboards("x", slurm=False) if "slurm" in uid]
+    from fmcluster.cli.dashboards import app
+    from typer.testing import CliRunner
+
+    root = Path(__file__).parents[2]
+    for example, want in (("p5-pcs", False), ("p5-odcr", False)):
+        out = tmp_path / example
+        result = CliRunner().invoke(app, ["dashboards", "export", str(root / "examples" / f"{example}.yaml"),
+                                          "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        assert any("slurm" in p.name for p in out.iterdir()) is want, example
+    out = tmp_path / "default"
+    assert CliRunner().invoke(app, ["dashboards", "export", str(root / "projects" / "default.yaml"),
+                                    "--out", str(out)]).exit_code == 0
+    assert any("slurm" in p.name for p in out.iterdir())  # ParallelCluster's head node runs slurmctld
 
 
 def test_export_writes_one_json_file_per_dashboard(tmp_path: Path) -> None:

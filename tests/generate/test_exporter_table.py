@@ -47,7 +47,9 @@ def test_every_queried_metric_is_produced_on_the_nodes_it_concerns(where: str, e
     names = metric_names(expr)
     # only the catalog's recording rules are constants (vector(8)); every alert and panel reads a metric
     assert names or where.startswith(f"rule {rules.CATALOG_GROUP}/"), f"{where}: {expr} reads no metric"
-    available = metrics.produced(gpu=_gpu_query(where, names)) | rules.recorded_metrics()
+    # Slurm's metrics come from one node (the controller's): only a Slurm rule group or dashboard may read them
+    slurm = "slurm" in where.split("/")[0]
+    available = metrics.produced(gpu=_gpu_query(where, names), slurm=slurm) | rules.recorded_metrics()
     missing = names - available
     assert not missing, f"{where} reads {sorted(missing)}, which no exporter in the table produces there"
 
@@ -75,7 +77,15 @@ def test_every_scraped_port_is_one_the_bootstrap_opens() -> None:
     v = versions.load_versions()
     listening = {v.node_exporter.port, v.dcgm_exporter.port}
     assert {port for _job, port in metrics.scrape_targets(gpu=True)} == listening
-    assert {e.port for e in metrics.EXPORTERS} <= listening
+    controller = {port for _job, port in metrics.scrape_targets(gpu=False, slurm=True)}
+    assert controller == {v.node_exporter.port, v.slurm_exporter.port}
+    assert {e.port for e in metrics.EXPORTERS} <= listening | controller
+
+
+def test_slurm_metrics_are_only_on_the_controller_s_node() -> None:
+    assert "slurm_queue_pending" in metrics.produced(slurm=True)
+    assert "slurm_queue_pending" not in metrics.produced(gpu=True, slurm=False)
+    assert metrics.SLURM.roles == ("head",) and not metrics.SLURM.gpu_only
 
 
 def test_efa_script_publishes_the_names_the_table_lists(tmp_path: Path) -> None:

@@ -134,9 +134,10 @@ def test_dcgm_fields_the_rules_read_are_in_the_counters_file() -> None:
 
 
 def test_optional_groups_can_be_left_out(tmp_path: Path) -> None:
-    names = {g["name"] for g in rules.rule_groups(fsx=False)}
+    names = {g["name"] for g in rules.rule_groups(fsx=False, slurm=False)}
     assert rules.FSX_GROUP not in names and not [n for n in names if "slurm" in n]
     assert "fmcluster-gpu-xid" in names and rules.CATALOG_GROUP in names
+    assert rules.SLURM_GROUP in {g["name"] for g in rules.rule_groups()}
 
 
 def test_extra_rule_files_are_appended_and_checked(tmp_path: Path) -> None:

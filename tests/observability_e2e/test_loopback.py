@@ -28,18 +28,13 @@ over 20 simulated minutes.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import threading
 import time
 import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -49,6 +44,11 @@ import pytest
 import yaml
 from fmcluster.bootstrap import collector, render
 from support import replay
+from support.loopback import free_port as _free_port
+from support.loopback import get as _get
+from support.loopback import spawn as _spawn
+from support.loopback import stop as _stop
+from support.loopback import wait_until as _wait_until
 from support.sandbox import context_for, make_project
 
 from fmcluster.generate import dashboards, metrics, rules
@@ -63,7 +63,6 @@ INSTANCE_ID = "i-0123456789abcdef0"
 INSTANCE_TYPE = "p5.48xlarge"
 GPUS = 8
 EFA_DEVICE = "rdmap16s27"
-WAIT_S = 40.0
 
 # Skipped only outside CI: .ci/run sets CI=true and installs the packages, so there a missing one fails.
 IN_CI = bool(os.environ.get("CI"))
@@ -71,35 +70,6 @@ pytestmark = pytest.mark.skipif(
     not (PROMETHEUS and NODE_EXPORTER) and not IN_CI,
     reason="needs the Debian packages prometheus and prometheus-node-exporter (.ci/run installs them)",
 )
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _get(port: int, path: str, **params: str) -> Any:
-    url = f"http://127.0.0.1:{port}{path}"
-    if params:
-        url += "?" + urllib.parse.urlencode(params)
-    with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 (loopback only)
-        return json.load(response)
-
-
-def _wait_until(what: str, probe: Callable[[], Any], logs: Callable[[], str], timeout: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = probe()
-        except OSError as exc:  # not listening yet
-            last = exc
-        else:
-            if last:
-                return last
-        time.sleep(0.5)
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}; last: {last!r}\n{logs()}")
 
 
 # --- the static DCGM exporter ---------------------------------------------------------------------
@@ -192,22 +162,6 @@ class Stack:
         """Every series of this node the receiver answers with now, less alert state and recorded series."""
         result = _get(self.receiver_port, "/api/v1/query", query=f'{{node="{NODE}"}}')["data"]["result"]
         return replay.snapshot(result, {"ALERTS", "ALERTS_FOR_STATE", *rules.recorded_metrics()})
-
-
-def _spawn(tmp: Path, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
-    log = (tmp / f"{name}.log").open("wb")
-    return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            env=env, start_new_session=True)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
 
 
 def _agent_config(receiver_port: int, ports: dict[int, int]) -> str:
@@ -309,8 +263,11 @@ GRAFANA_VARIABLES = {"$node": NODE, "$__rate_interval": "5m", "$__interval": "1m
 """What Grafana substitutes before a panel's query reaches Prometheus."""
 
 
-def _panel_queries() -> Iterator[tuple[str, str]]:
+def _panel_queries(*, slurm: bool = False) -> Iterator[tuple[str, str]]:
+    """Every Prometheus query of the GPU node's dashboards (``slurm``: of the Slurm dashboard only)."""
     for uid, model in dashboards.build_dashboards("e2e").items():
+        if ("slurm" in uid) is not slurm:
+            continue
         for panel in model.get("panels", []):
             for inner in [panel, *panel.get("panels", [])]:
                 for target in inner.get("targets", []):
@@ -340,7 +297,7 @@ def _names(port: int) -> set[str]:
 
 
 def test_every_table_metric_arrives_and_injected_faults_fire_their_alerts(stack: Stack):
-    expected = metrics.produced(gpu=True)
+    expected = metrics.produced(gpu=True, slurm=False)  # the Slurm exporter's: test_slurm_loopback.py
     _wait_until("every metric of the exporter table", lambda: expected <= _names(stack.receiver_port), stack.logs)
     missing = expected - _names(stack.receiver_port)
     assert not missing

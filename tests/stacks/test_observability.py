@@ -30,8 +30,13 @@ def test_rule_namespace_carries_every_alert(synthesized: Synthesized) -> None:
 
     fsx = {r["alert"] for g in rules.rule_groups() if g["name"] == rules.FSX_GROUP for r in g["rules"] if "alert" in r}
     assert fsx
-    # a project with FSx ships every alert, whatever its orchestrator
-    assert shipped("default") == shipped("p5-odcr") == set(rules.alert_names())
+    slurm = {r["alert"] for g in rules.rule_groups() if g["name"] == rules.SLURM_GROUP for r in g["rules"]
+             if "alert" in r}
+    assert slurm
+    # a project with FSx whose head node runs slurmctld (ParallelCluster) ships every alert; one without a scheduler
+    # every alert but Slurm's (no node exports Slurm metrics)
+    assert shipped("default") == set(rules.alert_names())
+    assert shipped("p5-odcr") == set(rules.alert_names()) - slurm
 
 
 def test_alerts_go_to_an_encrypted_tls_only_topic(synthesized: Synthesized) -> None:
