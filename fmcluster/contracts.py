@@ -117,3 +117,20 @@ class MetricsContract:
     workspace_arn: str
     workspace_id: str
     remote_write_url: str
+
+
+@dataclass(frozen=True)
+class AccountingContract:
+    """From the accounting database (``stacks/accounting.py``): what a Slurm orchestrator needs to reach it.
+
+    ``secret_arn`` holds the password alone (``password_secret``, ParallelCluster's ``PasswordSecretArn``: the
+    cookbook's ``update_slurm_database_password.sh`` writes the whole SecretString as slurmdbd's StoragePass) or a
+    JSON ``{"username", "password"}`` (``credentials_secret``, HyperPod's ``AccountingDatabase.SecretArn``: "the
+    user name and password for the accounting database", botocore sagemaker ``ClusterAccountingDatabase``)."""
+
+    endpoint: str
+    port: int
+    user_name: str
+    secret_arn: str
+    client_security_group_id: str
+    """Put this group on slurmdbd's host (the head node or controller): the database admits it alone."""

@@ -47,6 +47,9 @@ class Orchestrator:
     it once, in usable instances)."""
     other_nodes: bool = True
     """Nodes besides the GPU nodes (a head, controller or login node) run exporters."""
+    accounting: tuple[str, ...] = field(default=())
+    """Where its Slurm accounting records can live (``orchestrator.accounting.store``), its default first; empty:
+    no accounting (:mod:`fmcluster.config.accounting` says what each store is)."""
     slurm_optional: tuple[str, ...] = field(default=())
     """The settings path of a switch that keeps ``cdk deploy`` from starting the cluster (``create_cluster``)."""
 
@@ -84,10 +87,15 @@ class DiagramPart:
 ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
     Orchestrator("none", "launch templates only", "self-managed", slurm=False, other_nodes=False),
     Orchestrator("parallelcluster", "AWS ParallelCluster 3 with Slurm", "parallelcluster", slurm=True,
-                 own_launch_templates=False, slurm_optional=("pcluster", "create_cluster")),
+                 own_launch_templates=False, slurm_optional=("pcluster", "create_cluster"),
+                 # SlurmSettings.Database needs an external MySQL-compatible server (ParallelCluster user guide,
+                 # "Slurm accounting with AWS ParallelCluster"): no controller-local option
+                 accounting=("database",)),
     Orchestrator("hyperpod", "SageMaker HyperPod with Slurm", "hyperpod", slurm=True,
                  capacity_types=frozenset({"on-demand", "training-plan"}), own_launch_templates=False,
-                 ultraserver_warning=False),
+                 ultraserver_warning=False,
+                 # Orchestrator.Slurm.AccountingDatabase, else the controller's own database (botocore sagemaker)
+                 accounting=("database", "controller")),
 )}
 """``orchestrator.type`` -> what it is; the project file's default (no scheduler) first."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fmcluster.checks import (
+    accounting,
     bootstrap,
     capacity,
     hyperpod,
@@ -27,7 +28,7 @@ from fmcluster.errors import ConfigError, Problem
 from fmcluster.plan import Plan, make_plan
 
 CHECKS: dict[str, Check] = collect(
-    (network, zones, capacity, observability, storage, mounts, limits, parallelcluster, hyperpod))
+    (network, zones, capacity, observability, storage, mounts, limits, parallelcluster, hyperpod, accounting))
 
 
 @check("suppressed-warning-exists", "warning")
