@@ -36,9 +36,11 @@ Synthesize = Callable[[str | Path, Path], dict[str, dict]]
 """Project file, output folder -> templates by stack name."""
 
 STATEFUL_TYPES = ("AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation", "AWS::S3::Bucket", "AWS::APS::Workspace",
-                  "AWS::SageMaker::Cluster")
+                  "AWS::SageMaker::Cluster", "AWS::RDS::DBCluster", "AWS::RDS::DBInstance")
 """What the guard judges. A HyperPod cluster holds no data, but replacing it (ClusterName, VpcConfig: create-only in
-cfn-lint's schema, so no SCHEMA_GAPS entry) ends every running job and every node's local state."""
+cfn-lint's schema, so no SCHEMA_GAPS entry) ends every running job and every node's local state. The Slurm
+accounting database (``stacks/accounting.py``) holds every job's record: a new cluster starts with none
+(StorageEncrypted, DBSubnetGroupName, KmsKeyId ... are create-only in cfn-lint's schema)."""
 
 SCHEMA_GAPS: dict[str, dict[str, str]] = {
     # type -> {property path: where the replacement is documented}
