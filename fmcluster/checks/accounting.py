@@ -16,15 +16,6 @@ from fmcluster.plan import Plan
 AT = ("orchestrator", "accounting")
 
 
-def store(loaded: LoadedProject, plan: Plan) -> str | None:
-    """Where the project's accounting records live, or None when accounting is off or not offered."""
-    accounting = loaded.project.orchestrator.accounting
-    offered = plan.cluster.driver.accounting
-    if not accounting.enabled or not offered:
-        return None
-    return accounting.store or offered[0]
-
-
 @check("accounting-supported", "error")
 def _supported(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     """Accounting on an orchestrator without Slurm accounting, or a store it does not offer, is refused: a setting

@@ -121,6 +121,7 @@ def make_plan(project: Project) -> Plan:
             hyperpod=project.orchestrator.hp,
             account=project.account,
             pcs=project.orchestrator.pcs_settings,
+            accounting=project.orchestrator.accounting,
         ),
         observability=ObservabilityPlan(
             project=project.name,

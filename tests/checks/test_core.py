@@ -31,6 +31,8 @@ CASES = [
     ("capacity-block-size", "error", BASE.replace("count: 2", "count: 65") + BLOCK, "compute_groups[0].count"),
     ("ultraserver-multiple", "warning", BASE.replace("p5.48xlarge", "p6e-gb200.36xlarge").replace("count: 2", "count: 5"),
      "compute_groups[0].count"),
+    ("accounting-supported", "error", BASE + "orchestrator: {accounting: {enabled: true}}\n",
+     "orchestrator.accounting.enabled"),
     ("extra-rule-files", "error", BASE + "observability: {extra_rule_files: [missing-rules.yaml]}\n",
      "observability.extra_rule_files[0]"),
     ("association-paths", "error",
