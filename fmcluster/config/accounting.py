@@ -30,7 +30,8 @@ from fmcluster.config.base import Int, Model, located
 Store = Literal["database", "controller", "managed"]
 ACU_STEP = 0.5
 """Aurora Serverless v2 capacity comes in steps of 0.5 ACU (CloudFormation ``ServerlessV2ScalingConfiguration``)."""
-TRES_NAME = r"^(cpu|mem|energy|node|billing|fs/disk|vmem|pages|gres/[a-z0-9_]+(:[A-Za-z0-9_.-]+)?|license/[A-Za-z0-9_.-]+)$"
+TRES_NAME = (r"^(cpu|mem|energy|node|billing|fs/disk|vmem|pages"
+             r"|gres/[a-z0-9_]+(:[A-Za-z0-9_.-]+)?|license/[A-Za-z0-9_.-]+)$")
 """A trackable resource as ``AccountingStorageTRES`` names one (slurm.conf(5)): ``gres/gpu``, ``gres/gpu:h100``,
 ``license/NAME`` ... (CPU, memory, energy, node and billing are always tracked)."""
 

@@ -50,7 +50,8 @@ class Orchestrator(Model):
     )
 
     accounting: Accounting = Field(
-        default_factory=Accounting, description="Slurm accounting (off by default: its database is retained and billed).")
+        default_factory=Accounting,
+        description="Slurm accounting (off by default: its database is retained and billed).")
 
     @property
     def hp(self) -> HyperPodSettings:

@@ -208,8 +208,8 @@ IMEX_PROLOG_FLAGS = "Alloc,NoHold"
 guide, "Support NVIDIA-Imex with p6e-gb200 instance": CustomSlurmSettings PrologFlags "Alloc,NoHold")."""
 
 
-def _slurm_settings(settings: ParallelClusterSettings, *, imex: bool = False, accounting: AccountingContract | None = None,
-                    policy: Accounting | None = None) -> dict[str, Any]:
+def _slurm_settings(settings: ParallelClusterSettings, *, imex: bool = False,
+                    accounting: AccountingContract | None = None, policy: Accounting | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "QueueUpdateStrategy": settings.slurm.queue_update_strategy,
         "ScaledownIdletime": settings.slurm.scaledown_idletime_minutes,

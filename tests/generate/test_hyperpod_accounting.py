@@ -24,12 +24,14 @@ def _lint(properties: dict) -> list[str]:
     resource = {"Type": "AWS::SageMaker::Cluster", "Properties": {
         "InstanceGroups": [{"InstanceGroupName": "controller", "InstanceType": "ml.m5.xlarge", "InstanceCount": 1,
                             "ExecutionRole": "arn:aws:iam::000000000000:role/hp",
-                            "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-hp/lifecycle/", "OnCreate": "on_create.sh"},
+                            "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-hp/lifecycle/",
+                                                "OnCreate": "on_create.sh"},
                             "SlurmConfig": {"NodeType": "Controller"}}],
         "VpcConfig": {"SecurityGroupIds": ["sg-00000000000000001"], "Subnets": ["subnet-00000000000000000"]},
         **properties}}
     template = {"AWSTemplateFormatVersion": "2010-09-09", "Resources": {"Cluster": resource}}
-    return [f"{m.rule.id} {m.message[:160]}" for m in lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"]))]
+    matches = lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"]))
+    return [f"{m.rule.id} {m.message[:160]}" for m in matches]
 
 
 def test_database_accounting_sets_the_database_and_continuous_provisioning():

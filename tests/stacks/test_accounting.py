@@ -23,7 +23,8 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> dict:
     outdir = tmp_path_factory.mktemp("cdk.out")
     app = App(outdir=str(outdir))
     out: dict = {}
-    for name, fmt, clients in (("pc", "password", ()), ("hp", "credentials", (Fn.import_value("hp-NodeSecurityGroupId"),))):
+    hyperpod_nodes = Fn.import_value("hp-NodeSecurityGroupId")
+    for name, fmt, clients in (("pc", "password", ()), ("hp", "credentials", (hyperpod_nodes,))):
         stack = Stack(app, f"{name}-accounting")
         out[name] = SlurmAccountingDatabase(
             stack, "Accounting", settings=AccountingDatabase(min_capacity_acu=0.5, max_capacity_acu=4),
@@ -86,7 +87,8 @@ def test_password_is_generated_and_referenced_never_written(synth):
     assert "SecretStringTemplate" not in _one(synth["pc-template"], "AWS::SecretsManager::Secret")[1]["Properties"][
         "GenerateSecretString"]
     hp = _one(synth["hp-template"], "AWS::SecretsManager::Secret")[1]["Properties"]["GenerateSecretString"]
-    assert json.loads(hp["SecretStringTemplate"]) == {"username": "slurm_admin"} and hp["GenerateStringKey"] == "password"
+    assert json.loads(hp["SecretStringTemplate"]) == {"username": "slurm_admin"}
+    assert hp["GenerateStringKey"] == "password"
 
 
 def test_only_the_clients_reach_the_database(synth):
@@ -126,8 +128,8 @@ def test_one_availability_zone_is_refused():
 
     for subnets in ([SUBNETS[0]], [SUBNETS[0], SUBNETS[0]]):
         with pytest.raises(ValueError, match="two Availability Zones"):
-            SlurmAccountingDatabase(Stack(App(), "s"), "A", settings=AccountingDatabase(), vpc_id="vpc-0123456789abcdef0",
-                                    subnet_ids=subnets)
+            SlurmAccountingDatabase(Stack(App(), "s"), "A", settings=AccountingDatabase(),
+                                    vpc_id="vpc-0123456789abcdef0", subnet_ids=subnets)
 
 
 def test_cfn_lint_clean(synth):
