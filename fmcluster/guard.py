@@ -65,6 +65,15 @@ UPDATE_REFUSED: dict[tuple[str, str], tuple[str, str]] = {
 }
 """Changes CloudFormation would try as an update that the service refuses."""
 
+REMOVAL_REFUSED: dict[tuple[str, str], str] = {
+    # (type, property that OLD has and NEW drops) -> why the update fails
+    ("AWS::SageMaker::Cluster", "/properties/Orchestrator/Slurm/AccountingDatabase"):
+        "HyperPod cannot take an external accounting database away: \"After you attach an external accounting "
+        "database to a cluster, you cannot revert that cluster to the internal MariaDB database\" (SageMaker "
+        "developer guide, \"Using an external accounting database with SageMaker HyperPod Slurm clusters\")",
+}
+"""Properties a service lets you set but never remove: dropping one is an update it refuses."""
+
 CUSTOM_NAMES: dict[str, str] = {
     # type -> the property that names it (its physical name): every type fmcluster names, audited against
     # cfn-lint's create-only lists (tests/test_guard.py checks each entry is a property of its type's schema)
@@ -217,6 +226,10 @@ def compare(old: dict[str, dict], new: dict[str, dict], moved: str | None = None
                     if kind == rtype and a != b and value_at(before_p, condition) is True:
                         refused[(stack, logical_id)] = (
                             f"{path.removeprefix('/properties/')} changes from {_show(a)} to {_show(b)}: {why}")
+                for (rtype, path), why in REMOVAL_REFUSED.items():
+                    a, b = value_at(before_p, path), value_at(after_p, path)
+                    if kind == rtype and a is not None and b is None:
+                        refused[(stack, logical_id)] = f"{path.removeprefix('/properties/')} is removed: {why}"
                 for (rtype, path), why in SHRINK_REPLACES.items():
                     a, b = value_at(before_p, path), value_at(after_p, path)
                     if kind == rtype and isinstance(a, int) and isinstance(b, int) and b < a:

@@ -263,3 +263,21 @@ def test_the_accounting_database_is_judged_like_the_other_stateful_resources() -
     found = guard.compare(_accounting(), {"demo-accounting": {"Resources": {}}})
     assert {r.type for r in found} == {"AWS::RDS::DBCluster", "AWS::RDS::DBInstance"}
     assert all("retained and orphaned" in r.reason for r in found if r.type == "AWS::RDS::DBCluster")
+
+
+def test_hyperpod_refuses_to_give_up_its_external_accounting_database() -> None:
+    def cluster(slurm: dict) -> dict[str, dict]:
+        props = {"ClusterName": "demo-hyperpod", "Orchestrator": {"Slurm": slurm},
+                 "VpcConfig": {"SecurityGroupIds": ["sg-1"], "Subnets": ["subnet-1"]}}
+        return {"demo-cluster": {"Resources": {"Cluster": {"Type": "AWS::SageMaker::Cluster", "Properties": props}}}}
+
+    database = {"Endpoint": "db.example", "SecretArn": "arn:aws:secretsmanager:us-east-1:000000000000:secret:x"}
+    managed = {"SlurmConfigStrategy": "Managed"}
+    # attaching one, or moving to another endpoint, is an update the guard lets through
+    assert guard.compare(cluster(managed), cluster({**managed, "AccountingDatabase": database})) == []
+    moved = {**database, "Endpoint": "db2.example"}
+    assert guard.compare(cluster({**managed, "AccountingDatabase": database}),
+                         cluster({**managed, "AccountingDatabase": moved})) == []
+    # going back to the controller's own database is refused by HyperPod
+    [found] = guard.compare(cluster({**managed, "AccountingDatabase": database}), cluster(managed))
+    assert found.type == "AWS::SageMaker::Cluster" and "cannot revert" in found.reason
