@@ -132,9 +132,11 @@ def scheduler_data(plan: Plan) -> dict:
 CONTINUOUS = "Continuous"
 """``NodeProvisioningMode`` an external accounting database needs: "This field is only supported for clusters using
 Continuous as the NodeProvisioningMode" (botocore sagemaker, ``ClusterOrchestratorSlurmConfig.AccountingDatabase``;
-cfn-lint 1.58's schema: "Supported only with Continuous node provisioning"). botocore's own ``NodeProvisioningMode``
-text still says Continuous is "only supported for EKS orchestrated clusters": the two disagree; the field's
-existence under ``Orchestrator.Slurm`` is the newer word. Not create-only in cfn-lint's schema."""
+cfn-lint 1.58's schema: "Supported only with Continuous node provisioning"; SageMaker developer guide, "Using an
+external accounting database with SageMaker HyperPod Slurm clusters": it also needs AMIs released after 2026-08-30,
+and cannot be removed once attached). botocore's ``NodeProvisioningMode`` text still says "only supported for EKS
+orchestrated clusters", which the guide's "Continuous provisioning ... with Slurm" page contradicts. Not
+create-only in cfn-lint's schema."""
 
 
 def cluster_accounting(cluster: ClusterPlan, database: AccountingContract | None) -> dict:
