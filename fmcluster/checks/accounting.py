@@ -23,10 +23,6 @@ def _supported(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     accounting = loaded.project.orchestrator.accounting
     driver = plan.cluster.driver
     if not accounting.enabled:
-        if accounting.model_fields_set - {"enabled"}:
-            yield Finding(AT + ("enabled",),
-                          "orchestrator.accounting has settings but is not enabled, so none of them applies",
-                          "set `enabled: true`, or remove the accounting section")
         return
     if not driver.accounting:
         yield Finding(AT + ("enabled",),
@@ -37,3 +33,13 @@ def _supported(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
         yield Finding(AT + ("store",),
                       f"orchestrator.type {driver.name} cannot keep accounting in {accounting.store!r}",
                       f"use one of: {', '.join(driver.accounting)} (or leave `store` out: {driver.accounting[0]})")
+
+
+@check("accounting-settings-unused", "warning")
+def _unused(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """Settings under a disabled accounting section apply to nothing (a warning: turning accounting off for a while
+    should not mean deleting its settings)."""
+    accounting = loaded.project.orchestrator.accounting
+    if not accounting.enabled and accounting.model_fields_set - {"enabled"}:
+        yield Finding(AT + ("enabled",), "orchestrator.accounting has settings but is not enabled, so none applies",
+                      "set `enabled: true`, or remove the accounting section")

@@ -54,9 +54,11 @@ def test_a_store_the_orchestrator_lacks_is_refused_at_store(tmp_path: Path) -> N
     assert "parallelcluster" in p.message and "database" in p.hint
 
 
-def test_settings_without_enabled_are_refused(tmp_path: Path) -> None:
-    [p] = _problems("orchestrator:\n  type: parallelcluster\n  accounting:\n    tres: [gres/gpu, license/matlab]\n",
-                    tmp_path)
+def test_settings_without_enabled_are_a_warning(tmp_path: Path) -> None:
+    extra = "orchestrator:\n  type: parallelcluster\n  accounting:\n    tres: [gres/gpu, license/matlab]\n"
+    _, warnings = _validate(extra, tmp_path)
+    [p] = [w for w in warnings if w.check.startswith("accounting-")]
+    assert (p.check, p.level) == ("accounting-settings-unused", "warning")
     assert p.path == "orchestrator.accounting.enabled" and "enabled: true" in p.hint
 
 

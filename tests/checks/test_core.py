@@ -33,6 +33,8 @@ CASES = [
      "compute_groups[0].count"),
     ("accounting-supported", "error", BASE + "orchestrator: {accounting: {enabled: true}}\n",
      "orchestrator.accounting.enabled"),
+    ("accounting-settings-unused", "warning", BASE + "orchestrator: {accounting: {fair_share: false}}\n",
+     "orchestrator.accounting.enabled"),
     ("extra-rule-files", "error", BASE + "observability: {extra_rule_files: [missing-rules.yaml]}\n",
      "observability.extra_rule_files[0]"),
     ("association-paths", "error",
