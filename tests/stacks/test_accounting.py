@@ -150,3 +150,25 @@ def test_cdk_nag_clean_with_reasoned_acknowledgements(synth):
     assert synth["error"] is None
     for suppressed in reports[0]["suppressedViolations"]:
         assert len(suppressed.get("reason", "")) > 30
+
+
+def test_the_contract_feeds_parallelclusters_database_settings_as_tokens(synth):
+    """Wired in one stack, the generated SlurmSettings.Database resolves to the cluster's endpoint and the secret."""
+    from aws_cdk import Stack
+    from support import load, project_dict
+
+    from fmcluster.generate import parallelcluster, placeholders
+    from fmcluster.plan import make_plan
+
+    construct = synth["pc"]
+    stack = Stack.of(construct)
+    project = load(project_dict(orchestrator={"type": "parallelcluster", "accounting": {"enabled": True}})).project
+    plan = make_plan(project)
+    config = parallelcluster.cluster_config(plan.cluster, network=placeholders.NETWORK, storage=None,
+                                            bootstrap_uri="s3://b/k.sh", accounting=construct.contract)
+    database = stack.resolve(config["Scheduling"]["SlurmSettings"]["Database"])
+    cluster_id, secret_id = stack.get_logical_id(construct.cluster), stack.get_logical_id(construct.secret)
+    assert database["Uri"] == {"Fn::Join": ["", [{"Fn::GetAtt": [cluster_id, "Endpoint.Address"]}, ":3306"]]}
+    assert database["PasswordSecretArn"] == {"Ref": secret_id} and database["UserName"] == "slurm_admin"
+    head = stack.resolve(config["HeadNode"]["Networking"]["SecurityGroups"])
+    assert head[-1] == {"Fn::GetAtt": [stack.get_logical_id(construct.client_security_group), "GroupId"]}
