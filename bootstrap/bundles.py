@@ -136,6 +136,8 @@ RENDERERS: dict[str, Renderer] = {
     "none": lambda cluster, out, fsx, at_boot, url: render_group_bundles(cluster, fsx, at_boot, out, url),
     "parallelcluster": lambda cluster, out, fsx, at_boot, url: render_dispatched_bundles(cluster, out),
     "hyperpod": lambda cluster, out, fsx, at_boot, url: render_lifecycle_bundles(cluster, out),
+    # PCS runs each group's bundle from the node group's launch template, as self-managed nodes do
+    "pcs": lambda cluster, out, fsx, at_boot, url: render_group_bundles(cluster, fsx, at_boot, out, url),
 }
 """The bootstrap stage's table of orchestrators (:mod:`fmcluster.orchestrators`): how each renders its nodes'
 bundles, from the cluster, the folder, the FSx mount contract (its identity known only at boot when ``at_boot``)

@@ -41,6 +41,7 @@ NVLSM_GPUS = ("B200", "B300")
 """GPU models of the HGX systems with fourth-generation NVSwitches (catalog gpu_model)."""
 
 ORCHESTRATOR_FLAVOUR: dict[str, Flavour] = {o.name: o.flavour for o in ORCHESTRATORS.values()}
+"""orchestrator.type -> the bootstrap flavour its nodes run."""
 
 
 def bundle_mounts_fsx(flavour: Flavour) -> bool:
@@ -227,8 +228,9 @@ class BootstrapContext(_Frozen):
     @property
     def writes_plugstack(self) -> bool:
         """Where Slurm's configuration is shared from the head node (ParallelCluster's /opt/slurm), only the head
-        writes it."""
-        return self.slurm and (not self.traits.slurm_config_on_head_only or self.role == "head")
+        writes it; where slurmd cannot load pyxis (:attr:`Flavour.pyxis_loadable`), no node does."""
+        return self.slurm and self.traits.pyxis_loadable and (not self.traits.slurm_config_on_head_only
+                                                               or self.role == "head")
 
     @property
     def nvidia_repo_url(self) -> str:
@@ -357,7 +359,7 @@ def context_for(
     elif role == "compute":
         raise BootstrapError("a compute bundle needs a compute group name")
     traits = FLAVOUR_TRAITS[flavour]
-    opts = {"containers": traits.slurm, "slurm_prefix": traits.slurm_prefix,
+    opts = {"containers": traits.slurm and traits.pyxis_loadable, "slurm_prefix": traits.slurm_prefix,
             "scratch": cluster.scratch, "scratch_path": cluster.scratch_path} | options
     try:
         return BootstrapContext(

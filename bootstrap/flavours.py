@@ -36,6 +36,10 @@ class Flavour:
     group, sets it Unhealthy."""
     reboots_itself: bool = False
     """The bundle may reboot the node to finish the EFA installer (no scheduler waits on the node)."""
+    pyxis_loadable: bool = True
+    """slurmd can load pyxis from a plugstack.conf the bundle writes (on the node, or on a controller it runs).
+    False: slurmd takes plugstack.conf from a controller the bundle cannot configure, so containers (enroot +
+    pyxis) are off by default."""
 
     @property
     def slurm(self) -> bool:
@@ -60,4 +64,26 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
         plugstack_where="HyperPod's slurmd runs configless and fetches plugstack.conf from the controller, ignoring "
                         "a compute-local one",
         imex_members="hyperpod-api"),
+    # AWS PCS: the image is AWS's dlami_for_pcs_imagebuilder recipe on the DLAMI (profiles/pcs-*.yaml).
+    # - Slurm: the recipe installs 24.11, 25.05 and 25.11 under /opt/aws/pcs/scheduler/slurm-<version> and puts
+    #   24.11 first on PATH, its clients working with newer controllers (aws-samples/aws-hpc-recipes@
+    #   009a29a8462aaeb83e82d90ab8405d1a735302c7 recipes/pcs/dlami_for_pcs_imagebuilder/assets/dlami-for-pcs.yaml:
+    #   219-273, 387-425). The bundle runs only client commands from it (scontrol in the IMEX service); which
+    #   version slurmd runs is the PCS agent's choice.
+    # - FSx: PCS has no storage setting; AWS's samples mount FSx with a node lifecycle script (mount-fsx-lustre from
+    #   s3://aws-pcs-repo-<region>/aws-pcs-node-lifecycle-scripts/: same repository, recipes/pcs/getting_started/
+    #   assets/cluster.yaml:340-352). Our bundle mounts it instead, before slurmd starts (PCS user guide, "Working
+    #   with Amazon EC2 user data": text/x-shellscript parts run after the instance registers, before slurmd).
+    # - Containers: PCS runs Slurm configless (PCS user guide, "Slurm configuration in AWS PCS"): slurmd fetches
+    #   plugstack.conf with the rest from the controller, whose files PCS generates and which has no plugstack
+    #   setting (custom Slurm settings: slurm.conf, slurmdbd.conf and cgroup.conf parameters), so a node-local
+    #   plugstack.conf is ignored and pyxis cannot be loaded.
+    # - Health: our bundle runs before slurmd has fetched its configuration, so it cannot drain its own node; it
+    #   tags the instance (fmcluster:health=unhealthy; no source says PCS uses an Auto Scaling group, so the group
+    #   lookup is best effort). PCS's own instance health checks (ComputeNodeGroup InstanceHealthChecks, PCS API
+    #   reference "HealthMonitoring": repair action AUTO | REPLACE | ISOLATE | NONE) watch the node once it runs.
+    # - Reboot: none; a scheduler waits on the node (how long is unconfirmed: budget.LIMITS).
+    # - IMEX: as self-managed (EC2 instance topology at boot); GB200 under PCS: no source found.
+    Flavour("pcs", slurm_prefix="/opt/aws/pcs/scheduler/slurm-24.11", mounts_fsx=True, marks_unhealthy=True,
+            pyxis_loadable=False),
 )}

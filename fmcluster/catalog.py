@@ -67,7 +67,8 @@ class InstanceType:
     local_nvme_drive_gb: int | None
     network_cards: int
     max_efa_interfaces: int
-    efa_generation: int
+    efa_generation: int | None
+    """The EFA generation; None where FACTS.md names none (nothing in fmcluster derives from it)."""
     efa_aggregate_gbps: int
     card0_carries_efa: bool
     max_enis_per_card: tuple[int | None, ...]
@@ -188,6 +189,40 @@ CATALOG: dict[str, InstanceType] = {
                 NcclReference("all_reduce_perf", 2, 512 * 2**20, 393.0, AWSOME_NCCL_README),
             ),
             fsx_efa_client_interfaces_listed=8,
+        ),
+        InstanceType(
+            # The seed's small entry point: one H100 of a p5 (FACTS.md section 1, "p5.4xlarge" paragraph;
+            # moto 5.2.5's DescribeInstanceTypes copy, which tests/test_catalog.py compares against).
+            name="p5.4xlarge",
+            gpu_model="H100",
+            gpus=1,
+            gpu_memory_gb=80,
+            instance_gpu_memory_gb=None,
+            # Per-GPU figures are the H100's, as for p5.48xlarge (FACTS.md gives them per GPU, not per type).
+            bf16_dense_pflops_per_gpu=0.9895,
+            fp8_dense_pflops_per_gpu=1.979,
+            fp4_dense_pflops_per_gpu=None,
+            hbm_bandwidth_tbps_per_gpu=3.35,
+            # One GPU: no NVLink peer and no NVSwitch in the instance, so no Fabric Manager (it exits with
+            # NV_WARN_NOTHING_TO_DO where no NVSwitch is visible: NVIDIA/gpu-operator issue #610) and no
+            # expected-NVLinks figure for dcgmi.
+            nvlink_generation=None,
+            nvlink_aggregate_tbps=None,
+            nvlink_note="none: one GPU",
+            vcpus=16,
+            memory_gib=256,
+            local_nvme_drives=1,
+            local_nvme_drive_gb=3800,
+            network_cards=1,
+            max_efa_interfaces=1,
+            efa_generation=None,  # FACTS.md names none for p5.4xlarge
+            efa_aggregate_gbps=100,  # the one card's 100 Gbps (12.5 GB/s), shared with its ENA traffic
+            card0_carries_efa=True,  # MaximumEfaInterfaces (1) == MaximumNetworkCards (1)
+            max_enis_per_card=_same_per_card(1, 4),
+            architecture="x86_64",
+            nvswitch=False,
+            # Not in the FSx guide's table: the guide's default for one network card applies (1).
+            fsx_efa_client_interfaces_listed=None,
         ),
         InstanceType(
             name="p5e.48xlarge",
@@ -347,8 +382,8 @@ HYPERPOD_PREFIX = "ml."
 """SageMaker names an EC2 type with this prefix (``ml.p5.48xlarge``)."""
 
 HYPERPOD_TYPES: frozenset[str] = frozenset({
-    "p4d.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge", "p6-b300.48xlarge",
-    "p6e-gb200.36xlarge",
+    "p4d.24xlarge", "p5.4xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge",
+    "p6-b300.48xlarge", "p6e-gb200.36xlarge",
 })
 """Catalog types SageMaker HyperPod offers: those whose ``ml.`` name is in boto3's ``ClusterInstanceType``
 enum (botocore's sagemaker service model, boto3 1.44; FACTS.md section 5). HyperPod has no ``ml.u-*`` type:

@@ -36,11 +36,12 @@ Synthesize = Callable[[str | Path, Path], dict[str, dict]]
 """Project file, output folder -> templates by stack name."""
 
 STATEFUL_TYPES = ("AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation", "AWS::S3::Bucket", "AWS::APS::Workspace",
-                  "AWS::SageMaker::Cluster", "AWS::RDS::DBCluster", "AWS::RDS::DBInstance")
-"""What the guard judges. A HyperPod cluster holds no data, but replacing it (ClusterName, VpcConfig: create-only in
-cfn-lint's schema, so no SCHEMA_GAPS entry) ends every running job and every node's local state. The Slurm
-accounting database (``stacks/accounting.py``) holds every job's record: a new cluster starts with none
-(StorageEncrypted, DBSubnetGroupName, KmsKeyId ... are create-only in cfn-lint's schema)."""
+                  "AWS::SageMaker::Cluster", "AWS::PCS::Cluster", "AWS::RDS::DBCluster", "AWS::RDS::DBInstance")
+"""What the guard judges. A HyperPod or PCS cluster holds no data, but replacing it (HyperPod: ClusterName, VpcConfig;
+PCS: Name, Networking, Size; create-only in cfn-lint's schemas, so no SCHEMA_GAPS entry) ends every running job, the
+Slurm queue and every node's local state. The Slurm accounting database (``stacks/accounting.py``) holds every job's
+record: a new cluster starts with none (StorageEncrypted, DBSubnetGroupName, KmsKeyId ... are create-only in cfn-lint's
+schema)."""
 
 SCHEMA_GAPS: dict[str, dict[str, str]] = {
     # type -> {property path: where the replacement is documented}
@@ -85,6 +86,9 @@ CUSTOM_NAMES: dict[str, str] = {
     "AWS::EC2::LaunchTemplate": "/properties/LaunchTemplateName",
     "AWS::EC2::SecurityGroup": "/properties/GroupName",
     "AWS::APS::RuleGroupsNamespace": "/properties/Name",
+    "AWS::PCS::Cluster": "/properties/Name",
+    "AWS::PCS::ComputeNodeGroup": "/properties/Name",
+    "AWS::PCS::Queue": "/properties/Name",
 }
 """CloudFormation cannot replace a resource whose custom name stays the same: the update fails ("cannot update a
 stack when a custom-named resource requires replacing. Rename ... and update the stack again") and rolls back
@@ -268,6 +272,15 @@ def compare(old: dict[str, dict], new: dict[str, dict], moved: str | None = None
     return results
 
 
+NAME_SCOPES: dict[str, str] = {
+    # type -> the create-only property of the parent its name is unique in
+    "AWS::PCS::ComputeNodeGroup": "/properties/ClusterId",
+    "AWS::PCS::Queue": "/properties/ClusterId",
+}
+"""Names unique only inside a parent (PCS: a node group's or queue's name within its cluster, PCS API reference
+CreateComputeNodeGroup/CreateQueue): replaced together with that parent, the resource lands where its name is free."""
+
+
 def _custom_named(old: dict[str, dict], new_by_role: dict[str, tuple[str, dict]], replaced: dict[tuple[str, str], str],
                   exports: dict[tuple[str, Any], tuple[str, str]]) -> dict[tuple[str, str], str]:
     """Replaced resources that keep their custom name (:data:`CUSTOM_NAMES`): CloudFormation refuses those updates.
@@ -283,8 +296,10 @@ def _custom_named(old: dict[str, dict], new_by_role: dict[str, tuple[str, dict]]
         name, new_name = value_at(resource.get("Properties", {}), path), value_at(after.get("Properties", {}), path)
         if name is None or name != new_name:
             continue
+        scope = NAME_SCOPES.get(resource["Type"])
         moves = any(((stack, ref) if kind == "local" else exports.get((kind, ref))) in replaced
-                    for kind, ref in _references(name))
+                    for value in (name, value_at(after.get("Properties", {}), scope) if scope else None)
+                    for kind, ref in _references(value))
         if not moves:
             prop = path.removeprefix("/properties/")
             wedged[(stack, logical_id)] = (

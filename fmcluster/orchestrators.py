@@ -39,9 +39,10 @@ class Orchestrator:
     """Its cluster runs Slurm (``cdk deploy`` starts it, unless the orchestrator's settings say otherwise)."""
     capacity_types: frozenset[str] = ALL_CAPACITY
     """The ``capacity.type`` values its compute groups can use."""
-    own_launch_templates: bool = True
-    """The cluster stack holds a launch template (and placement group) per compute group, so it grows with them
-    (the stack-limits check counts them); False where the orchestrator builds them in stacks of its own."""
+    unbounded_groups: bool = True
+    """The cluster stack holds a launch template (and placement group) per compute group and nothing bounds their
+    number below CloudFormation's stack limits, so the stack-limits check counts them. False where the orchestrator
+    builds them in stacks of its own (ParallelCluster) or bounds the groups itself (HyperPod's instance groups)."""
     ultraserver_warning: bool = True
     """The generic "not a whole number of UltraServers" warning applies (False: the orchestrator's own check says
     it once, in usable instances)."""
@@ -87,15 +88,17 @@ class DiagramPart:
 ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
     Orchestrator("none", "launch templates only", "self-managed", slurm=False, other_nodes=False),
     Orchestrator("parallelcluster", "AWS ParallelCluster 3 with Slurm", "parallelcluster", slurm=True,
-                 own_launch_templates=False, slurm_optional=("pcluster", "create_cluster"),
+                 unbounded_groups=False, slurm_optional=("pcluster", "create_cluster"),
                  # SlurmSettings.Database needs an external MySQL-compatible server (ParallelCluster user guide,
                  # "Slurm accounting with AWS ParallelCluster"): no controller-local option
                  accounting=("database",)),
     Orchestrator("hyperpod", "SageMaker HyperPod with Slurm", "hyperpod", slurm=True,
-                 capacity_types=frozenset({"on-demand", "training-plan"}), own_launch_templates=False,
+                 capacity_types=frozenset({"on-demand", "training-plan"}), unbounded_groups=False,
                  ultraserver_warning=False,
                  # Orchestrator.Slurm.AccountingDatabase, else the controller's own database (botocore sagemaker)
                  accounting=("database", "controller")),
+    Orchestrator("pcs", "AWS Parallel Computing Service, managed Slurm", "pcs", slurm=True,
+                 unbounded_groups=False),  # at most 10 node groups (pcs-node-groups)
 )}
 """``orchestrator.type`` -> what it is; the project file's default (no scheduler) first."""
 

@@ -192,17 +192,18 @@ def new_app(**kwargs) -> App:
     return App(builtin_cloud_formation_validation=_flag(probe, "cfn-validate", False), **kwargs)
 
 
-def synthesize(ref: str | Path, outdir: Path) -> dict[str, dict]:
+def synthesize(ref: str | Path, outdir: Path, context: dict[str, str] | None = None) -> dict[str, dict]:
     """Templates of one project by stack name, cdk-nag off (the replacement guard's synthesis).
 
     The same app as `cdk synth -c project=REF` builds (:func:`new_app`: cdk.json's context and
-    feature flags, weak cross-stack references), so the guard judges the templates a deploy sends.
+    feature flags, weak cross-stack references, and ``context``: the ``-c`` values a deploy passes),
+    so the guard judges the templates a deploy sends.
     Raises :class:`ConfigError` for a bad file.
     """
     _use_project_node()
     loaded = config.load(ref)
     plan, _ = checks.validate(loaded)
-    app = new_app(outdir=str(outdir), context={"nag": "false"})
+    app = new_app(outdir=str(outdir), context={**(context or {}), "nag": "false"})
     build_project(app, loaded, plan)
     assembly = app.synth()
     return {stack.stack_name: stack.template for stack in assembly.stacks}

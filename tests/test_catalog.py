@@ -100,3 +100,28 @@ def test_figures_have_one_source() -> None:
             if re.search(rf"(?<![\w.]){re.escape(figure)}(?![\w.])", text):
                 offenders.append(f"{path.relative_to(package)}: {figure}")
     assert not offenders, offenders
+
+
+@pytest.mark.parametrize("name", [n for n in ALL if n in MOTO_TYPES])
+def test_nvme_drive_count_agrees_with_ec2_data(name: str) -> None:
+    disks = MOTO_TYPES[name]["InstanceStorageInfo"]["Disks"]
+    assert catalog.get(name).local_nvme_drives == sum(d["Count"] for d in disks)
+
+
+def test_p5_4xlarge_is_one_h100_without_nvswitch() -> None:
+    """FACTS.md section 1: 1 x H100 80 GB, 1 x 3,800 GB NVMe, one card at 100 Gbps with one EFA interface."""
+    t, ec2 = catalog.get("p5.4xlarge"), MOTO_TYPES["p5.4xlarge"]
+    assert (t.gpus, t.gpu_memory_gb * 1024) == (1, ec2["GpuInfo"]["TotalGpuMemoryInMiB"])
+    assert t.local_nvme_total_gb == ec2["InstanceStorageInfo"]["TotalSizeInGB"]
+    assert not t.nvswitch and t.nvlinks_per_gpu is None and t.nvlink_generation is None
+    assert t.efa_gbps_per_interface == 100
+    assert set(ec2["SupportedUsageClasses"]) >= {"on-demand", "spot", "capacity-block"}
+    assert "cluster" in ec2["PlacementGroupInfo"]["SupportedStrategies"]
+
+
+def test_hyperpod_types_are_the_catalog_types_in_sagemakers_enum() -> None:
+    """catalog.HYPERPOD_TYPES is exactly what botocore's sagemaker model offers (ClusterInstanceType)."""
+    import botocore.session
+
+    enum = botocore.session.get_session().get_service_model("sagemaker").shape_for("ClusterInstanceType").enum
+    assert catalog.HYPERPOD_TYPES == {n for n in ALL if catalog.hyperpod_type(n) in enum}

@@ -281,3 +281,31 @@ def test_hyperpod_refuses_to_give_up_its_external_accounting_database() -> None:
     # going back to the controller's own database is refused by HyperPod
     [found] = guard.compare(cluster({**managed, "AccountingDatabase": database}), cluster(managed))
     assert found.type == "AWS::SageMaker::Cluster" and "cannot revert" in found.reason
+
+
+def _pcs(cluster_props: dict, group_type: str = "p5.48xlarge") -> dict:
+    return {"demo-cluster": {"Resources": {
+        "Cluster": {"Type": "AWS::PCS::Cluster", "Properties": {
+            "Name": {"Fn::Join": ["-", ["demo", {"Fn::ImportValue": "demo-ComputeSubnetId"}]]},
+            "Networking": {"SubnetIds": [{"Fn::ImportValue": "demo-ComputeSubnetId"}]},
+            "Scheduler": {"Type": "SLURM", "Version": "25.05"}, **cluster_props}},
+        "GpuNodeGroup": {"Type": "AWS::PCS::ComputeNodeGroup", "Properties": {
+            "Name": "gpu", "ClusterId": {"Fn::GetAtt": ["Cluster", "Id"]},
+            "InstanceConfigs": [{"InstanceType": group_type}]}},
+        "GpuQueue": {"Type": "AWS::PCS::Queue", "Properties": {
+            "Name": "gpu", "ClusterId": {"Fn::GetAtt": ["Cluster", "Id"]}}},
+    }}}
+
+
+def test_a_pcs_cluster_replaced_by_size_is_refused_but_its_node_groups_are_not_wedged() -> None:
+    """Size is create-only: the cluster is replaced (its jobs end), here under the same name, which the guard
+    reports; its node groups and queues follow it into the new cluster, where their names are free (NAME_SCOPES)."""
+    found = guard.compare(_pcs({"Size": "SMALL"}), _pcs({"Size": "MEDIUM"}))
+    assert [f.logical_id for f in found] == ["Cluster"] and "custom name (Name" in found[0].reason
+
+
+def test_a_pcs_node_group_with_a_new_instance_type_keeps_its_name_and_is_refused() -> None:
+    """InstanceConfigs is create-only: the node group is replaced in the same cluster, under the same name, which
+    PCS refuses (names are unique in a cluster)."""
+    found = guard.compare(_pcs({"Size": "SMALL"}), _pcs({"Size": "SMALL"}, "p5en.48xlarge"))
+    assert [f.logical_id for f in found] == ["GpuNodeGroup"] and "custom name (Name" in found[0].reason

@@ -23,6 +23,7 @@ COMMAND_ACTIONS: dict[str, tuple[str, ...]] = {
         "ec2:DescribeNetworkInterfaces",      # storage.fsx.existing: its security groups
         "ec2:DescribeSecurityGroups",
         "sso:ListInstances",                  # Grafana with AWS_SSO
+        "pcs:ListClusters",                   # orchestrator.type pcs: a cluster being created blocks ours
     ),
     "capacity search": (
         "ec2:DescribeCapacityBlockOfferings",

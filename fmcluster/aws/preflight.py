@@ -16,18 +16,20 @@ from dataclasses import dataclass
 from botocore.exceptions import BotoCoreError, ClientError
 
 from fmcluster.aws import account_checks as ac
+from fmcluster.aws import pcs
 from fmcluster.aws.account_checks import CHECK_TIMEOUT_S, Clients, Result
 from fmcluster.aws.session import DENIED, THROTTLED, AwsSession, is_account_problem, translate
 from fmcluster.config.project import Project
 from fmcluster.plan import Plan
+from fmcluster.plan import pcs as pcs_plan
 
 __all__ = ["CHECK_TIMEOUT_S", "Check", "Clients", "Result", "checks_for", "failed", "identity", "make_clients",
            "preflight", "run_check"]
 
-CANNOT_RUN = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "UnauthorizedException",
-              "OptInRequired", "InvalidAction", "UnsupportedOperation", "UnknownOperationException",
-              "UnrecognizedClientException", "NoSuchResourceException"}
-"""Error codes that mean "this check cannot run here", not "the project is wrong"."""
+CANNOT_RUN = DENIED | {"UnauthorizedException", "OptInRequired", "InvalidAction", "UnsupportedOperation",
+                       "UnknownOperationException", "UnrecognizedClientException", "NoSuchResourceException"}
+"""Error codes that mean "this check cannot run here", not "the project is wrong": a denied read (the session's
+:data:`DENIED` codes) or an API the Region or account does not offer."""
 
 
 def identity(clients: Clients, project: Project) -> Result:
@@ -81,6 +83,9 @@ ORCHESTRATOR_CHECKS: dict[str, Callable[[Project, Plan, Clients], list[Check]]] 
     "parallelcluster": lambda project, plan, clients: [],
     "hyperpod": lambda project, plan, clients: [
         Check("quota", "HyperPod instances", lambda: ac.check_hyperpod_quota(clients, plan))],
+    "pcs": lambda project, plan, clients: [
+        Check(pcs.CHECK, "clusters being created", lambda: pcs.check_pcs_creating(
+            clients, plan, f"{pcs_plan.name_prefix(plan.cluster)}-{pcs_plan.size(plan.cluster)[0].lower()}-"))],
 }
 """The aws stage's table of orchestrators (:mod:`fmcluster.orchestrators`): each one's own account checks."""
 
@@ -96,7 +101,7 @@ def run_check(check: Check, timeout: float = CHECK_TIMEOUT_S) -> list[Result]:
         code = ac._code(exc)
         if is_account_problem(exc) and code not in DENIED | THROTTLED | CANNOT_RUN:
             raise  # expired or refused credentials: no other check can run either
-        what = "not allowed" if code in CANNOT_RUN or code in DENIED else "failed"
+        what = "not allowed" if code in CANNOT_RUN else "failed"
         return [Result(check.name, check.subject, "warn", f"could not check: {ac._error(exc)}",
                        "grant the read permission named above" if what == "not allowed" else "run preflight again")]
     except BotoCoreError:

@@ -19,6 +19,7 @@ from fmcluster.checks import (
     network,
     observability,
     parallelcluster,
+    pcs,
     storage,
     zones,
 )
@@ -28,7 +29,7 @@ from fmcluster.errors import ConfigError, Problem
 from fmcluster.plan import Plan, make_plan
 
 CHECKS: dict[str, Check] = collect(
-    (network, zones, capacity, observability, storage, mounts, limits, parallelcluster, hyperpod, accounting))
+    (network, zones, capacity, observability, storage, mounts, limits, parallelcluster, hyperpod, pcs, accounting))
 
 
 @check("suppressed-warning-exists", "warning")

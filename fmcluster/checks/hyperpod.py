@@ -107,6 +107,26 @@ def groups(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                           "rename the compute group")
 
 
+MAX_INSTANCE_GROUPS = 100
+"""SageMaker CreateCluster takes 1 to 100 instance groups (botocore's sagemaker model,
+``ClusterInstanceGroupSpecifications``: min 1, max 100)."""
+
+
+@check("hyperpod-instance-groups", "error")
+def instance_group_count(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """The controller, the login group and one group per compute group: at most 100 (the cluster stack holds one
+    SageMaker cluster, so CloudFormation's stack limits are not what stops a large project)."""
+    if not _active(loaded):
+        return
+    hp = loaded.project.orchestrator.hp
+    groups = 1 + (hp.login is not None) + len(plan.groups)
+    if groups > MAX_INSTANCE_GROUPS:
+        yield Finding(("compute_groups",),
+                      f"{groups} HyperPod instance groups (the controller, the login group and one per compute "
+                      f"group); SageMaker's CreateCluster takes at most {MAX_INSTANCE_GROUPS}",
+                      "use fewer, larger compute groups")
+
+
 @check("hyperpod-lifecycle-bucket", "error")
 def lifecycle_bucket(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     hp = loaded.project.orchestrator.hp

@@ -36,7 +36,7 @@ def storage_stack_resources(loaded: LoadedProject) -> int:
 def _stack_limits(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     """CloudFormation's per-stack quotas: 500 resources and 200 outputs."""
     project = loaded.project
-    if plan.cluster.driver.own_launch_templates:  # else the groups are built in stacks of the orchestrator's own
+    if plan.cluster.driver.unbounded_groups:
         resources, outputs = cluster_stack_counts(plan)
         stack = stack_name(project.name, "cluster")
         if resources > MAX_RESOURCES_PER_STACK or outputs > MAX_OUTPUTS_PER_STACK:

@@ -155,8 +155,9 @@ def render_matrix(out: Path) -> list[dict]:
                 })
     (out / "summary.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     lines = ["# Bootstrap matrix", "",
-             f"{len(rows)} compute bundles: every OS x catalog instance type x flavour. Flavours other than "
-             "parallelcluster mount an EFA-enabled FSx for Lustre whose identity comes at boot.", "",
+             f"{len(rows)} compute bundles: every OS x catalog instance type x flavour. The flavours whose bundle "
+             f"mounts FSx ({', '.join(f for f in context.FLAVOURS if context.bundle_mounts_fsx(f))}) mount an "
+             "EFA-enabled FSx for Lustre whose identity comes at boot.", "",
              "| OS | instance type | arch | flavour | steps | entry bytes | not pinned (stops) | optional, not pinned |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:

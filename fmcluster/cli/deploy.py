@@ -52,6 +52,22 @@ def cdk_command(project: str, args: list[str]) -> tuple[list[str], Path]:
     return [cdk, "deploy", "-c", f"project={ref}", *args], base
 
 
+def cdk_context(args: list[str]) -> dict[str, str]:
+    """The ``-c KEY=VALUE`` / ``--context KEY=VALUE`` pairs among ``cdk deploy``'s arguments, which the app reads
+    (``protect``, ``nag``, ...): the guard synthesizes with them, so it judges the templates cdk deploys."""
+    found: dict[str, str] = {}
+    for i, arg in enumerate(args):
+        value = None
+        if arg in ("-c", "--context") and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith("--context="):
+            value = arg.removeprefix("--context=")
+        if value is not None and "=" in value:
+            key, _, val = value.partition("=")
+            found[key] = val
+    return found
+
+
 def deploy(
     ctx: typer.Context,
     project: str = PROJECT_ARG,
@@ -68,7 +84,7 @@ def deploy(
     from fmcluster.stacks.app import synthesize
 
     with tempfile.TemporaryDirectory() as tmp:
-        new = synthesize(project, Path(tmp) / "cdk.out")
+        new = synthesize(project, Path(tmp) / "cdk.out", cdk_context(list(ctx.args)))
     with account_errors():  # one line, exit 1 (the account or the network) or 2 (bad input)
         from fmcluster.aws.stacks import deployed_templates  # boto3, as above
 

@@ -14,7 +14,7 @@ from rich.table import Table
 from fmcluster import catalog
 from fmcluster.cli.plantext import row, settings
 from fmcluster.facts import AMP_ACTIVE_SERIES_QUOTA
-from fmcluster.cli import hyperpod, parallelcluster
+from fmcluster.cli import hyperpod, parallelcluster, planpcs
 from fmcluster.generate import metrics, schedulers
 from fmcluster.plan import Plan
 from fmcluster.plan.associations import plan_associations
@@ -35,6 +35,7 @@ ROWS: dict[str, Callable[[Plan, dict, Table], None]] = {
     "none": _none_rows,
     "parallelcluster": parallelcluster.plan_rows,
     "hyperpod": hyperpod.plan_rows,
+    "pcs": planpcs.scheduler_rows,
 }
 """The cli stage's table of orchestrators (:mod:`fmcluster.orchestrators`): the scheduler section as text rows."""
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 
-from fmcluster.generate import hyperpod, parallelcluster, selfmanaged
+from fmcluster.generate import hyperpod, parallelcluster, pcs, selfmanaged
 from fmcluster.orchestrators import DiagramPart, SlurmTarget
 from fmcluster.plan import ClusterPlan, Plan
 
@@ -29,6 +29,7 @@ SCHEDULERS: dict[str, Scheduler] = {
     "none": Scheduler.of(selfmanaged),
     "parallelcluster": Scheduler.of(parallelcluster),
     "hyperpod": Scheduler.of(hyperpod),
+    "pcs": Scheduler.of(pcs),
 }
 
 

@@ -98,7 +98,9 @@ def test_slurm_jobs_request_the_right_nodes_gpus_and_partition(rendered):
                 assert opts["ntasks-per-node"] == str(itype.gpus), (name, file)
                 assert opts["partition"] == expected_partition(project, group.name), (name, file)
                 assert "exclusive" in opts
-                if project.orchestrator.type == "parallelcluster":
+                # ParallelCluster's nodes carry Gres=gpu (cookbook), PCS autodetects GPUs (PCS user guide); HyperPod's
+                # jobs ask for whole nodes only
+                if project.orchestrator.type in ("parallelcluster", "pcs"):
                     assert opts["gpus-per-node"] == str(itype.gpus)
                 else:
                     assert "gpus-per-node" not in opts

@@ -102,7 +102,7 @@ def quick_synthesis(monkeypatch: pytest.MonkeyPatch) -> None:
     (tests/cli/test_deploy.py and the rehearsal run it for real), so it is one empty stack here."""
     import fmcluster.stacks.app
 
-    monkeypatch.setattr(fmcluster.stacks.app, "synthesize", lambda project, out: {"default-network": {}})
+    monkeypatch.setattr(fmcluster.stacks.app, "synthesize", lambda project, out, context=None: {"default-network": {}})
 
 
 def keys(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -52,6 +52,9 @@ def test_the_limits_name_their_source_or_say_unconfirmed():
     assert budget.LIMITS["parallelcluster"].seconds == 1800
     assert "update.rb:55" in budget.LIMITS["parallelcluster"].source
     assert budget.LIMITS["hyperpod"].unconfirmed and budget.LIMITS["hyperpod"].seconds is None
+    # no public source states how long PCS waits for a node's slurmd: no figure is invented
+    assert budget.LIMITS["pcs"].unconfirmed and budget.LIMITS["pcs"].seconds is None
+    assert set(budget.LIMITS) == set(context.FLAVOURS)
     for cost in [*budget.COSTS.values(), *budget.FIXED.values()]:
         assert cost.why
 

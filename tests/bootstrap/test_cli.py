@@ -98,7 +98,8 @@ def test_render_matrix_renders_every_os_type_and_flavour_with_a_summary(tmp_path
         manifest = json.loads((out / r["path"] / "manifest.json").read_text())
         assert (manifest["os"], manifest["instance_type"], manifest["flavour"]) == (r["os"], r["instance_type"], r["flavour"])
         assert r["placeholders"] == []
-        assert ("70-lustre" in r["steps"]) == (r["flavour"] == "self-managed")
+        # self-managed and PCS nodes mount FSx through the bundle (PCS has no storage setting of its own)
+        assert ("70-lustre" in r["steps"]) == (r["flavour"] in ("self-managed", "pcs"))
     assert {r["arch"] for r in rows} == {"x86_64", "aarch64"}
     summary = (out / "SUMMARY.md").read_text()
     assert summary.count("\n| ") == len(rows) + 1  # header + one row per bundle

@@ -159,3 +159,20 @@ def test_the_unit_passes_systemd_analyze_verify(tmp_path):
                           check=False, capture_output=True, text=True, timeout=120,
                           env={"PATH": "/usr/bin:/bin", "SYSTEMD_LOG_COLOR": "0"})
     assert proc.returncode == 0 and not (proc.stdout + proc.stderr).strip(), proc.stdout + proc.stderr
+
+
+def test_pcs_with_containers_turned_on_writes_no_plugstack_and_says_pyxis_is_not_loaded(tmp_path):
+    """PCS's slurmd runs configless: plugstack.conf comes from the controller PCS generates, so a node-local one
+    is ignored (PCS user guide, "Slurm configuration in AWS PCS"). Containers are off by default; turned on, the
+    step installs enroot and says pyxis will not load, instead of writing a plugstack.conf nothing reads."""
+    project = make_project("p5.48xlarge", "ubuntu-22.04", "none")
+    assert not context_for(project, "gpu", "compute", "pcs").options.containers
+    ctx = context_for(project, "gpu", "compute", "pcs", fsx=FSX, containers=True)
+    sb = build_sandbox(tmp_path / "sb", ctx, Image())
+    (sb.path / "state/mounted").mkdir(exist_ok=True)
+    (sb.path / "state/mounted" / f"{sb.root}/scratch".replace("/", "_")).touch()
+    res = sb.run(script="steps/80-containers.sh")
+    assert res.rc == 0, res.out
+    assert "does not load pyxis" in res.out
+    assert not [p for p in sb.root.rglob("*") if p.name in ("plugstack.conf", "pyxis.conf")]
+    assert _settings(sb)["ENROOT_TEMP_PATH"] == SETTINGS["ENROOT_TEMP_PATH"]

@@ -135,3 +135,19 @@ def test_self_managed_failure_tags_the_instance_and_tells_its_group(tmp_path):
     assert res.rc != 0
     assert [c for c in calls_of(res, "aws") if c.startswith("aws ec2 create-tags")]
     assert not [c for c in calls_of(res, "aws") if "set-instance-health" in c]
+
+
+def test_pcs_failure_tags_the_instance_it_cannot_drain(tmp_path):
+    """Under PCS the bundle runs before slurmd has its configuration (PCS user guide, "Working with Amazon EC2 user
+    data"), so it cannot drain its node, and PCS reads no health file: the instance is tagged, as self-managed."""
+    ctx = context_for(make_project("p5.48xlarge", "ubuntu-22.04", "none"), "gpu", "compute", "pcs", fsx=FSX)
+    sb = build_sandbox(tmp_path / "pcs", ctx, Image())
+    (sb.path / "state/asg").write_text("None\n")
+    assert sb.run().rc == 0
+    sb.set_state("persistence-off")
+    res = sb.run(script="steps/99-healthcheck.sh")
+    assert res.rc != 0
+    (tag,) = [c for c in calls_of(res, "aws") if c.startswith("aws ec2 create-tags")]
+    assert "Key=fmcluster:health,Value=unhealthy" in tag
+    assert not [c for c in calls_of(res, "aws") if "set-instance-health" in c]
+    assert not [c for c in res.calls if "scontrol" in c]  # no drain: slurmd has no configuration yet

@@ -50,6 +50,8 @@ def _matrix() -> list[tuple[str, context.BootstrapContext]]:
     out.append(("deep-health", context_for(project, "gpu", "compute", deep_health_check=True)))
     out.append(("no-exporters-no-containers", context_for(project, "gpu", "compute", exporters=False, containers=False)))
     out.append(("self-managed-with-containers", context_for(project, "gpu", "compute", "self-managed", containers=True)))
+    # PCS turns containers off by default (configless slurmd cannot load pyxis); whoever turns them on gets this
+    out.append(("pcs-with-containers", context_for(project, "gpu", "compute", "pcs", containers=True)))
     return out
 
 

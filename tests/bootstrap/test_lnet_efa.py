@@ -21,6 +21,7 @@ GUIDE = {
     "p5e.48xlarge": 8,
     "p5.48xlarge": 8,
     "p4d.24xlarge": 2,  # not in the table: "Other instances with multiple network cards"
+    "p5.4xlarge": 1,  # not in the table, one network card with one EFA interface: all it has
 }
 
 

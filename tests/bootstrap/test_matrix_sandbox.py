@@ -17,9 +17,10 @@ from support.sandbox import (
     make_project,
 )
 
-from fmcluster import catalog
+from fmcluster import catalog, orchestrators
 
-ORCHESTRATOR = {flavour: orch for orch, flavour in context.ORCHESTRATOR_FLAVOUR.items()}
+ORCHESTRATOR = {o.flavour: o.name for o in orchestrators.ORCHESTRATORS.values()}
+"""The project each flavour's case is planned from."""
 DISTRO = {"ubuntu-22.04": "ubuntu2204", "ubuntu-24.04": "ubuntu2404", "al2023": "amzn2023"}  # NVIDIA's repo paths
 NV_ARCH = {"x86_64": "x86_64", "aarch64": "sbsa"}
 CASES = [
@@ -80,14 +81,21 @@ def test_boots_end_to_end(tmp_path, itype, os_name, flavour):
         else:
             assert "systemctl enable fmcluster-imex.service fmcluster-imex.timer" in res.calls
             assert (sb.root / "etc/nvidia-imex/nodes_config.cfg").read_text() == "10.0.0.5\n"
-    else:
+    elif i.nvswitch:
         assert "nvidia-fabricmanager" in joined and "nvidia-imex" not in joined
         assert "systemctl enable --now nvidia-fabricmanager.service" in res.calls
+    else:  # one GPU (p5.4xlarge): no NVSwitch in the instance, so neither Fabric Manager nor IMEX
+        assert "nvidia-fabricmanager" not in joined and "nvidia-imex" not in joined
+        assert not [c for c in res.calls if "fabricmanager" in c]
     assert "systemctl enable --now nvidia-persistenced.service" in res.calls
     assert f"{REAL.dcgm_exporter.package}" in joined
     assert f"systemctl enable {REAL.dcgm_exporter.service}" in res.calls
     assert "systemctl enable fmcluster-scratch.service" in res.calls
-    assert any(f"--raid-devices={image.nvme_drives}" in c for c in calls_of(res, "mdadm"))
+    if image.nvme_drives > 1:
+        assert any(f"--raid-devices={image.nvme_drives}" in c for c in calls_of(res, "mdadm"))
+    else:  # one drive (p5.4xlarge): the file system goes on it, no RAID
+        assert not [c for c in calls_of(res, "mdadm") if "--create" in c]
+        assert [c for c in res.calls if c.startswith("mkfs.xfs")]
     # LNet over EFA on this type's EFA devices, and the FSx mount
     assert [c for c in res.calls if c.startswith("lnetctl net add --net efa")]
     assert any(c.startswith("mount -t lustre") for c in res.calls)

@@ -7,14 +7,24 @@ means: nothing downgraded, no duplicate source, no unit enabled that the image l
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from fmcluster.bootstrap import context, profiles
+from fmcluster.bootstrap.flavours import FLAVOURS as FLAVOUR_TRAITS
 from fmcluster.bootstrap.versions import BootstrapError
 from support import PROJECTS
 from support.sandbox import FSX, Image, build_sandbox, calls_of
 
+from fmcluster import config
 from fmcluster.generate.hyperpod import instance_groups
 from fmcluster.plan import make_plan
+
+FIXTURE_PROJECTS = {
+    (loaded := config.parse(p.read_text(), p)).project.name: loaded.project
+    for p in sorted((Path(__file__).parent / "fixtures" / "projects").glob("pcs-*.yaml"))
+}
+"""PCS projects beside the examples: a GB200 one, so PCS bundles boot on the arm64 sections of the pcs profiles."""
 
 GPU_NAME = {"A100 40GB": "NVIDIA A100-SXM4-40GB", "GB200": "NVIDIA GB200"}
 
@@ -22,7 +32,7 @@ GPU_NAME = {"A100 40GB": "NVIDIA A100-SXM4-40GB", "GB200": "NVIDIA GB200"}
 def _bundles() -> dict[str, context.BootstrapContext]:
     """One context per distinct bundle (flavour, OS, instance type, role) of every project, on every OS."""
     out: dict[str, context.BootstrapContext] = {}
-    for name, project in sorted(PROJECTS.items()):
+    for name, project in sorted((FIXTURE_PROJECTS | PROJECTS).items()):
         for os_name in context.OPERATING_SYSTEMS:
             cluster = make_plan(project.model_copy(update={"os": os_name})).cluster
             flavour = context.ORCHESTRATOR_FLAVOUR[cluster.orchestrator]
@@ -68,6 +78,27 @@ def test_every_flavour_os_and_arch_fmcluster_deploys_has_its_profile():
                 assert profiles.profiles_for(flavour, os_name, arch), (flavour, os_name, arch)
     for arch in context.ARCHES:
         assert profiles.profiles_for("hyperpod", "ubuntu-22.04", arch)
+        # AWS's dlami_for_pcs_imagebuilder recipe builds AL2023 and Ubuntu 24.04, x86_64 and arm64
+        for os_name in ("al2023", "ubuntu-24.04"):
+            assert profiles.profiles_for("pcs", os_name, arch), ("pcs", os_name, arch)
+
+
+def test_pcs_is_booted_on_each_of_its_profiles_and_the_bare_os():
+    booted = {(BUNDLES[key].flavour, profile, BUNDLES[key].arch) for key, _, profile, _ in CASES}
+    for arch in context.ARCHES:  # x86_64 from the p5 fixture, aarch64 from the GB200 one
+        assert {("pcs", "pcs-al2023", arch), ("pcs", "pcs-ubuntu-24.04", arch), ("pcs", "bare", arch)} <= booted
+
+
+def test_pcs_profiles_put_slurm_where_aws_recipe_does_and_say_it_runs_configless():
+    for p in profiles.load_profiles():
+        if p.flavour != "pcs":
+            continue
+        for arch, ap in p.arches.items():
+            slurm = ap.components.slurm
+            assert slurm.present and slurm.configless, (p.name, arch)
+            assert slurm.prefix == FLAVOUR_TRAITS["pcs"].slurm_prefix, (p.name, arch)
+            assert slurm.plugstack is None, "configless slurmd ignores a node-local plugstack.conf"
+            assert not ap.components.pyxis.present and "dlami_for_pcs_imagebuilder" in ap.components.pyxis.source
 
 
 def test_a_fact_without_a_source_is_refused_naming_the_file(tmp_path):

@@ -147,7 +147,8 @@ def test_the_plain_project_triggers_nothing_but_the_unpinned_and_throughput_warn
 
 def test_every_check_is_exercised_here_or_in_its_domain_test() -> None:
     here = {c[0] for c in CASES}
-    named = Path(__file__).read_text() + Path(__file__).with_name("test_parallelcluster.py").read_text()
+    named = "".join(Path(__file__).with_name(f).read_text()
+                    for f in ("test_core.py", "test_parallelcluster.py", "test_pcs.py"))
     untested = [name for name in checks.CHECKS if name not in here and f'"{name}"' not in named]
     assert not untested, f"checks no test triggers: {untested}"
 
@@ -213,3 +214,17 @@ def test_throughput_warning_names_the_bound_and_the_smallest_fsx_that_meets_it(t
 def test_throughput_warning_is_silenced_by_name(tmp_path: Path) -> None:
     text = BASE + "suppress_warnings: [fsx-throughput-low]\n"
     assert _besides_unpinned(_problems(text, tmp_path)) == []
+
+
+def test_more_than_100_hyperpod_instance_groups_are_refused(tmp_path: Path) -> None:
+    """The controller and 99 compute groups make 100 instance groups (SageMaker's most); one more is refused,
+    naming the limit. (Without HyperPod, 100 groups stay within the cluster stack's limits.)"""
+    group = "  - {{name: g{i}, instance_type: p5.48xlarge, count: 1}}\n"
+    head = BASE[:BASE.index("compute_groups:")] + "compute_groups:\n"
+
+    def project(n: int) -> str:
+        return head + "".join(group.format(i=i) for i in range(n)) + HP
+
+    assert "hyperpod-instance-groups" not in {p.check for p in _problems(project(99), tmp_path)}
+    [p] = [p for p in _problems(project(100), tmp_path) if p.check == "hyperpod-instance-groups"]
+    assert p.level == "error" and "101 HyperPod instance groups" in p.message and "at most 100" in p.message

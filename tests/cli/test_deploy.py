@@ -114,3 +114,12 @@ def test_a_bad_project_file_exits_2_without_aws(run_cdk, monkeypatch, tmp_path: 
     monkeypatch.setattr(cli, "aws", lambda loaded: pytest.fail("no AWS call for a bad file"))
     result = _deploy(tmp_path, BASE.replace("count: 2", "count: 0"), "--all")
     assert result.exit_code == 2 and "compute_groups[0].count" in result.output and run_cdk == []
+
+
+def test_the_guard_synthesizes_with_the_context_cdk_deploy_gets() -> None:
+    """`-c`/`--context` values reach the app that cdk deploy runs, so the guard's synthesis takes them too."""
+    from fmcluster.cli.deploy import cdk_context
+
+    args = ["--all", "-c", "protect=false", "--context", "@aws-cdk/core:newStyleStackSynthesis=true",
+            "--context=nag=false", "--require-approval", "never", "-c", "no-equals-sign"]
+    assert cdk_context(args) == {"protect": "false", "@aws-cdk/core:newStyleStackSynthesis": "true", "nag": "false"}

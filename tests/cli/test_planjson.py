@@ -44,6 +44,12 @@ def test_json_has_every_section_of_the_text(path: Path) -> None:
     elif scheduler["type"] == "hyperpod":
         for group in scheduler["instance_groups"]:
             assert f"group {group['name']} {group['count']} x {group['instance_type']}" in text
+    elif scheduler["type"] == "pcs":
+        assert f"Slurm {scheduler['slurm_version']}" in text and f"size {scheduler['size']}" in text
+        groups = {n["name"]: n for n in scheduler["node_groups"]}
+        for queue in scheduler["queues"]:
+            first = groups[queue["node_groups"][0]]
+            assert f"queue {queue['name']} {first['max_count']} x {first['instance_type']}" in text
     else:
         assert "launch templates only" in text
     monitoring = data["monitoring"]

@@ -1,6 +1,6 @@
 """The deploy rehearsal (`make rehearse`, part of `make test`): the real CDK CLI against moto on loopback.
 
-For the default project and the first example of each orchestrator, in a moto server of its own
+For the default project, the first example of each orchestrator and every PCS example (those together), in a moto server of its own
 (``moto_patched.py``: moto 5.2.5 with three CloudFormation gaps closed, each explained there):
 
     cdk synth -c project=FILE -c protect=false -c nag=false   the app, run by the CLI, into an assembly
@@ -69,16 +69,33 @@ NOT_OFFLINE = {
                                   "bucket (REGION-aws-parallelcluster), which moto cannot serve offline",
     "Custom::": "a custom resource: its provider is a Lambda function (ParallelCluster's drives the "
                 "ParallelCluster API in AWS); moto would run it in Docker",
+    "AWS::PCS::": "AWS Parallel Computing Service: moto 5.2.5 has no PCS (FACTS.md section 5), so a stack it "
+                  "completed would hold no cluster, node groups or queues and prove nothing",
 }
 """A stack holding one of these is not executed: its assets are published and its change set created."""
 
 
+EVERY_EXAMPLE_OF = ("pcs",)
+"""Orchestrators whose every example is rehearsed: moto has no PCS, so the published assets and a prepared change set
+are the only proof offline that each PCS example's cluster stack deploys (one on demand, one on a capacity block).
+Their examples share one rehearsal (one moto server, one `cdk synth -c project=A,B`): none of them executes a
+cluster stack, so they cannot disturb each other, and the suite stays within its time."""
+
+
 def rehearsed_files() -> list[Path]:
-    """The default project and, per orchestrator type, the first example (by file name) that uses it."""
-    chosen: dict[str, Path] = {}
+    """The default project and, per orchestrator type, the first example (by file name) that uses it; every example
+    of the orchestrators in :data:`EVERY_EXAMPLE_OF`."""
+    return [p for group in rehearsals() for p in group]
+
+
+def rehearsals() -> list[tuple[Path, ...]]:
+    """The rehearsals to run: one project each, except the examples of :data:`EVERY_EXAMPLE_OF`, together."""
+    chosen: dict[str, list[Path]] = {}
     for path in EXAMPLE_FILES:
-        chosen.setdefault(config.parse(path.read_text(), path).project.orchestrator.type, path)
-    return [ROOT / "projects" / "default.yaml", *(chosen[kind] for kind in sorted(chosen))]
+        kind = config.parse(path.read_text(), path).project.orchestrator.type
+        if kind not in chosen or kind in EVERY_EXAMPLE_OF:
+            chosen.setdefault(kind, []).append(path)
+    return [(ROOT / "projects" / "default.yaml",), *(tuple(chosen[kind]) for kind in sorted(chosen))]
 
 
 @dataclass
@@ -90,6 +107,8 @@ class Rehearsal:
     account: str
     region: str
     port: int = 0
+    together: tuple[Path, ...] = ()
+    """Projects synthesized and deployed beside ``file`` in the same moto (:data:`EVERY_EXAMPLE_OF`)."""
     moto: subprocess.Popen | None = None
     outputs: list[str] = field(default_factory=list)
 
@@ -275,11 +294,14 @@ def test_rehearsed_projects_cover_every_orchestrator() -> None:
 
 
 @pytest.mark.rehearsal
-@pytest.mark.parametrize("file", rehearsed_files(), ids=lambda p: p.stem)
-def test_rehearsal(file: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("files", rehearsals(), ids=lambda group: "+".join(p.stem for p in group))
+def test_rehearsal(files: tuple[Path, ...], tmp_path: Path) -> None:
     assert CDK.exists(), "node_modules/.bin/cdk is missing: run `make setup` (npm ci)"
+    file, *together = files
     project = config.parse(file.read_text(), file).project
-    r = Rehearsal(file, tmp_path, project.account or DEFAULT_ACCOUNT, project.region or DEFAULT_REGION)
+    assert all(config.parse(p.read_text(), p).project.orchestrator.type == project.orchestrator.type for p in together)
+    r = Rehearsal(file, tmp_path, project.account or DEFAULT_ACCOUNT, project.region or DEFAULT_REGION,
+                  together=tuple(together))
     r.start_moto()
     try:
         rehearse(r, project)
@@ -290,13 +312,15 @@ def test_rehearsal(file: Path, tmp_path: Path) -> None:
 
 def rehearse(r: Rehearsal, project) -> None:
     # nag=false: cdk-nag only reports (the nag tests gate it) and costs half the synth
-    r.cdk("synth", "--quiet", "-o", str(r.assembly), "-c", f"project={r.file}", "-c", "protect=false", "-c", "nag=false")
+    refs = ",".join(str(p) for p in (r.file, *r.together))
+    r.cdk("synth", "--quiet", "-o", str(r.assembly), "-c", f"project={refs}", "-c", "protect=false", "-c", "nag=false")
     stacks = r.stacks()
     blocked = {name: offline_blockers(t) for name, t in stacks.items() if offline_blockers(t)}
     # ParallelCluster's provider template lives in AWS's public bucket; HyperPod's lifecycle scripts are
-    # uploaded by CDK's bucket-deployment Lambda, which moto cannot run offline. Other stacks must deploy.
-    if project.orchestrator.type not in ("parallelcluster", "hyperpod"):
-        assert not blocked, f"only a ParallelCluster or HyperPod cluster stack may need AWS itself: {blocked}"
+    # uploaded by CDK's bucket-deployment Lambda, which moto cannot run offline; moto has no PCS. Other stacks
+    # must deploy.
+    if project.orchestrator.type not in ("parallelcluster", "hyperpod", "pcs"):
+        assert not blocked, f"only a ParallelCluster, HyperPod or PCS cluster stack may need AWS itself: {blocked}"
     executed = [name for name in stacks if name not in blocked]
     app = ("--app", str(r.assembly))
 

@@ -211,3 +211,163 @@ def test_synthesis_is_byte_identical_across_processes(tmp_path: Path) -> None:
     assert sorted(first) == sorted(second)
     differing = [name for name in first if first[name] != second[name]]
     assert not differing, differing
+
+
+# --- AWS PCS: a hand-written template that mirrors CloudFormation's AWS::PCS::* schemas -----------------
+# (the PCS stack is built elsewhere; once examples synthesize PCS resources, api_report above checks them too,
+# because check_resource knows the types: TABLE rows and api_requests.REQUESTS)
+
+PCS_FRAGMENT: dict[str, Any] = {"Resources": {
+    "Cluster": {"Type": "AWS::PCS::Cluster", "Properties": {
+        "Name": "demo",
+        "Networking": {"SubnetIds": [{"Ref": "ComputeSubnet"}], "SecurityGroupIds": [{"Ref": "ClusterSg"}],
+                       "NetworkType": "IPV4"},
+        "Scheduler": {"Type": "SLURM", "Version": "25.05"},
+        "Size": "SMALL",
+        "SlurmConfiguration": {"ScaleDownIdleTimeInSeconds": 600,
+                               "SlurmCustomSettings": [{"ParameterName": "PrologFlags", "ParameterValue": "Alloc"}],
+                               "Accounting": {"Mode": "STANDARD", "DefaultPurgeTimeInDays": 30},
+                               "SlurmRest": {"Mode": "NONE"}},
+        "Tags": {"fmcluster:project": "demo", "team": "research"}}},
+    "Nodes": {"Type": "AWS::PCS::ComputeNodeGroup", "Properties": {
+        "ClusterId": {"Fn::GetAtt": ["Cluster", "Id"]},
+        "Name": "gpu",
+        "AmiId": "ami-0123456789abcdef0",
+        "IamInstanceProfileArn": {"Fn::GetAtt": ["NodeProfile", "Arn"]},
+        "CustomLaunchTemplate": {"TemplateId": {"Ref": "GpuLaunchTemplate"},
+                                 "Version": {"Fn::GetAtt": ["GpuLaunchTemplate", "LatestVersionNumber"]}},
+        "InstanceConfigs": [{"InstanceType": "p5.48xlarge"}],
+        "PurchaseOption": "CAPACITY_BLOCK",
+        "ScalingConfiguration": {"MinInstanceCount": 2, "MaxInstanceCount": 2},
+        "SubnetIds": [{"Ref": "ComputeSubnet"}],
+        "SlurmConfiguration": {"ScaleDownIdleTimeInSeconds": 600,
+                               "SlurmCustomSettings": [{"ParameterName": "Weight", "ParameterValue": "1"}]},
+        "NodeLifecycleActions": {"ScriptCachingPolicy": "CACHE_ONCE", "Stages": {"NodeReady": [
+            {"Name": "fmcluster-bootstrap", "OnError": "TERMINATE", "ExecutionPolicy": "EVERY_BOOT",
+             "ScriptSource": {"ScriptLocation": {"Fn::Sub": "s3://${Bucket}/bootstrap/entry.sh"}}}]}},
+        "Tags": {"fmcluster:project": "demo"}}},
+    "Queue": {"Type": "AWS::PCS::Queue", "Properties": {
+        "ClusterId": {"Fn::GetAtt": ["Cluster", "Id"]},
+        "Name": "gpu",
+        "ComputeNodeGroupConfigurations": [{"ComputeNodeGroupId": {"Fn::GetAtt": ["Nodes", "Id"]}}],
+        "SlurmConfiguration": {"SlurmCustomSettings": [{"ParameterName": "MaxTime", "ParameterValue": "UNLIMITED"}]},
+        "Tags": {"fmcluster:project": "demo"}}},
+}}
+
+PCS_TYPES = ("AWS::PCS::Cluster", "AWS::PCS::ComputeNodeGroup", "AWS::PCS::Queue")
+
+
+def _pcs_schema(rtype: str) -> dict:
+    """cfn-lint's copy of CloudFormation's resource schema (us-east-1) for ``rtype``."""
+    import cfnlint
+
+    schemas = Path(cfnlint.__file__).parent / "data" / "schemas"
+    digest = json.loads((schemas / "providers" / "us-east-1.json").read_text())[rtype]
+    return json.loads((schemas / "resources" / f"{digest}.json").read_text())
+
+
+def test_the_pcs_fragment_meets_the_api_rules() -> None:
+    report = check_template("pcs-fragment", PCS_FRAGMENT)
+    assert not report.findings, "\n".join(map(str, report.findings))
+    assert not report.unmapped, "\n".join(map(str, report.unmapped))
+    assert report.checked >= 30  # the literals were checked, not skipped
+    assert {f.logical_id for f in report.skipped} == {"Cluster", "Nodes", "Queue"}
+
+
+def test_the_pcs_fragment_is_what_cloudformation_accepts() -> None:
+    """The fragment itself against the CloudFormation schemas (cfn-lint), so the API check reads real properties."""
+    from cfnlint.api import ManualArgs, lint
+
+    template = copy.deepcopy(PCS_FRAGMENT)
+    template["AWSTemplateFormatVersion"] = "2010-09-09"
+    template["Parameters"] = {name: {"Type": "String"} for name in
+                              ("ComputeSubnet", "ClusterSg", "GpuLaunchTemplate", "Bucket")}
+    template["Resources"]["NodeProfile"] = {"Type": "AWS::IAM::InstanceProfile", "Properties": {"Roles": ["r"]}}
+    template["Resources"]["GpuLaunchTemplate"] = {"Type": "AWS::EC2::LaunchTemplate", "Properties": {
+        "LaunchTemplateData": {"InstanceType": "p5.48xlarge"}}}
+    del template["Parameters"]["GpuLaunchTemplate"]
+    errors = [m for m in lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"]))
+              if m.rule.id.startswith("E")]
+    assert not errors, "\n".join(str(m)[:300] for m in errors[:10])
+
+
+@pytest.mark.parametrize("rtype", PCS_TYPES)
+def test_every_writable_pcs_property_is_mapped(rtype: str) -> None:
+    """Each property CloudFormation lets a template write is named in api_requests.REQUESTS (or its TABLE row
+    resolves), so a PCS stack cannot carry one that passes unchecked."""
+    schema = _pcs_schema(rtype)
+    read_only = {p.rsplit("/", 1)[-1] for p in schema.get("readOnlyProperties", [])}
+    writable = set(schema["properties"]) - read_only
+    request = rules.api_requests.REQUESTS[rtype]
+    missing = writable - set(request.top) - set(request.not_api)
+    # AuthKey and JwtAuth (Cluster.SlurmConfiguration) are nested: they are reported when used (see below)
+    assert not missing, f"{rtype}: properties REQUESTS does not map: {sorted(missing)}"
+    shape = rules.api_requests.input_shape(request.operation)
+    assert set(request.top.values()) <= set(shape.members), sorted(set(request.top.values()) - set(shape.members))
+
+
+PCS_PLANTED: list[tuple[str, str, dict[str, Any], str, str]] = [
+    # (case, logical id, {property path: bad value}, the finding's property, what it says)
+    ("size-enum", "Cluster", {"Size": "HUGE"}, "Size", "is not one of"),
+    ("purchase-option-enum", "Nodes", {"PurchaseOption": "RESERVED"}, "PurchaseOption", "is not one of"),
+    ("accounting-mode-enum", "Cluster", {"SlurmConfiguration.Accounting.Mode": "FULL"},
+     "SlurmConfiguration.Accounting.Mode", "is not one of"),
+    ("cluster-name-prefix", "Cluster", {"Name": "pcs_demo"}, "Name", "does not match"),
+    ("node-group-name-length", "Nodes", {"Name": "a-name-longer-than-25-chars"}, "Name", "outside 3..25"),
+    ("queue-name-pattern", "Queue", {"Name": "1gpu"}, "Name", "does not match"),
+    ("slurm-version", "Cluster", {"Scheduler.Version": "22.05"}, "Scheduler.Version", "Slurm versions PCS offers"),
+    ("scale-down-max", "Nodes", {"SlurmConfiguration.ScaleDownIdleTimeInSeconds": 20_000_000},
+     "SlurmConfiguration.ScaleDownIdleTimeInSeconds", "above the maximum"),
+    ("min-count-not-a-number", "Nodes", {"ScalingConfiguration.MinInstanceCount": "two"},
+     "ScalingConfiguration.MinInstanceCount", "not a number"),
+    ("script-location", "Nodes", {"NodeLifecycleActions.Stages.NodeReady": [
+        {"Name": "x", "ScriptSource": {"ScriptLocation": "ftp://host/entry.sh"}}]},
+     "NodeLifecycleActions.Stages.NodeReady[].ScriptSource.ScriptLocation", "does not match"),
+    ("ami-pattern", "Nodes", {"AmiId": "image-0123"}, "AmiId", "does not match"),
+    ("tag-key-length", "Queue", {"Tags": {"k" * 129: "v"}}, f"Tags.{'k' * 129}", "map key: 129 characters"),
+    # botocore's request validation: the whole request, required members and kinds
+    ("scheduler-version-missing", "Cluster", {"Scheduler": {"Type": "SLURM"}}, "",
+     "botocore: Missing required parameter in scheduler: \"version\""),
+    ("scaling-max-missing", "Nodes", {"ScalingConfiguration": {"MinInstanceCount": 0}}, "",
+     "Missing required parameter in scalingConfiguration: \"maxInstanceCount\""),
+    ("instance-configs-not-a-list", "Nodes", {"InstanceConfigs": {"InstanceType": "p5.48xlarge"}}, "",
+     "Invalid type for parameter instanceConfigs"),
+]
+
+
+def _pcs_planted(logical_id: str, edits: dict[str, Any]) -> dict:
+    resource = copy.deepcopy(PCS_FRAGMENT["Resources"][logical_id])
+    for path, value in edits.items():
+        _plant(resource, path, value)
+    return resource
+
+
+@pytest.mark.parametrize(("logical_id", "edits", "prop", "says"), [p[1:] for p in PCS_PLANTED],
+                         ids=[p[0] for p in PCS_PLANTED])
+def test_pcs_checker_catches_a_planted_value(logical_id: str, edits: dict, prop: str, says: str) -> None:
+    report = check_resource("pcs-fragment", logical_id, _pcs_planted(logical_id, edits))
+    found = [str(f) for f in report.findings if f.prop == prop]
+    assert any(says in f for f in found), f"expected {says!r} at {prop!r}; got {report.findings}"
+
+
+@pytest.mark.parametrize(("logical_id", "path", "value"), [
+    ("Cluster", "Networking.SubnetId", ["subnet-0123"]),          # a typo of SubnetIds
+    ("Cluster", "SlurmConfiguration.AuthKey", {"SecretArn": "arn:aws:secretsmanager:us-east-1:1:secret:k",
+                                               "SecretVersion": "1"}),  # in CloudFormation, not in botocore's API
+    ("Nodes", "CustomLaunchTemplate.LaunchTemplateId", "lt-0123"),  # the EC2 name, not PCS's TemplateId
+    ("Queue", "ComputeNodeGroups", ["x"]),                          # no such property
+], ids=["typo", "cfn-only-member", "wrong-rename", "unknown-top-level"])
+def test_an_unmapped_pcs_property_fails_loudly(logical_id: str, path: str, value: Any) -> None:
+    report = check_resource("pcs-fragment", logical_id, _pcs_planted(logical_id, {path: value}))
+    assert [f.prop for f in report.unmapped if f.prop.startswith(path)], report
+    assert not [f for f in report.unmapped if not f.prop.startswith(path)], report.unmapped
+
+
+def test_pcs_resources_in_a_synthesized_template_are_picked_up() -> None:
+    """check_template, which api_report runs on every synthesized template, checks PCS resources with no
+    further wiring: a bad value in a template of several stacks' kinds is found."""
+    template = {"Resources": {**copy.deepcopy(PCS_FRAGMENT["Resources"]),
+                              "Vpc": {"Type": "AWS::EC2::VPC", "Properties": {"CidrBlock": "10.0.0.0/16"}}}}
+    template["Resources"]["Queue"]["Properties"]["Name"] = "pcs_gpu"
+    report = check_template("demo-cluster", template)
+    assert [(f.logical_id, f.prop) for f in report.findings] == [("Queue", "Name")]

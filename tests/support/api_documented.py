@@ -173,6 +173,24 @@ _FSX_GUIDE = ("FSx for Lustre user guide, 'Increasing storage capacity' "
 _PCLUSTER = "aws-parallelcluster 3.16 pcluster/constants.py PCLUSTER_NAME_REGEX / PCLUSTER_NAME_MAX_LENGTH"
 _botocore = "botocore {} documentation".format
 
+
+def pcs_slurm_versions() -> list[str]:
+    """The Slurm versions botocore's pcs model documents for ``SchedulerRequest.version`` ("Valid Values: 24.11 |
+    25.05 | ..."); PCS user guide, "Slurm versions in PCS" (https://docs.aws.amazon.com/pcs/latest/userguide/
+    slurm-versions.html). Read from the model, so a botocore that lists a new version accepts it."""
+    from botocore.loaders import Loader
+
+    raw = Loader().load_service_model("pcs", "service-2")["shapes"]["SchedulerRequest"]["members"]["version"]
+    text = re.sub(r"<[^>]+>", " ", raw.get("documentation", ""))
+    found = re.search(r"Valid Values:\s*([0-9.|\s]+)", text)
+    return [v.strip() for v in found.group(1).split("|") if v.strip()] if found else []
+
+
+def _pcs_slurm_version(value: Any, _parent: dict, _props: dict) -> str | None:
+    versions = pcs_slurm_versions()
+    return None if str(value) in versions else f"{value!r} is not one of the Slurm versions PCS offers {versions}"
+
+
 DOCUMENTED: dict[str, tuple[Rule, ...]] = {
     # "service:Structure.member" (where the value lands in the model): rules from the API's documentation
     **{key: (Rule("up to 255 of a-zA-Z0-9, space and " + SG_CHARS, _chars(SG_CHARS, 255), _botocore(key),
@@ -269,6 +287,9 @@ DOCUMENTED: dict[str, tuple[Rule, ...]] = {
     "pcluster:CreateCluster.clusterName": (Rule(
         "a letter, then letters, digits or hyphens; at most 60 characters (40 with Slurm accounting)",
         lambda v, p, r: None if re.fullmatch(r"[a-zA-Z][a-zA-Z0-9-]{0,59}", str(v)) else f"{v!r}", _PCLUSTER),),
+    "pcs:SchedulerRequest.version": (Rule(
+        "a Slurm version PCS offers (the Valid Values botocore's documentation lists)", _pcs_slurm_version,
+        _botocore("pcs CreateCluster scheduler version"), "Valid Values:"),),
     "pcluster:CustomResource.DeletionPolicy": (Rule(
         "Retain or Delete", _one_of({"Retain", "Delete"}, "policies"),
         "ParallelCluster CloudFormation custom resource (Custom::PclusterCluster); FACTS.md section 5"),),

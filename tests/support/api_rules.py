@@ -12,6 +12,9 @@ Skipped on purpose, and listed in each :class:`Report`: CloudFormation intrinsic
 and dynamic references (``{{resolve:...}}``), whose values exist only at deploy time; subtrees in
 :data:`NOT_API` (policy documents, ParallelCluster's own configuration), which other checks own.
 A literal that maps to no API parameter is a coverage gap (:attr:`Report.unmapped`), never silently passed.
+
+Resource types in :data:`support.api_requests.REQUESTS` (AWS PCS) are also turned into their whole create request
+and run through botocore's own parameter validation (required members, types), wherever a template has them.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import regex  # botocore's patterns use \p{L}-style classes, which the standard 
 from botocore.loaders import Loader
 from botocore.model import ServiceModel, Shape
 
+from support import api_requests
 from support.api_documented import DOCUMENTED, Rule, is_intrinsic, number
 
 __all__ = ["DOCUMENTED", "EXTERNAL_APIS", "NOT_API", "TABLE", "Finding", "Param", "Report", "Rule", "check_resource",
@@ -156,6 +160,14 @@ TABLE: dict[str, tuple[str, dict[str, Target]]] = {
     "Custom::CDKBucketDeployment": ("cdk:BucketDeployment", {}),
     "Custom::PclusterCluster": ("pcluster:CreateCluster", {
         "ClusterName": "pcluster:CreateCluster.clusterName", "DeletionPolicy": "pcluster:CustomResource.DeletionPolicy"}),
+    # AWS PCS: CloudFormation's names where the API's differ (support.api_requests.REQUESTS maps every property).
+    "AWS::PCS::Cluster": ("pcs:CreateCluster", {"Name": "pcs:CreateCluster.clusterName"}),
+    "AWS::PCS::ComputeNodeGroup": ("pcs:CreateComputeNodeGroup", {
+        "Name": "pcs:CreateComputeNodeGroup.computeNodeGroupName",
+        "ClusterId": "pcs:CreateComputeNodeGroup.clusterIdentifier",
+        "CustomLaunchTemplate.TemplateId": "pcs:CreateComputeNodeGroup.customLaunchTemplate.id"}),
+    "AWS::PCS::Queue": ("pcs:CreateQueue", {
+        "Name": "pcs:CreateQueue.queueName", "ClusterId": "pcs:CreateQueue.clusterIdentifier"}),
 }
 
 EXTERNAL_APIS = {"pcluster": "the ParallelCluster API and custom resource (not in botocore): DOCUMENTED rules only",
@@ -193,10 +205,16 @@ def service_model(service: str) -> ServiceModel:
     return ServiceModel(_raw_model(service), service)
 
 
-def _member(shape: Shape, name: str) -> tuple[str, Shape]:
-    """A structure's member by name, the first letter's case ignored; a map's key or value for Key/Value."""
+def _member(shape: Shape, name: str, keys: list[tuple[str, Shape]] | None = None) -> tuple[str, Shape]:
+    """A structure's member by name, the first letter's case ignored; a map's key or value for Key/Value.
+
+    With ``keys``, any other name under a map is one of its keys (a CloudFormation map property such as PCS's
+    ``Tags``): the name is recorded there with the map's key shape, and the value's shape is returned."""
     if shape.type_name == "map" and name.lower() in ("key", "value"):
         return name.lower(), shape.key if name.lower() == "key" else shape.value
+    if shape.type_name == "map" and keys is not None:
+        keys.append((name, shape.key))
+        return "value", shape.value
     members = getattr(shape, "members", {})
     for candidate in (name, name[:1].lower() + name[1:], name[:1].upper() + name[1:]):
         if candidate in members:
@@ -204,18 +222,19 @@ def _member(shape: Shape, name: str) -> tuple[str, Shape]:
     raise KeyError(f"{shape.name} has no member {name!r}")
 
 
-def resolve(api: str, more: list[str] = ()) -> tuple[Shape | None, str]:
-    """The shape an API parameter (plus further member names) lands in, and where: ``service:Owner.member``."""
+def resolve(api: str, more: list[str] = (), keys: list[tuple[str, Shape]] | None = None) -> tuple[Shape | None, str]:
+    """The shape an API parameter (plus further member names) lands in, and where: ``service:Owner.member``.
+    With ``keys``, names in ``more`` under a map are its keys (see :func:`_member`)."""
     service, _, rest = api.partition(":")
     operation, *members = rest.split(".")
     if service in EXTERNAL_APIS:
         return None, api + "".join(f".{m}" for m in more)
     shape = service_model(service).operation_model(operation).input_shape
     owner = f"{service}:{shape.name}"
-    for name in [*members, *more]:
+    for i, name in enumerate([*members, *more]):
         while shape.type_name == "list":
             shape = shape.member
-        member, child = _member(shape, name)
+        member, child = _member(shape, name, keys if i >= len(members) else None)
         owner, shape = f"{service}:{shape.name}.{member}", child
     while shape.type_name == "list":
         shape = shape.member
@@ -348,10 +367,11 @@ def check_resource(stack: str, logical_id: str, resource: dict) -> Report:
             note(report.skipped, path, "", "intrinsic: known only at deploy time")
             continue
         target = _target(rtype, path, parent)
+        keys: list[tuple[str, Shape]] = []
         try:
             if target is None:
                 raise KeyError(f"no row matches the keys {sorted(parent)}")
-            shape, owner = resolve(*target)
+            shape, owner = resolve(*target, keys=keys)
         except KeyError as exc:
             if not isinstance(value, bool):  # a boolean carries no pattern or length: nothing to lose
                 note(report.unmapped, path, "", f"{value!r}: {exc.args[0]}")
@@ -359,8 +379,17 @@ def check_resource(stack: str, logical_id: str, resource: dict) -> Report:
         report.checked += 1
         problems = [shape_problem(shape, value)] if shape is not None else []
         problems += [rule.check(value, parent, props) for rule in DOCUMENTED.get(owner, ())]
+        problems += [f"map key: {p}" for key, key_shape in keys if (p := shape_problem(key_shape, key))]
         for problem in filter(None, problems):
             note(report.findings, path, owner, problem)
+    if rtype in api_requests.REQUESTS:
+        operation = api_requests.REQUESTS[rtype].operation
+        for p in api_requests.validate(rtype, props):
+            if p.unmapped:
+                if not any(_under(f.prop, p.path) is not None for f in report.unmapped):  # said once per gap
+                    note(report.unmapped, p.path, operation, p.message)
+            else:
+                note(report.findings, p.path, operation, f"botocore: {p.message}")
     return report
 
 
