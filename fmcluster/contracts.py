@@ -30,6 +30,9 @@ NETWORK_OUTPUTS = {
     "StorageSecurityGroupId": "storage_security_group_id",
     "ServicesSubnetId": "services_subnet_id",
 }
+DATABASE_SUBNET_OUTPUTS = ("DatabaseSubnet1Id", "DatabaseSubnet2Id")
+"""``NAME-network`` with a Slurm accounting database: its two subnets (``NetworkContract.database_subnet_ids``), in
+that order; not written otherwise, so the network stacks of projects without one do not change."""
 BUCKET_OUTPUTS = {"BucketName": "bucket_name", "BucketArn": "bucket_arn"}
 """``NAME-storage``: StorageContract fields."""
 FILE_SYSTEM_OUTPUTS = {
@@ -84,6 +87,8 @@ class NetworkContract:
     services_subnet_id: str
     """Where FSx, interface endpoints and a head node go: the compute subnet in a regular zone, a private
     subnet in the parent Availability Zone when the compute subnet is in a Local Zone."""
+    database_subnet_ids: tuple[str, ...] = ()
+    """The Slurm accounting database's subnets, in two Availability Zones (RDS needs two); empty without one."""
 
 
 @dataclass(frozen=True)

@@ -43,3 +43,24 @@ def _unused(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     if not accounting.enabled and accounting.model_fields_set - {"enabled"}:
         yield Finding(AT + ("enabled",), "orchestrator.accounting has settings but is not enabled, so none applies",
                       "set `enabled: true`, or remove the accounting section")
+
+
+@check("accounting-database-subnets", "error")
+def _database_subnets(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """The accounting database needs subnets in two Availability Zones (an RDS DB subnet group does, RDS User Guide,
+    "Working with a DB instance in a VPC"): carved from the end of a new VPC, named by hand in an existing one."""
+    if plan.cluster.accounting_store != "database":
+        return
+    net = plan.network
+    existing = loaded.project.network.existing
+    if existing is not None and not existing.database_subnet_ids:
+        yield Finding(("network", "existing", "database_subnet_ids"),
+                      "the accounting database (orchestrator.accounting, store: database) needs private subnets in "
+                      "two Availability Zones, and an existing network names none",
+                      "add database_subnet_ids: [subnet-..., subnet-...] (two subnets in different zones that the "
+                      "head node or controller can reach), or turn accounting off")
+    elif existing is None and net.database_subnet_cidrs is None:
+        yield Finding(("network", "vpc_cidr"),
+                      f"the accounting database's two /28 subnets (the last of {net.vpc_cidr}) overlap the compute "
+                      f"subnet {net.compute_subnet_cidr or '(which does not fit either)'}",
+                      "use a larger vpc_cidr or a smaller compute_subnet_prefix")

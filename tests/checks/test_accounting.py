@@ -84,3 +84,21 @@ def test_bad_settings_name_their_field(setting: str, where: str, words: str, tmp
         config.parse(text, tmp_path / "demo.yaml")
     [p] = info.value.problems
     assert p.path == where and words in p.message, p.format()
+
+
+def test_database_subnets_that_do_not_fit_the_vpc_are_an_error_naming_vpc_cidr(tmp_path: Path) -> None:
+    network = "network: {vpc_cidr: 10.0.0.0/24, compute_subnet_prefix: 25}\n"
+    found = [p for p in _problems(network + "orchestrator: {type: parallelcluster, accounting: {enabled: true}}\n",
+                                  tmp_path) if p.check == "accounting-database-subnets"]
+    assert [p.path for p in found] == ["network.vpc_cidr"]
+    # the same network without accounting is fine (the two /25s fill the /24)
+    _validate(network + "orchestrator: {type: parallelcluster}\n", tmp_path)
+
+
+def test_an_existing_network_names_its_database_subnets(tmp_path: Path) -> None:
+    existing = ("network:\n  existing: {vpc_id: vpc-0123456789abcdef0, compute_subnet_id: subnet-0123456789abcdef0,\n"
+                "    compute_subnet_cidr: 10.0.0.0/20, database_subnet_ids: [subnet-0a, subnet-0b]}\n")
+    with pytest.raises(ConfigError):  # not subnet IDs
+        _validate(existing + "orchestrator: {type: parallelcluster, accounting: {enabled: true}}\n", tmp_path)
+    existing = existing.replace("subnet-0a, subnet-0b", "subnet-0123456789abcdef1, subnet-0123456789abcdef2")
+    _validate(existing + "orchestrator: {type: parallelcluster, accounting: {enabled: true}}\n", tmp_path)
