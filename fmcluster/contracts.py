@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-STACKS = ("network", "storage", "observability", "cluster")
+STACKS = ("network", "storage", "observability", "accounting", "cluster")
 """The stacks of a project, in deployment order; each is named ``<project>-<stack>``."""
 
 
 def stack_name(project: str, stack: str) -> str:
-    """``NAME-network``, ``NAME-storage``, ``NAME-observability`` or ``NAME-cluster``."""
+    """``NAME-network``, ``NAME-storage``, ``NAME-observability``, ``NAME-accounting`` or ``NAME-cluster``."""
     if stack not in STACKS:
         raise ValueError(f"unknown stack {stack!r}; stacks: {', '.join(STACKS)}")
     return f"{project}-{stack}"
@@ -42,6 +42,15 @@ FILE_SYSTEM_OUTPUTS = {
     "FileSystemMountName": "mount_name",
     "FileSystemMountPath": "mount_path",
     "FileSystemEfaEnabled": "efa_enabled",
+}
+ACCOUNTING_USER = "slurm_admin"
+"""The accounting database's master user, slurmdbd's login (``stacks/accounting.py``): a constant, not an output."""
+ACCOUNTING_OUTPUTS = {
+    # output key -> AccountingContract field (``NAME-accounting``; the user name is a constant, not an output)
+    "AccountingDatabaseEndpoint": "endpoint",
+    "AccountingDatabasePort": "port",
+    "AccountingDatabaseSecretArn": "secret_arn",
+    "AccountingClientSecurityGroupId": "client_security_group_id",
 }
 PROMETHEUS_WORKSPACE_OUTPUT = "PrometheusWorkspaceId"
 PROMETHEUS_REMOTE_WRITE_OUTPUT = "PrometheusRemoteWriteUrl"

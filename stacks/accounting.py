@@ -17,14 +17,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from aws_cdk import Acknowledgment, Fn, RemovalPolicy, Token, Validations
+from aws_cdk import Acknowledgment, CfnOutput, Fn, RemovalPolicy, Stack, Token, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_rds as rds
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from fmcluster.config.accounting import AccountingDatabase as DatabaseSettings
-from fmcluster.contracts import AccountingContract
+from fmcluster.contracts import ACCOUNTING_OUTPUTS, ACCOUNTING_USER, AccountingContract, NetworkContract, export_name
+from fmcluster.plan.cluster import ClusterPlan
 
 PORT = 3306
 """MySQL's port; ParallelCluster's ``Database.Uri`` defaults to it (``DatabaseUriValidator``), HyperPod's
@@ -42,7 +43,7 @@ PARAMETERS = {
     # are not killed half way
     "innodb_lock_wait_timeout": "900",
 }
-ADMIN_USER = "slurm_admin"
+ADMIN_USER = ACCOUNTING_USER
 """The master user slurmdbd logs in as: it creates its own schema (HyperPod: "The database user must be able to
 create the schema and to read from and write to it")."""
 PASSWORD_LENGTH = 32
@@ -153,3 +154,31 @@ class SlurmAccountingDatabase(Construct):
             for rule, reason in rules.items():
                 Validations.of(resource).acknowledge(Acknowledgment(id=f"AwsSolutions::AwsSolutions-{rule}",
                                                                     reason=reason))
+
+
+class AccountingStack(Stack):
+    """``NAME-accounting``: the Slurm accounting database of a project whose records live in one
+    (``plan.cluster.accounting_store == "database"``), in the network's two database subnets. A stack of its own,
+    not the storage stack: its lifetime and replacement rules are its own, and the guard compares it alone. Its
+    contract goes to the cluster stack through exports (:data:`fmcluster.contracts.ACCOUNTING_OUTPUTS`).
+
+    How the secret holds the credentials and who else may connect are the orchestrator's traits
+    (``accounting_secret``, ``accounting_node_clients``)."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, plan: ClusterPlan, network: NetworkContract,
+                 **kwargs) -> None:
+        super().__init__(scope, construct_id, description=f"fmcluster {plan.project}: Slurm accounting database",
+                         **kwargs)
+        driver = plan.driver
+        clients = (network.node_security_group_id,) if driver.accounting_node_clients else ()
+        self.database = SlurmAccountingDatabase(
+            self, "Database", settings=plan.accounting.database, vpc_id=network.vpc_id,
+            subnet_ids=network.database_subnet_ids, clients=clients, secret_format=driver.accounting_secret)
+        self.contract = self.database.contract
+        what = {"endpoint": "The Slurm accounting database's writer endpoint",
+                "port": "The Slurm accounting database's MySQL port",
+                "secret_arn": "The secret holding the Slurm accounting database's password",
+                "client_security_group_id": "The security group of slurmdbd's host (the database admits it)"}
+        for key, field in ACCOUNTING_OUTPUTS.items():
+            CfnOutput(self, key, value=str(getattr(self.contract, field)), description=what[field],
+                      export_name=export_name(plan.project, key))

@@ -190,6 +190,7 @@ def test_guard_synthesis_equals_the_cdk_cli(tmp_path: Path) -> None:
 NOT_NAMES = {
     ("AWS::EC2::VPCEndpoint", "/properties/ServiceName"): "the AWS service it reaches, not its own name",
     ("AWS::EC2::FlowLog", "/properties/LogGroupName"): "the log group it writes to, not its own name",
+    ("AWS::RDS::DBCluster", "/properties/DBSubnetGroupName"): "the subnet group it sits in, not its own name",
 }
 
 
