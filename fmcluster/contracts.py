@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-STACKS = ("network", "storage", "observability", "cluster")
+STACKS = ("network", "storage", "observability", "accounting", "cluster")
 """The stacks of a project, in deployment order; each is named ``<project>-<stack>``."""
 
 
 def stack_name(project: str, stack: str) -> str:
-    """``NAME-network``, ``NAME-storage``, ``NAME-observability`` or ``NAME-cluster``."""
+    """``NAME-network``, ``NAME-storage``, ``NAME-observability``, ``NAME-accounting`` or ``NAME-cluster``."""
     if stack not in STACKS:
         raise ValueError(f"unknown stack {stack!r}; stacks: {', '.join(STACKS)}")
     return f"{project}-{stack}"
@@ -30,6 +30,9 @@ NETWORK_OUTPUTS = {
     "StorageSecurityGroupId": "storage_security_group_id",
     "ServicesSubnetId": "services_subnet_id",
 }
+DATABASE_SUBNET_OUTPUTS = ("DatabaseSubnet1Id", "DatabaseSubnet2Id")
+"""``NAME-network`` with a Slurm accounting database: its two subnets (``NetworkContract.database_subnet_ids``), in
+that order; not written otherwise, so the network stacks of projects without one do not change."""
 BUCKET_OUTPUTS = {"BucketName": "bucket_name", "BucketArn": "bucket_arn"}
 """``NAME-storage``: StorageContract fields."""
 FILE_SYSTEM_OUTPUTS = {
@@ -39,6 +42,15 @@ FILE_SYSTEM_OUTPUTS = {
     "FileSystemMountName": "mount_name",
     "FileSystemMountPath": "mount_path",
     "FileSystemEfaEnabled": "efa_enabled",
+}
+ACCOUNTING_USER = "slurm_admin"
+"""The accounting database's master user, slurmdbd's login (``stacks/accounting.py``): a constant, not an output."""
+ACCOUNTING_OUTPUTS = {
+    # output key -> AccountingContract field (``NAME-accounting``; the user name is a constant, not an output)
+    "AccountingDatabaseEndpoint": "endpoint",
+    "AccountingDatabasePort": "port",
+    "AccountingDatabaseSecretArn": "secret_arn",
+    "AccountingClientSecurityGroupId": "client_security_group_id",
 }
 PROMETHEUS_WORKSPACE_OUTPUT = "PrometheusWorkspaceId"
 PROMETHEUS_REMOTE_WRITE_OUTPUT = "PrometheusRemoteWriteUrl"
@@ -84,6 +96,8 @@ class NetworkContract:
     services_subnet_id: str
     """Where FSx, interface endpoints and a head node go: the compute subnet in a regular zone, a private
     subnet in the parent Availability Zone when the compute subnet is in a Local Zone."""
+    database_subnet_ids: tuple[str, ...] = ()
+    """The Slurm accounting database's subnets, in two Availability Zones (RDS needs two); empty without one."""
 
 
 @dataclass(frozen=True)
@@ -120,3 +134,20 @@ class MetricsContract:
     workspace_arn: str
     workspace_id: str
     remote_write_url: str
+
+
+@dataclass(frozen=True)
+class AccountingContract:
+    """From the accounting database (``stacks/accounting.py``): what a Slurm orchestrator needs to reach it.
+
+    ``secret_arn`` holds the password alone (``password_secret``, ParallelCluster's ``PasswordSecretArn``: the
+    cookbook's ``update_slurm_database_password.sh`` writes the whole SecretString as slurmdbd's StoragePass) or a
+    JSON ``{"username", "password"}`` (``credentials_secret``, HyperPod's ``AccountingDatabase.SecretArn``: "the
+    user name and password for the accounting database", botocore sagemaker ``ClusterAccountingDatabase``)."""
+
+    endpoint: str
+    port: int
+    user_name: str
+    secret_arn: str
+    client_security_group_id: str
+    """Put this group on slurmdbd's host (the head node or controller): the database admits it alone."""

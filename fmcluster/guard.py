@@ -36,10 +36,12 @@ Synthesize = Callable[[str | Path, Path], dict[str, dict]]
 """Project file, output folder -> templates by stack name."""
 
 STATEFUL_TYPES = ("AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation", "AWS::S3::Bucket", "AWS::APS::Workspace",
-                  "AWS::SageMaker::Cluster", "AWS::PCS::Cluster")
+                  "AWS::SageMaker::Cluster", "AWS::PCS::Cluster", "AWS::RDS::DBCluster", "AWS::RDS::DBInstance")
 """What the guard judges. A HyperPod or PCS cluster holds no data, but replacing it (HyperPod: ClusterName, VpcConfig;
 PCS: Name, Networking, Size; create-only in cfn-lint's schemas, so no SCHEMA_GAPS entry) ends every running job, the
-Slurm queue and every node's local state."""
+Slurm queue and every node's local state. The Slurm accounting database (``stacks/accounting.py``) holds every job's
+record: a new cluster starts with none (StorageEncrypted, DBSubnetGroupName, KmsKeyId ... are create-only in cfn-lint's
+schema)."""
 
 SCHEMA_GAPS: dict[str, dict[str, str]] = {
     # type -> {property path: where the replacement is documented}
@@ -63,6 +65,15 @@ UPDATE_REFUSED: dict[tuple[str, str], tuple[str, str]] = {
         "and the stack roll back"),
 }
 """Changes CloudFormation would try as an update that the service refuses."""
+
+REMOVAL_REFUSED: dict[tuple[str, str], str] = {
+    # (type, property that OLD has and NEW drops) -> why the update fails
+    ("AWS::SageMaker::Cluster", "/properties/Orchestrator/Slurm/AccountingDatabase"):
+        "HyperPod cannot take an external accounting database away: \"After you attach an external accounting "
+        "database to a cluster, you cannot revert that cluster to the internal MariaDB database\" (SageMaker "
+        "developer guide, \"Using an external accounting database with SageMaker HyperPod Slurm clusters\")",
+}
+"""Properties a service lets you set but never remove: dropping one is an update it refuses."""
 
 CUSTOM_NAMES: dict[str, str] = {
     # type -> the property that names it (its physical name): every type fmcluster names, audited against
@@ -219,6 +230,10 @@ def compare(old: dict[str, dict], new: dict[str, dict], moved: str | None = None
                     if kind == rtype and a != b and value_at(before_p, condition) is True:
                         refused[(stack, logical_id)] = (
                             f"{path.removeprefix('/properties/')} changes from {_show(a)} to {_show(b)}: {why}")
+                for (rtype, path), why in REMOVAL_REFUSED.items():
+                    a, b = value_at(before_p, path), value_at(after_p, path)
+                    if kind == rtype and a is not None and b is None:
+                        refused[(stack, logical_id)] = f"{path.removeprefix('/properties/')} is removed: {why}"
                 for (rtype, path), why in SHRINK_REPLACES.items():
                     a, b = value_at(before_p, path), value_at(after_p, path)
                     if kind == rtype and isinstance(a, int) and isinstance(b, int) and b < a:

@@ -48,6 +48,16 @@ class Orchestrator:
     it once, in usable instances)."""
     other_nodes: bool = True
     """Nodes besides the GPU nodes (a head, controller or login node) run exporters."""
+    accounting: tuple[str, ...] = field(default=())
+    """Where its Slurm accounting records can live (``orchestrator.accounting.store``), its default first; empty:
+    no accounting (:mod:`fmcluster.config.accounting` says what each store is)."""
+    accounting_secret: str = "password"
+    """How the accounting database's secret holds its credentials (``stacks/accounting.py`` ``SECRET_FORMATS``):
+    the password alone (ParallelCluster's ``PasswordSecretArn``) or JSON ``{"username", "password"}`` (HyperPod's
+    ``AccountingDatabase.SecretArn``)."""
+    accounting_node_clients: bool = False
+    """The accounting database admits the whole node security group, not only its client group: the orchestrator
+    cannot put slurmdbd's host alone in a group (HyperPod's ``VpcConfig`` is create-only and cluster-wide)."""
     slurm_optional: tuple[str, ...] = field(default=())
     """The settings path of a switch that keeps ``cdk deploy`` from starting the cluster (``create_cluster``)."""
 
@@ -85,12 +95,20 @@ class DiagramPart:
 ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
     Orchestrator("none", "launch templates only", "self-managed", slurm=False, other_nodes=False),
     Orchestrator("parallelcluster", "AWS ParallelCluster 3 with Slurm", "parallelcluster", slurm=True,
-                 unbounded_groups=False, slurm_optional=("pcluster", "create_cluster")),
+                 unbounded_groups=False, slurm_optional=("pcluster", "create_cluster"),
+                 # SlurmSettings.Database needs an external MySQL-compatible server (ParallelCluster user guide,
+                 # "Slurm accounting with AWS ParallelCluster"): no controller-local option
+                 accounting=("database",)),
     Orchestrator("hyperpod", "SageMaker HyperPod with Slurm", "hyperpod", slurm=True,
                  capacity_types=frozenset({"on-demand", "training-plan"}), unbounded_groups=False,
-                 ultraserver_warning=False),
+                 ultraserver_warning=False,
+                 # Orchestrator.Slurm.AccountingDatabase, else the controller's own database (botocore sagemaker)
+                 accounting=("database", "controller"), accounting_secret="credentials",
+                 accounting_node_clients=True),
     Orchestrator("pcs", "AWS Parallel Computing Service, managed Slurm", "pcs", slurm=True,
-                 unbounded_groups=False),  # at most 10 node groups (pcs-node-groups)
+                 unbounded_groups=False,  # at most 10 node groups (pcs-node-groups)
+                 # slurmConfiguration.accounting (mode STANDARD): PCS keeps the records itself (botocore pcs)
+                 accounting=("managed",)),
 )}
 """``orchestrator.type`` -> what it is; the project file's default (no scheduler) first."""
 

@@ -33,6 +33,9 @@ FORBIDDEN_NAMES = ("default",)
 
 CLUSTER_NAME_REGEX = r"^[a-zA-Z][a-zA-Z0-9-]{0,59}$"
 """``PCLUSTER_NAME_REGEX`` with ``PCLUSTER_NAME_MAX_LENGTH`` = 60."""
+ACCOUNTING_CLUSTER_NAME_MAX = 40
+"""``pcluster.constants.PCLUSTER_NAME_MAX_LENGTH_SLURM_ACCOUNTING``: with ``SlurmSettings.Database`` (or
+``ExternalSlurmdbd``) ``ClusterNameValidator`` refuses longer names (the cluster's database is named after it)."""
 
 MAX_QUEUES = 50
 MAX_COMPUTE_RESOURCES_PER_QUEUE = 50

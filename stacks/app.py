@@ -1,7 +1,9 @@
 """The CDK app behind ``app.py``, in one pass from top to bottom::
 
     project file -> config.load -> checks.validate (makes the plan) -> for each project:
-        NAME-network -> NAME-storage -> NAME-observability -> bootstrap bundles -> NAME-cluster
+        NAME-network -> NAME-storage -> NAME-observability -> NAME-accounting -> bootstrap bundles -> NAME-cluster
+
+(``NAME-storage``, ``NAME-observability`` and ``NAME-accounting`` only when the project needs them.)
 
 ``-c project=NAME`` (default ``default``), a comma-separated list, or ``-c project=all``.
 """
@@ -18,6 +20,7 @@ from dataclasses import replace
 from aws_cdk import App, Environment, Fn, Stack, Tags, Token, Validations
 from cdk_nag import AwsSolutionsChecks
 from fmcluster.bootstrap import bundles
+from fmcluster.stacks.accounting import AccountingStack
 from fmcluster.stacks.cluster import ClusterStack
 from fmcluster.stacks.network import NetworkStack
 from fmcluster.stacks.observability import ObservabilityStack
@@ -26,9 +29,12 @@ from fmcluster.stacks.storage import StorageStack
 from fmcluster import checks, config
 from fmcluster.config.loader import LoadedProject
 from fmcluster.contracts import (
+    ACCOUNTING_OUTPUTS,
     BUCKET_OUTPUTS,
+    DATABASE_SUBNET_OUTPUTS,
     FILE_SYSTEM_OUTPUTS,
     NETWORK_OUTPUTS,
+    AccountingContract,
     NetworkContract,
     StorageContract,
     export_name,
@@ -102,8 +108,16 @@ def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
         stacks.append(observability)
         metrics = observability.contract
 
-    # The cluster stack reads network and storage through their exports (strong references).
+    # The accounting and cluster stacks read network, storage and accounting through their exports (strong
+    # references).
     network_contract = imported_network(name, network.contract)
+    accounting = None
+    if plan.cluster.accounting_store == "database":  # records kept in a database fmcluster creates (and retains)
+        accounting_stack = AccountingStack(app, stack_name(name, "accounting"), plan=plan.cluster,
+                                           network=network_contract, env=env, termination_protection=protect)
+        accounting_stack.add_stack_dependency(network)
+        stacks.append(accounting_stack)
+        accounting = imported_accounting(name, accounting_stack.contract)
     storage_contract = imported_storage(name, storage_contract)
     bundle_dir = Path(app.outdir) / bundles.BUNDLES_DIR / name
     fsx = storage_contract.fsx
@@ -112,9 +126,10 @@ def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
                                           metrics.remote_write_url if metrics else None)
     runs_slurm = plan.cluster.driver.runs_slurm(plan.cluster)
     cluster = ClusterStack(app, stack_name(name, "cluster"), plan=plan.cluster, bundles=node_bundles,
-                           network=network_contract, storage=storage_contract, metrics=metrics, env=env,
+                           network=network_contract, storage=storage_contract, metrics=metrics,
+                           accounting=accounting, env=env,
                            termination_protection=protect and runs_slurm)
-    for producer in stacks:  # imports name no stack: deploy network and storage (and observability) first
+    for producer in stacks:  # imports name no stack: deploy network, storage (observability, accounting) first
         cluster.add_stack_dependency(producer)
     stacks.append(cluster)
 
@@ -139,7 +154,16 @@ def imported_network(project: str, contract: NetworkContract) -> NetworkContract
     values = {field: _imported(project, key, getattr(contract, field)) for key, field in NETWORK_OUTPUTS.items()}
     if contract.services_subnet_id == contract.compute_subnet_id:
         values["services_subnet_id"] = values["compute_subnet_id"]
+    values["database_subnet_ids"] = tuple(_imported(project, key, subnet_id) for key, subnet_id
+                                          in zip(DATABASE_SUBNET_OUTPUTS, contract.database_subnet_ids))
     return NetworkContract(**values)
+
+
+def imported_accounting(project: str, contract: AccountingContract) -> AccountingContract:
+    """The accounting database's contract as the cluster stack reads it: each value it makes through its export
+    (the port and user name are constants and stay as they are)."""
+    return replace(contract, **{field: _imported(project, key, getattr(contract, field))
+                                for key, field in ACCOUNTING_OUTPUTS.items() if field != "port"})
 
 
 def imported_storage(project: str, contract: StorageContract) -> StorageContract:

@@ -32,6 +32,7 @@ from fmcluster.stacks import hyperpod, parallelcluster, pcs
 from fmcluster.stacks.node_role import add_node_role
 
 from fmcluster.contracts import (
+    AccountingContract,
     MetricsContract,
     NetworkContract,
     StorageContract,
@@ -46,11 +47,13 @@ class ClusterStack(Stack):
 
     def __init__(self, scope: Construct, construct_id: str, *, plan: ClusterPlan, bundles: object,
                  network: NetworkContract, storage: StorageContract, metrics: MetricsContract | None = None,
-                 **kwargs) -> None:
+                 accounting: AccountingContract | None = None, **kwargs) -> None:
         super().__init__(scope, construct_id, description=f"fmcluster {plan.project}: compute capacity", **kwargs)
         self.plan = plan
         self.network = network
         self.storage = storage
+        self.accounting = accounting
+        """The Slurm accounting database (``NAME-accounting``), or None: accounting off or kept elsewhere."""
         self.launch_templates: dict[str, ec2.CfnLaunchTemplate] = {}
         BUILDERS[plan.orchestrator](self, bundles, metrics)
 

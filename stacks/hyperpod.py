@@ -33,9 +33,15 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 from fmcluster.bootstrap.bundles import LifecycleBundles
 
-from fmcluster.contracts import HYPERPOD_CLUSTER_ARN_OUTPUT, MetricsContract, NetworkContract, StorageContract
+from fmcluster.contracts import (
+    HYPERPOD_CLUSTER_ARN_OUTPUT,
+    AccountingContract,
+    MetricsContract,
+    NetworkContract,
+    StorageContract,
+)
 from fmcluster.facts import PROJECT_TAG
-from fmcluster.generate.hyperpod import LIFECYCLE_PREFIX, InstanceGroup, instance_groups
+from fmcluster.generate.hyperpod import LIFECYCLE_PREFIX, InstanceGroup, cluster_accounting, instance_groups
 from fmcluster.plan import ClusterPlan
 
 MANAGED_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
@@ -54,7 +60,8 @@ FSX_MOUNT_NAME_MAX = 8
 
 class HyperPodCluster(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, plan: ClusterPlan, bundles: LifecycleBundles,
-                 network: NetworkContract, storage: StorageContract, metrics: MetricsContract | None = None) -> None:
+                 network: NetworkContract, storage: StorageContract, metrics: MetricsContract | None = None,
+                 accounting: AccountingContract | None = None) -> None:
         super().__init__(scope, construct_id)
         self.plan = plan
         settings = plan.hyperpod
@@ -87,6 +94,7 @@ class HyperPodCluster(Construct):
         )
         self._acknowledge_upload(stack)
 
+        self.accounting = accounting
         self.role, policy = self._add_role(metrics, efa_fsx=storage.fsx is not None and storage.fsx.efa_enabled)
         # No literal name: ClusterName and VpcConfig are create-only (cfn-lint's schema) and CloudFormation refuses to
         # replace a resource whose custom name stays the same ("cannot update a stack when a custom-named resource
@@ -134,6 +142,13 @@ class HyperPodCluster(Construct):
         if metrics is not None:
             statements.append(iam.PolicyStatement(sid="RemoteWriteMetrics", actions=["aps:RemoteWrite"],
                                                   resources=[metrics.workspace_arn]))
+        if self.accounting is not None:
+            # slurmdbd on the controller logs in with the secret's user name and password. Which principal reads the
+            # secret the AccountingDatabase documentation does not say (botocore sagemaker ClusterAccountingDatabase:
+            # "credentials ... in an AWS Secrets Manager secret instead of in the request"); the instances run as this
+            # role, so it may read this one secret (unconfirmed that it is needed; harmless if not).
+            statements.append(iam.PolicyStatement(sid="ReadAccountingSecret", actions=["secretsmanager:GetSecretValue"],
+                                                  resources=[self.accounting.secret_arn]))
         clusters = f"arn:{Aws.PARTITION}:sagemaker:{Aws.REGION}:{Aws.ACCOUNT_ID}:cluster/*"
         if any(g.needs_imex for g in self.plan.groups):
             # fmcluster-imex finds the node's UltraServer members with HyperPod's node API (UltraServerInfo.Id,
@@ -216,18 +231,31 @@ class HyperPodCluster(Construct):
         fsx = storage.fsx
         groups = [self._group(g, bundles, fsx, head_vpc if g.node_type != "Compute" else None) for g in self.groups]
         tags = [CfnTag(key=PROJECT_TAG, value=plan.project), *(CfnTag(key=k, value=v) for k, v in plan.tags.items())]
+        accounting = cluster_accounting(plan, self.accounting)
         return sagemaker.CfnCluster(
             self, "Cluster",
             cluster_name=self.cluster_name,
             instance_groups=groups,
+            # Slurm's strategy and, with an accounting database, Orchestrator.Slurm.AccountingDatabase and
+            # NodeProvisioningMode: Continuous (which it requires; generate.hyperpod.cluster_accounting)
             orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
                 slurm=sagemaker.CfnCluster.ClusterOrchestratorSlurmConfigProperty(
-                    slurm_config_strategy=settings.slurm_config_strategy)),
+                    slurm_config_strategy=settings.slurm_config_strategy,
+                    accounting_database=self._accounting_database(accounting["Orchestrator"]["Slurm"]))),
+            node_provisioning_mode=accounting.get("NodeProvisioningMode"),
             node_recovery=settings.node_recovery,
             vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
                 security_group_ids=security_groups, subnets=[network.compute_subnet_id]),
             tags=tags,
         )
+
+    @staticmethod
+    def _accounting_database(slurm: dict) -> object | None:
+        database = slurm.get("AccountingDatabase")
+        if database is None:
+            return None
+        return sagemaker.CfnCluster.ClusterAccountingDatabaseProperty(
+            endpoint=database["Endpoint"], port=database["Port"], secret_arn=database["SecretArn"])
 
     def _group(self, group: InstanceGroup, bundles: LifecycleBundles, fsx, override_vpc) -> object:
         storage_configs = []
@@ -269,4 +297,4 @@ class HyperPodCluster(Construct):
 def build(stack: Any, bundles: LifecycleBundles, metrics: MetricsContract | None) -> None:
     """The HyperPod cluster in ``stack`` (:data:`fmcluster.stacks.cluster.BUILDERS`)."""
     stack.hyperpod = HyperPodCluster(stack, "HyperPod", plan=stack.plan, bundles=bundles, network=stack.network,
-                                     storage=stack.storage, metrics=metrics)
+                                     storage=stack.storage, metrics=metrics, accounting=stack.accounting)

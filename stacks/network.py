@@ -21,7 +21,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from fmcluster.contracts import NETWORK_OUTPUTS, NetworkContract, export_name
+from fmcluster.contracts import DATABASE_SUBNET_OUTPUTS, NETWORK_OUTPUTS, NetworkContract, export_name
 from fmcluster.facts import LUSTRE_PORT_RANGES
 from fmcluster.plan import NetworkPlan
 
@@ -33,9 +33,11 @@ class NetworkStack(Stack):
         spec = plan.spec
         if spec.existing is None:
             vpc_id, subnet_id, services_id = self._add_vpc()
+            database_ids = self._add_database_subnets(vpc_id) if plan.database_subnet_cidrs else ()
         else:
             vpc_id = spec.existing.vpc_id
             subnet_id = services_id = spec.existing.compute_subnet_id
+            database_ids = tuple(spec.existing.database_subnet_ids or ())
         vpc = ec2.Vpc.from_vpc_attributes(self, "VpcRef", vpc_id=vpc_id, availability_zones=[plan.availability_zone_id])
         efa, node, storage = self._add_security_groups(vpc)
         if spec.existing is None and spec.interface_endpoints:
@@ -47,6 +49,7 @@ class NetworkStack(Stack):
             node_security_group_id=node.security_group_id,
             storage_security_group_id=storage.security_group_id,
             services_subnet_id=services_id,
+            database_subnet_ids=database_ids,
         )
         self._add_outputs()
 
@@ -97,6 +100,24 @@ class NetworkStack(Stack):
         )
         self._add_flow_logs(vpc.ref)
         return vpc.ref, compute.ref, services_id
+
+    def _add_database_subnets(self, vpc_id: str) -> tuple[str, ...]:
+        """The Slurm accounting database's subnets: an RDS DB subnet group needs subnets in at least two Availability
+        Zones (RDS User Guide, "Working with a DB instance in a VPC"), and nothing else here spans a second zone. The
+        Region's first two zones (``Fn::GetAZs``) differ by construction, whatever the compute zone is; slurmdbd on
+        the head node reaching the database across zones is fine for a trickle of inserts. Their own route table
+        has no route out: the database answers the VPC and reaches nothing."""
+        routes = ec2.CfnRouteTable(self, "DatabaseRouteTable", vpc_id=vpc_id)
+        ids = []
+        for index, cidr in enumerate(self.plan.database_subnet_cidrs or ()):
+            subnet = ec2.CfnSubnet(
+                self, f"DatabaseSubnet{index + 1}", vpc_id=vpc_id, cidr_block=cidr,
+                availability_zone=Fn.select(index, Fn.get_azs()), map_public_ip_on_launch=False,
+            )
+            ec2.CfnSubnetRouteTableAssociation(self, f"DatabaseSubnet{index + 1}RouteTableAssociation",
+                                               subnet_id=subnet.ref, route_table_id=routes.ref)
+            ids.append(subnet.ref)
+        return tuple(ids)
 
     def _add_flow_logs(self, vpc_id: str) -> None:
         group = logs.CfnLogGroup(self, "FlowLogs", retention_in_days=self.plan.spec.flow_logs_retention_days)
@@ -167,3 +188,7 @@ class NetworkStack(Stack):
         for key, field in NETWORK_OUTPUTS.items():
             CfnOutput(self, key, value=getattr(self.contract, field), description=f"The {what[key]}",
                       export_name=export_name(self.plan.project, key))
+        if self.plan.database_subnet_cidrs:  # created here; an existing network's are known already
+            for key, subnet_id in zip(DATABASE_SUBNET_OUTPUTS, self.contract.database_subnet_ids):
+                CfnOutput(self, key, value=subnet_id, description="A subnet of the Slurm accounting database",
+                          export_name=export_name(self.plan.project, key))

@@ -36,6 +36,7 @@ from fmcluster.contracts import (
     CLUSTER_NAME_OUTPUT,
     HEAD_NODE_IP_OUTPUT,
     NODE_POLICY_OUTPUT,
+    AccountingContract,
     MetricsContract,
     NetworkContract,
     StorageContract,
@@ -61,13 +62,15 @@ class ParallelClusterCluster(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, plan: ClusterPlan,
                  network: NetworkContract, storage: StorageContract | None, bootstrap_uri: str,
                  bootstrap_read_arns: Sequence[str], metrics: MetricsContract | None = None,
-                 bootstrap_args: Sequence[str] = (), scripts_bucket_arn: str | None = None) -> None:
+                 bootstrap_args: Sequence[str] = (), scripts_bucket_arn: str | None = None,
+                 accounting: AccountingContract | None = None) -> None:
         super().__init__(scope, construct_id)
         settings = plan.pcluster
         project = plan.project
         stack = Stack.of(self)
         self.cluster_name = plan.pcluster_name
         self.scripts_bucket_arn = scripts_bucket_arn
+        self.accounting = accounting
 
         self.node_policy = iam.ManagedPolicy(
             self, "NodePolicy",
@@ -96,6 +99,7 @@ class ParallelClusterCluster(Construct):
         self.configuration = generate.cluster_config(
             plan, network=network, storage=storage, bootstrap_uri=bootstrap_uri, bootstrap_args=bootstrap_args,
             node_policy_arns=[self.node_policy.managed_policy_arn], region=Aws.REGION, partition=Aws.PARTITION,
+            accounting=accounting,
         )
         self.provider: CfnStack | None = None
         self.cluster: CustomResource | None = None
@@ -119,6 +123,15 @@ class ParallelClusterCluster(Construct):
             scripts = f"{self.scripts_bucket_arn}/*.sh"
             statements.append(iam.PolicyStatement(sid="ReadCustomActionScripts", actions=["s3:GetObject"],
                                                   resources=[scripts]))
+        if self.accounting is not None:
+            # ParallelCluster validates SlurmSettings.Database.PasswordSecretArn with secretsmanager:DescribeSecret
+            # (PasswordSecretArnValidator, pcluster/validators/directory_service_validators.py, 3.16.1); without it
+            # the provider reports "Cannot validate secret ... lack of permissions" (validators/common.py). The head
+            # node's own GetSecretValue on it ParallelCluster grants itself (AllowGettingSlurmDbSecretValue,
+            # pcluster/templates/cdk_builder_utils.py).
+            statements.append(iam.PolicyStatement(sid="DescribeAccountingSecret",
+                                                  actions=["secretsmanager:DescribeSecret"],
+                                                  resources=[self.accounting.secret_arn]))
         attach = iam.ManagedPolicy(
             self, "ProviderAttachPolicy",
             description=f"fmcluster {project}: let the ParallelCluster provider attach the node policies",
@@ -192,7 +205,7 @@ def build(stack: Any, bundles: DispatchedBundles, metrics: MetricsContract | Non
         # the archive of bundles, and the metrics workspace the nodes' agents remote-write to
         bootstrap_args=[archive.s3_object_url, *([metrics.remote_write_url] if metrics else [])],
         bootstrap_read_arns=[a.bucket.arn_for_objects(a.s3_object_key) for a in (dispatcher, archive)],
-        metrics=metrics, scripts_bucket_arn=dispatcher.bucket.bucket_arn,
+        metrics=metrics, scripts_bucket_arn=dispatcher.bucket.bucket_arn, accounting=stack.accounting,
     )
     CfnOutput(stack, BOOTSTRAP_OUTPUT, value=dispatcher.s3_object_url,
               description="OnNodeConfigured script; its argument is BootstrapBundlesUri")

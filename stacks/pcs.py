@@ -85,9 +85,7 @@ class PcsCluster(Construct):
             scheduler=pcs.CfnCluster.SchedulerProperty(type="SLURM", version=settings.slurm_version),
             networking=pcs.CfnCluster.NetworkingProperty(subnet_ids=[network.services_subnet_id],
                                                          security_group_ids=security_groups),
-            slurm_configuration=(None if settings.scaledown_idle_seconds is None else
-                                 pcs.CfnCluster.SlurmConfigurationProperty(
-                                     scale_down_idle_time_in_seconds=settings.scaledown_idle_seconds)),
+            slurm_configuration=self._slurm_configuration(plan),
             tags=tags,
         )
 
@@ -114,6 +112,20 @@ class PcsCluster(Construct):
 
         CfnOutput(stack, PCS_CLUSTER_ID_OUTPUT, value=self.cluster.attr_id, description="AWS PCS cluster ID")
         CfnOutput(stack, PCS_CLUSTER_ARN_OUTPUT, value=self.cluster.attr_arn, description="AWS PCS cluster ARN")
+
+    @staticmethod
+    def _slurm_configuration(plan: ClusterPlan) -> object | None:
+        """Scale-down idle time and, with ``orchestrator.accounting`` on, PCS's managed accounting: ``Accounting.Mode:
+        STANDARD`` (botocore pcs ``Accounting``: STANDARD or NONE; ``defaultPurgeTimeInDays`` left at its default
+        -1, records kept). PCS runs slurmdbd and its database itself; it needs Slurm 24.11 or later, which every
+        version fmcluster offers is (FACTS.md section 5; ``fmcluster.config.pcs.SLURM_VERSIONS``)."""
+        idle = plan.pcs.scaledown_idle_seconds
+        managed = plan.accounting_store == "managed"
+        if idle is None and not managed:
+            return None
+        return pcs.CfnCluster.SlurmConfigurationProperty(
+            scale_down_idle_time_in_seconds=idle,
+            accounting=pcs.CfnCluster.AccountingProperty(mode="STANDARD") if managed else None)
 
     # -- the role ---------------------------------------------------------------------------------------------
 

@@ -190,6 +190,7 @@ def test_guard_synthesis_equals_the_cdk_cli(tmp_path: Path) -> None:
 NOT_NAMES = {
     ("AWS::EC2::VPCEndpoint", "/properties/ServiceName"): "the AWS service it reaches, not its own name",
     ("AWS::EC2::FlowLog", "/properties/LogGroupName"): "the log group it writes to, not its own name",
+    ("AWS::RDS::DBCluster", "/properties/DBSubnetGroupName"): "the subnet group it sits in, not its own name",
 }
 
 
@@ -236,6 +237,51 @@ def test_a_custom_named_policy_whose_description_changes_is_refused() -> None:
     renamed = {"demo-cluster": {"Resources": {"NodePolicy": {**policy, "Properties": {
         **policy["Properties"], "Description": "b", "ManagedPolicyName": "other"}}}}}
     assert guard.compare(old, renamed) == []  # a new name: CloudFormation replaces it, nothing is lost
+
+
+def _accounting(**changes) -> dict[str, dict]:
+    """A stack holding the accounting database, as ``stacks/accounting.py`` writes it (the parts the guard reads)."""
+    cluster = {"Type": "AWS::RDS::DBCluster", "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
+               "Properties": {"Engine": "aurora-mysql", "StorageEncrypted": True,
+                              "DBSubnetGroupName": {"Ref": "SubnetGroup"},
+                              "ServerlessV2ScalingConfiguration": {"MinCapacity": 0.5, "MaxCapacity": 2}}}
+    cluster["Properties"].update(changes)
+    writer = {"Type": "AWS::RDS::DBInstance", "DeletionPolicy": "Retain",
+              "Properties": {"DBClusterIdentifier": {"Ref": "Cluster"}, "DBInstanceClass": "db.serverless"}}
+    return {"demo-accounting": {"Resources": {"Cluster": cluster, "Writer": writer}}}
+
+
+def test_the_accounting_database_is_judged_like_the_other_stateful_resources() -> None:
+    # resizing is an update in place
+    assert guard.compare(_accounting(), _accounting(ServerlessV2ScalingConfiguration={"MinCapacity": 1,
+                                                                                       "MaxCapacity": 4})) == []
+    # a create-only property replaces the cluster, and every job record with it
+    found = {r.logical_id: r for r in guard.compare(_accounting(), _accounting(StorageEncrypted=False))}
+    assert found["Cluster"].type == "AWS::RDS::DBCluster" and "StorageEncrypted" in found["Cluster"].reason
+    # ... and its writer (DBClusterIdentifier is create-only) goes with it
+    assert set(found) == {"Cluster", "Writer"} and "Cluster" in found["Writer"].reason
+    # turning accounting off keeps the database, orphaned: the guard says so
+    found = guard.compare(_accounting(), {"demo-accounting": {"Resources": {}}})
+    assert {r.type for r in found} == {"AWS::RDS::DBCluster", "AWS::RDS::DBInstance"}
+    assert all("retained and orphaned" in r.reason for r in found if r.type == "AWS::RDS::DBCluster")
+
+
+def test_hyperpod_refuses_to_give_up_its_external_accounting_database() -> None:
+    def cluster(slurm: dict) -> dict[str, dict]:
+        props = {"ClusterName": "demo-hyperpod", "Orchestrator": {"Slurm": slurm},
+                 "VpcConfig": {"SecurityGroupIds": ["sg-1"], "Subnets": ["subnet-1"]}}
+        return {"demo-cluster": {"Resources": {"Cluster": {"Type": "AWS::SageMaker::Cluster", "Properties": props}}}}
+
+    database = {"Endpoint": "db.example", "SecretArn": "arn:aws:secretsmanager:us-east-1:000000000000:secret:x"}
+    managed = {"SlurmConfigStrategy": "Managed"}
+    # attaching one, or moving to another endpoint, is an update the guard lets through
+    assert guard.compare(cluster(managed), cluster({**managed, "AccountingDatabase": database})) == []
+    moved = {**database, "Endpoint": "db2.example"}
+    assert guard.compare(cluster({**managed, "AccountingDatabase": database}),
+                         cluster({**managed, "AccountingDatabase": moved})) == []
+    # going back to the controller's own database is refused by HyperPod
+    [found] = guard.compare(cluster({**managed, "AccountingDatabase": database}), cluster(managed))
+    assert found.type == "AWS::SageMaker::Cluster" and "cannot revert" in found.reason
 
 
 def _pcs(cluster_props: dict, group_type: str = "p5.48xlarge") -> dict:

@@ -13,6 +13,8 @@ from botocore.exceptions import ClientError
 from fmcluster.aws import StackOutputsError
 from fmcluster.aws.session import is_account_problem
 from fmcluster.contracts import (
+    ACCOUNTING_OUTPUTS,
+    ACCOUNTING_USER,
     BOOTSTRAP_ARGS_OUTPUT,
     BOOTSTRAP_OUTPUT,
     BUCKET_OUTPUTS,
@@ -20,6 +22,7 @@ from fmcluster.contracts import (
     GRAFANA_WORKSPACE_OUTPUT,
     NETWORK_OUTPUTS,
     NODE_POLICY_OUTPUT,
+    AccountingContract,
     MountContract,
     NetworkContract,
     StorageContract,
@@ -69,6 +72,15 @@ def storage_contract(cfn: Any, project: str, plan: StoragePlan | None = None) ->
         fsx = MountContract(**values)
     bucket = {field: _need(outputs, name, key) for key, field in BUCKET_OUTPUTS.items()}
     return StorageContract(**bucket, fsx=fsx, scratch_path=None)
+
+
+def accounting_contract(cfn: Any, project: str) -> AccountingContract:
+    """From ``NAME-accounting`` (``stacks/accounting.py``): the Slurm accounting database."""
+    name = stack_name(project, "accounting")
+    outputs = stack_outputs(cfn, name)
+    values: dict[str, Any] = {field: _need(outputs, name, key) for key, field in ACCOUNTING_OUTPUTS.items()}
+    values["port"] = int(values["port"])
+    return AccountingContract(user_name=ACCOUNTING_USER, **values)
 
 
 def contracts_from_stacks(cfn: Any, project: str, storage: StoragePlan | None = None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fmcluster.checks import (
+    accounting,
     bootstrap,
     capacity,
     hyperpod,
@@ -28,7 +29,7 @@ from fmcluster.errors import ConfigError, Problem
 from fmcluster.plan import Plan, make_plan
 
 CHECKS: dict[str, Check] = collect(
-    (network, zones, capacity, observability, storage, mounts, limits, parallelcluster, hyperpod, pcs))
+    (network, zones, capacity, observability, storage, mounts, limits, parallelcluster, hyperpod, pcs, accounting))
 
 
 @check("suppressed-warning-exists", "warning")

@@ -102,6 +102,11 @@ def names(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                        problem or f"cluster name {name!r} is also a stack name; ParallelCluster makes a stack "
                                   "named after the cluster",
                        "choose another orchestrator.parallelcluster.cluster_name")
+    elif project.orchestrator.accounting.enabled and len(name) > support.ACCOUNTING_CLUSTER_NAME_MAX:
+        yield Finding(loc,
+                       f"cluster name {name!r} has {len(name)} characters; with Slurm accounting ParallelCluster "
+                       f"takes at most {support.ACCOUNTING_CLUSTER_NAME_MAX}",
+                       "choose a shorter orchestrator.parallelcluster.cluster_name")
 
 
 @check("parallelcluster-queues", "error")

@@ -45,8 +45,19 @@ def render(loaded: config.LoadedProject, plan: Plan, *, cfn: Any | None = None, 
         network, storage, bootstrap, args, policy = contracts_from_stacks(cfn, name, plan.storage)
         origin = f"the outputs of the deployed {name}-network, -storage and -cluster stacks"
     cluster = plan.cluster
+    accounting = None
+    if cluster.accounting_store == "database":  # SlurmSettings.Database from NAME-accounting
+        if cfn is None:
+            accounting = placeholders.accounting(name)
+        else:
+            # Heavy, and needed only here: botocore loads for the commands that call AWS.
+            from fmcluster.aws.stacks import accounting_contract
+
+            accounting = accounting_contract(cfn, name)
+            origin = origin.replace(" and -cluster", ", -accounting and -cluster")
     data = generate.cluster_config(cluster, network=network, storage=storage, bootstrap_uri=bootstrap,
-                                   bootstrap_args=args, node_policy_arns=[policy], region=region or cluster.region)
+                                   bootstrap_args=args, node_policy_arns=[policy], region=region or cluster.region,
+                                   accounting=accounting)
     header = (f"# ParallelCluster {cluster.pcluster.version} configuration for fmcluster project "
               f"{name}, generated from {loaded.file or 'the project'}.\n# IDs: {origin}.\n"
               + "".join(f"# {line}\n" for line in next_steps(name, cluster.pcluster_name,

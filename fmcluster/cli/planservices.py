@@ -44,6 +44,50 @@ def scheduler(p: Plan, lines: Table) -> None:
     ROWS[p.cluster.orchestrator](p, scheduler_data(p), lines)
 
 
+def accounting_data(p: Plan) -> dict | None:
+    """The accounting section: where the records live, what is kept after ``cdk destroy``, the Slurm defaults; None
+    when accounting is off. No price: Aurora's per-ACU-hour and per-GB-month prices vary by Region and are not
+    recorded here."""
+    store = p.cluster.accounting_store
+    if store is None:
+        return None
+    spec = p.cluster.accounting
+    data: dict = {"store": store, "fair_share": spec.fair_share, "qos_per_partition": spec.qos_per_partition,
+                  "tres": list(spec.tres), "database": None}
+    if store == "database":
+        db = spec.database
+        data["database"] = {"engine": "Aurora MySQL Serverless v2", "min_capacity_acu": db.min_capacity_acu,
+                            "max_capacity_acu": db.max_capacity_acu, "backup_retention_days": db.backup_retention_days,
+                            "retained": True, "stack": f"{p.project}-accounting"}
+    return data
+
+
+STORE_WORDS = {
+    "controller": "on the controller node (HyperPod's own database): free, lost with the controller",
+    "managed": "the orchestrator's managed accounting",
+}
+
+
+def accounting(p: Plan, lines: Table) -> bool:
+    """The accounting lines; False when accounting is off."""
+    data = accounting_data(p)
+    if data is None:
+        return False
+    db = data["database"]
+    if db is not None:
+        row(lines, "records", f"{db['engine']} in {db['stack']}, {db['min_capacity_acu']:g}-{db['max_capacity_acu']:g} "
+                              f"ACU, encrypted, {db['backup_retention_days']} days of backups")
+        row(lines, "on destroy", "the database, its snapshots and its secret are KEPT (deletion protection, Retain): "
+                                 "it is billed until you delete it by hand")
+    else:
+        row(lines, "records", STORE_WORDS[data["store"]])
+    policy = [*(["fair share"] if data["fair_share"] else []),
+              *(["a QoS per partition"] if data["qos_per_partition"] else []),
+              *([f"tracks {', '.join(data['tres'])}"] if data["tres"] else [])]
+    row(lines, "Slurm", ", ".join(policy) or "defaults (no fair share, no QoS, no extra TRES)")
+    return True
+
+
 def monitoring_data(p: Plan) -> dict | None:
     """The monitoring section: workspace, Grafana, each role's exporters and ports, active series."""
     obs = p.observability
@@ -148,6 +192,7 @@ def plan_json(p: Plan) -> dict:
     data["storage"]["associations"] = associations_data(p.storage, p.project)
     data["scheduler"] = scheduler_data(p)
     data["monitoring"] = monitoring_data(p)
+    data["accounting"] = accounting_data(p)
     return data
 
 
@@ -156,6 +201,10 @@ def print_services(p: Plan, console: Console) -> None:
     scheduler(p, lines)
     console.print(lines)
     console.print()
+    lines = settings("accounting")
+    if accounting(p, lines):
+        console.print(lines)
+        console.print()
     lines = settings("monitoring")
     if monitoring(p, lines):
         console.print(lines)

@@ -118,6 +118,9 @@ def _network(p: Plan, parts: list[RenderableType], wide: bool) -> None:
         _row(lines, "Local Zone", f"nodes in {zone.zone_id} ({zone.name}); the NAT gateway, FSx, the endpoints "
                                   f"and a head node in its parent zone {zone.parent_zone_id}")
         _row(lines, "services subnet", f"{net.services_subnet_cidr} in {zone.parent_zone_id}")
+    if net.database_subnet_cidrs:
+        _row(lines, "database subnets", f"{', '.join(net.database_subnet_cidrs)}: the accounting database, in the "
+                                        "Region's first two Availability Zones (RDS needs two)")
     parts += [lines, Text()]
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from fmcluster.config.base import Int, Model, located
 from fmcluster.facts import LogRetentionDays
@@ -27,6 +27,19 @@ class ExistingNetwork(Model):
         default=None,
         description="CIDR of that subnet, if known: lets `fmcluster plan` check it holds the nodes.",
     )
+    database_subnet_ids: list[Annotated[str, StringConstraints(pattern=r"^subnet-[0-9a-f]{8,17}$")]] | None = Field(
+        default=None,
+        description="Private subnets in at least two Availability Zones for the Slurm accounting database "
+                    "(`orchestrator.accounting` with `store: database`; RDS needs two zones). Required then.",
+    )
+
+    @field_validator("database_subnet_ids")
+    @classmethod
+    def _two_subnets(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and len(set(value)) < 2:
+            raise ValueError("an RDS DB subnet group needs subnets in at least two Availability Zones: name two "
+                             "different subnets, in different zones")
+        return value
 
     @field_validator("compute_subnet_cidr")
     @classmethod

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from fmcluster.config.accounting import Accounting
 from fmcluster.config.base import Model, located
 from fmcluster.config.compute import ComputeGroup
 from fmcluster.config.hyperpod import HyperPodSettings
@@ -47,6 +48,10 @@ class Orchestrator(Model):
     pcs: PcsSettings | None = Field(
         default=None, description="AWS PCS settings (orchestrator.type: pcs); defaults apply when absent."
     )
+
+    accounting: Accounting = Field(
+        default_factory=Accounting,
+        description="Slurm accounting (off by default: its database is retained and billed).")
 
     @property
     def hp(self) -> HyperPodSettings:

@@ -18,6 +18,7 @@ from fmcluster.config.hyperpod import (
     DEEP_HEALTH_CHECKS,
     LOGIN,
 )
+from fmcluster.contracts import AccountingContract
 from fmcluster.orchestrators import DiagramPart, SlurmTarget
 from fmcluster.plan import ClusterPlan, GroupPlan, Plan
 
@@ -126,6 +127,31 @@ def scheduler_data(plan: Plan) -> dict:
     return {"type": "hyperpod", "cluster_name": f"{cluster.hyperpod_name_prefix}-<subnet ID>",
             "created_by_cdk_deploy": True, "node_recovery": hp.node_recovery,
             "slurm_config_strategy": hp.slurm_config_strategy, "instance_groups": groups}
+
+
+CONTINUOUS = "Continuous"
+"""``NodeProvisioningMode`` an external accounting database needs: "This field is only supported for clusters using
+Continuous as the NodeProvisioningMode" (botocore sagemaker, ``ClusterOrchestratorSlurmConfig.AccountingDatabase``;
+cfn-lint 1.58's schema: "Supported only with Continuous node provisioning"; SageMaker developer guide, "Using an
+external accounting database with SageMaker HyperPod Slurm clusters": it also needs AMIs released after 2026-08-30,
+and cannot be removed once attached). botocore's ``NodeProvisioningMode`` text still says "only supported for EKS
+orchestrated clusters", which the guide's "Continuous provisioning ... with Slurm" page contradicts. Not
+create-only in cfn-lint's schema."""
+
+
+def cluster_accounting(cluster: ClusterPlan, database: AccountingContract | None) -> dict:
+    """The ``AWS::SageMaker::Cluster`` properties accounting sets, as CloudFormation writes them: with the
+    database, ``Orchestrator.Slurm.AccountingDatabase`` (``Endpoint``, ``Port``, ``SecretArn``; ``Name`` left to
+    HyperPod: ``slurm_acct_db_<cluster id>``) and ``NodeProvisioningMode: Continuous``; with the controller's own
+    database (or accounting off), just the Slurm strategy. ``database`` is required for ``store: database``."""
+    slurm: dict = {"SlurmConfigStrategy": cluster.hyperpod.slurm_config_strategy}
+    if cluster.accounting_store != "database":
+        return {"Orchestrator": {"Slurm": slurm}}
+    if database is None:
+        raise ValueError("accounting keeps its records in a database: pass the accounting database's contract")
+    slurm["AccountingDatabase"] = {"Endpoint": database.endpoint, "Port": database.port,
+                                   "SecretArn": database.secret_arn}
+    return {"Orchestrator": {"Slurm": slurm}, "NodeProvisioningMode": CONTINUOUS}
 
 
 def diagram_part(plan: Plan) -> DiagramPart:

@@ -17,7 +17,8 @@ from fmcluster.config.parallelcluster import (
     DEFAULT_LOGIN_NODE,
     ParallelClusterSettings,
 )
-from fmcluster.contracts import MetricsContract, NetworkContract, StorageContract
+from fmcluster.config.accounting import Accounting
+from fmcluster.contracts import AccountingContract, MetricsContract, NetworkContract, StorageContract
 from fmcluster.facts import PROJECT_TAG
 from fmcluster.orchestrators import DiagramPart, SlurmTarget
 from fmcluster.plan import ClusterPlan, GroupPlan, Plan
@@ -90,8 +91,12 @@ def cluster_config(
     node_policy_arns: Sequence[str] = (),
     region: str | None = None,
     partition: str = "aws",
+    accounting: AccountingContract | None = None,
 ) -> dict[str, Any]:
     """The ParallelCluster 3 configuration (the dict behind cluster.yaml).
+
+    ``accounting``: the accounting database (``stacks/accounting.py``), given when the project's accounting is on;
+    it becomes ``SlurmSettings.Database`` and its client group joins the head node's (where slurmdbd runs).
 
     ``node_policy_arns``: managed policies fmcluster made for the nodes (see
     :func:`node_policy_statements`); the project's ``extra_iam_policy_arns`` and SSM's
@@ -113,7 +118,8 @@ def cluster_config(
     config["Imds"] = {"ImdsSupport": "v2.0"}
     config["HeadNode"] = {
         "InstanceType": settings.head_node_instance_type or DEFAULT_HEAD_NODE[arch],
-        "Networking": {"SubnetId": network.services_subnet_id, "SecurityGroups": list(security_groups)},
+        "Networking": {"SubnetId": network.services_subnet_id, "SecurityGroups": list(
+            security_groups if accounting is None else [*security_groups, accounting.client_security_group_id])},
         "LocalStorage": {"RootVolume": {**_root_volume(settings.head_node_root_volume_gib), "DeleteOnTermination": True}},
         "Imds": {"Secured": True},
         # The dispatcher every node runs: on the head node it runs the head-node bundle, which puts pyxis in the
@@ -123,7 +129,8 @@ def cluster_config(
     }
     config["Scheduling"] = {
         "Scheduler": "slurm",
-        "SlurmSettings": _slurm_settings(settings, imex=any(g.needs_imex for g in cluster.groups)),
+        "SlurmSettings": _slurm_settings(settings, imex=any(g.needs_imex for g in cluster.groups),
+                                         accounting=accounting, policy=cluster.accounting),
         "SlurmQueues": [
             _queue(cluster, queue, network, security_groups, policies, bootstrap_uri, bootstrap_args)
             for queue in queues(cluster)
@@ -201,7 +208,8 @@ IMEX_PROLOG_FLAGS = "Alloc,NoHold"
 guide, "Support NVIDIA-Imex with p6e-gb200 instance": CustomSlurmSettings PrologFlags "Alloc,NoHold")."""
 
 
-def _slurm_settings(settings: ParallelClusterSettings, *, imex: bool = False) -> dict[str, Any]:
+def _slurm_settings(settings: ParallelClusterSettings, *, imex: bool = False,
+                    accounting: AccountingContract | None = None, policy: Accounting | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "QueueUpdateStrategy": settings.slurm.queue_update_strategy,
         "ScaledownIdletime": settings.slurm.scaledown_idletime_minutes,
@@ -209,8 +217,39 @@ def _slurm_settings(settings: ParallelClusterSettings, *, imex: bool = False) ->
     custom = dict(settings.slurm.custom_settings)
     if imex and not any(k.lower() == "prologflags" for k in custom):  # the project's own PrologFlags win
         custom["PrologFlags"] = IMEX_PROLOG_FLAGS
+    if accounting is not None:
+        out["Database"] = database(accounting)
+        for key, value in accounting_settings(policy or Accounting(enabled=True)).items():
+            if not any(k.lower() == key.lower() for k in custom):  # the project's own settings win
+                custom[key] = value
     if custom:
         out["CustomSlurmSettings"] = [{k: v} for k, v in custom.items()]
+    return out
+
+
+def database(accounting: AccountingContract) -> dict[str, Any]:
+    """``Scheduling.SlurmSettings.Database`` (ParallelCluster 3.3+): ``Uri`` is ``host:port`` without a scheme
+    (``DatabaseUriValidator``), ``PasswordSecretArn`` a secret holding the password alone; ``DatabaseName`` is left
+    to ParallelCluster (the cluster's name), so two clusters can share one database server."""
+    return {"Uri": f"{accounting.endpoint}:{accounting.port}", "UserName": accounting.user_name,
+            "PasswordSecretArn": accounting.secret_arn}
+
+
+FAIR_SHARE_WEIGHT = 10000
+"""``PriorityWeightFairshare``: slurm.conf(5) leaves every weight at 0; 10000 makes fair share decide among jobs
+of equal age (the project's ``custom_settings`` override it)."""
+
+
+def accounting_settings(policy: Accounting) -> dict[str, str | int]:
+    """The slurm.conf lines accounting brings by default (``orchestrator.accounting``): fair share and the tracked
+    resources. None of them is on ParallelCluster's deny list for accounting (``SLURM_SETTINGS_DENY_LIST
+    ["SlurmConf"]["Accounting"]``: AccountingStorageType/Host/Port/User, JobAcctGatherType)."""
+    out: dict[str, str | int] = {}
+    if policy.fair_share:
+        out["PriorityType"] = "priority/multifactor"
+        out["PriorityWeightFairshare"] = FAIR_SHARE_WEIGHT
+    if policy.tres:
+        out["AccountingStorageTRES"] = ",".join(policy.tres)
     return out
 
 

@@ -7,6 +7,7 @@ all zeros, so nobody mistakes it for a real resource; ``--from-stacks`` replaces
 from __future__ import annotations
 
 from fmcluster.contracts import (
+    AccountingContract,
     MetricsContract,
     MountContract,
     NetworkContract,
@@ -63,4 +64,15 @@ def metrics() -> MetricsContract:
         workspace_arn=f"arn:aws:aps:{REGION}:{ACCOUNT}:workspace/{workspace}",
         workspace_id=workspace,
         remote_write_url=f"https://aps-workspaces.{REGION}.amazonaws.com/workspaces/{workspace}/api/v1/remote_write",
+    )
+
+
+def accounting(project: str) -> AccountingContract:
+    """The accounting database's endpoint, user and secret (``stacks/accounting.py``), all placeholders."""
+    return AccountingContract(
+        endpoint=f"{project}-accounting-placeholder.cluster-000000000000.{REGION}.rds.amazonaws.com",
+        port=3306,
+        user_name="slurm_admin",
+        secret_arn=f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:{project}-accounting-000000",
+        client_security_group_id="sg-00000000000000003",
     )

@@ -101,27 +101,30 @@ def make_plan(project: Project) -> Plan:
     scratch = project.storage.scratch
     hbm = [g.hbm_gb for g in groups]
     hbm_gb = None if any(h is None for h in hbm) else sum(h for h in hbm if h is not None)
+    cluster = ClusterPlan(
+        project=project.name,
+        region=project.region,
+        os=project.os,
+        orchestrator=project.orchestrator.type,
+        groups=groups,
+        scratch=scratch.enabled,
+        scratch_path=scratch.mount_path,
+        fsx_mount_path=project.storage.fsx.mount_path if storage.fsx else None,
+        pcluster=project.orchestrator.pcluster,
+        tags=dict(project.tags),
+        hyperpod=project.orchestrator.hp,
+        account=project.account,
+        pcs=project.orchestrator.pcs_settings,
+        accounting=project.orchestrator.accounting,
+    )
     return Plan(
         project=project.name,
         availability_zone_id=project.availability_zone_id,
         groups=groups,
-        network=plan_network(project.name, project.availability_zone_id, project.network, groups),
+        network=plan_network(project.name, project.availability_zone_id, project.network, groups,
+                             database=cluster.accounting_store == "database"),
         storage=storage,
-        cluster=ClusterPlan(
-            project=project.name,
-            region=project.region,
-            os=project.os,
-            orchestrator=project.orchestrator.type,
-            groups=groups,
-            scratch=scratch.enabled,
-            scratch_path=scratch.mount_path,
-            fsx_mount_path=project.storage.fsx.mount_path if storage.fsx else None,
-            pcluster=project.orchestrator.pcluster,
-            tags=dict(project.tags),
-            hyperpod=project.orchestrator.hp,
-            account=project.account,
-            pcs=project.orchestrator.pcs_settings,
-        ),
+        cluster=cluster,
         observability=ObservabilityPlan(
             project=project.name,
             spec=project.observability,

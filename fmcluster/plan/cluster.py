@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fmcluster.config.accounting import Accounting
 from fmcluster.config.hyperpod import HyperPodSettings
 from fmcluster.config.parallelcluster import ParallelClusterSettings
 from fmcluster.config.pcs import PcsSettings
@@ -40,6 +41,17 @@ class ClusterPlan:
     account: str | None = None
     pcs: PcsSettings = field(default_factory=PcsSettings)
     """AWS PCS settings (their defaults unless ``orchestrator.pcs`` sets them)."""
+    accounting: Accounting = field(default_factory=Accounting)
+    """Slurm accounting (``orchestrator.accounting``; off unless the project turns it on)."""
+
+    @property
+    def accounting_store(self) -> str | None:
+        """Where the accounting records live (:mod:`fmcluster.config.accounting`), or None when accounting is off
+        or the orchestrator offers none (the accounting-supported check refuses that)."""
+        offered = self.driver.accounting
+        if not self.accounting.enabled or not offered:
+            return None
+        return self.accounting.store or offered[0]
 
     @property
     def os_facts(self) -> OsFacts:

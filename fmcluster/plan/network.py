@@ -18,6 +18,11 @@ MIN_DERIVED_COMPUTE_PREFIX = 22
 
 PUBLIC_SUBNET_PREFIX = 24
 
+DATABASE_SUBNET_PREFIX = 28
+"""The two subnets of the Slurm accounting database: RDS needs a DB subnet group in at least two Availability Zones
+(RDS User Guide, "Working with a DB instance in a VPC"), and one Aurora writer needs a handful of addresses."""
+DATABASE_SUBNETS = 2
+
 
 @dataclass(frozen=True)
 class NetworkPlan:
@@ -36,6 +41,10 @@ class NetworkPlan:
     parent Availability Zone of a Local Zone (which does not offer them)."""
     services_subnet_cidr: str | None
     """A private subnet in the parent zone of a Local Zone for those services; None in a regular zone."""
+    database_subnet_cidrs: tuple[str, ...] | None
+    """The accounting database's two subnets (``orchestrator.accounting`` with ``store: database``): the VPC's last
+    two /28s, so turning accounting on moves no existing subnet. Empty when no database is needed (or the network
+    is imported); None when they do not fit beside the others (the ``accounting-database-subnets`` check)."""
     # What NAME-network builds besides the numbers (not in `plan -o json`).
     project: str
     availability_zone_id: str
@@ -104,7 +113,23 @@ def carve_local_zone_subnets(vpc_cidr: str, compute_prefix: int) -> tuple[str | 
     return str(public), str(services), None
 
 
-def plan_network(project: str, availability_zone_id: str, net: Network, groups: tuple[GroupPlan, ...]) -> NetworkPlan:
+def carve_database_subnets(vpc_cidr: str, taken: tuple[str | None, ...]) -> tuple[str, ...] | None:
+    """The VPC's last two /28s, for the accounting database. Carved from the end so that neither the public, services
+    nor compute subnet (carved from the start) moves when accounting is turned on or off; None if one of them
+    reaches that far (or is itself uncarved)."""
+    if any(cidr is None for cidr in taken):
+        return None
+    vpc = ipaddress.IPv4Network(vpc_cidr)
+    blocks = list(vpc.subnets(new_prefix=DATABASE_SUBNET_PREFIX))[-DATABASE_SUBNETS:]
+    used = [ipaddress.IPv4Network(cidr) for cidr in taken if cidr is not None]
+    if any(block.overlaps(other) for block in blocks for other in used):
+        return None
+    return tuple(str(block) for block in blocks)
+
+
+def plan_network(project: str, availability_zone_id: str, net: Network, groups: tuple[GroupPlan, ...],
+                 database: bool = False) -> NetworkPlan:
+    """``database``: the project's Slurm accounting records live in a database fmcluster creates (two more subnets)."""
     needed = ips_needed(net, groups)
     fits = smallest_prefix_for(needed)
     local_zone = LOCAL_ZONES.get(availability_zone_id)
@@ -122,6 +147,7 @@ def plan_network(project: str, availability_zone_id: str, net: Network, groups: 
             compute_subnet_prefix=prefix,
             ips_usable=usable(prefix) if prefix is not None else None,
             services_subnet_cidr=None,
+            database_subnet_cidrs=(),  # network.existing.database_subnet_ids names them
             **common,
         )
     prefix = net.compute_subnet_prefix if net.compute_subnet_prefix is not None else min(fits, MIN_DERIVED_COMPUTE_PREFIX)
@@ -130,6 +156,8 @@ def plan_network(project: str, availability_zone_id: str, net: Network, groups: 
         public, services, compute = carve_local_zone_subnets(net.vpc_cidr, prefix)
     else:
         public, compute = carve_subnets(net.vpc_cidr, prefix)
+    taken = (public, compute) + ((services,) if local_zone is not None else ())
+    databases = carve_database_subnets(net.vpc_cidr, taken) if database else ()
     return NetworkPlan(
         existing=False,
         vpc_cidr=net.vpc_cidr,
@@ -138,5 +166,6 @@ def plan_network(project: str, availability_zone_id: str, net: Network, groups: 
         compute_subnet_prefix=prefix,
         ips_usable=usable(prefix),
         services_subnet_cidr=services,
+        database_subnet_cidrs=databases,
         **common,
     )

@@ -245,3 +245,24 @@ def test_ultraserver_queues_run_the_imex_prolog_at_allocation():
         "type": "parallelcluster", "parallelcluster": {"slurm": {"custom_settings": {"PrologFlags": "Alloc"}}}}))
     assert own["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] == [{"PrologFlags": "Alloc"}]
     assert "CustomSlurmSettings" not in generated(project_dict())["Scheduling"]["SlurmSettings"]
+
+
+def test_accounting_writes_the_database_and_its_defaults_and_the_projects_settings_win():
+    without = generated(project_dict())
+    assert "Database" not in without["Scheduling"]["SlurmSettings"]
+    config = generated(project_dict(orchestrator={
+        "type": "parallelcluster", "accounting": {"enabled": True},
+        "parallelcluster": {"slurm": {"custom_settings": {"PriorityWeightFairshare": 500}}}}))
+    slurm = config["Scheduling"]["SlurmSettings"]
+    assert slurm["Database"]["Uri"].endswith(".rds.amazonaws.com:3306") and "://" not in slurm["Database"]["Uri"]
+    assert slurm["Database"]["PasswordSecretArn"].startswith("arn:aws:secretsmanager:")
+    custom = {k: v for item in slurm["CustomSlurmSettings"] for k, v in item.items()}
+    assert custom == {"PriorityWeightFairshare": 500, "PriorityType": "priority/multifactor",
+                      "AccountingStorageTRES": "gres/gpu"}
+    # slurmdbd runs on the head node: it alone joins the database's client group
+    head = config["HeadNode"]["Networking"]["SecurityGroups"]
+    assert len(head) == len(without["HeadNode"]["Networking"]["SecurityGroups"]) + 1
+    assert all(head[-1] not in q["Networking"]["SecurityGroups"] for q in config["Scheduling"]["SlurmQueues"])
+    off = generated(project_dict(orchestrator={
+        "type": "parallelcluster", "accounting": {"enabled": True, "fair_share": False, "tres": []}}))
+    assert "CustomSlurmSettings" not in off["Scheduling"]["SlurmSettings"]

@@ -71,6 +71,10 @@ def _projects() -> dict[str, config.LoadedProject]:
                 name=f"t-{slug}-o", compute_groups=groups,
                 orchestrator={"type": "parallelcluster", "parallelcluster": {
                     "login_nodes": {"count": 1}, "slurm": {"custom_settings": {"SuspendTimeout": 600}}}}))
+    # Slurm accounting: SlurmSettings.Database, the client group on the head node, fair share and GPU TRES
+    out["accounting"] = load(project_dict(name="acct", orchestrator={
+        "type": "parallelcluster",
+        "accounting": {"enabled": True, "tres": ["gres/gpu", "license/matlab"]}}))
     return out
 
 
@@ -158,6 +162,19 @@ def test_the_validators_that_matter_ran_offline(report):
             "InstanceArchitectureCompatibilityValidator", "MaxCountValidator"} <= ran
 
 
+def test_the_accounting_database_passes_the_schema_and_its_validators(report):
+    path = next(p for p, k in report["keys"].items() if k == "accounting")
+    result = report["configs"][path]
+    written = yaml.safe_load(Path(path).read_text(encoding="utf-8"))["Scheduling"]["SlurmSettings"]
+    assert set(written["Database"]) == {"Uri", "UserName", "PasswordSecretArn"}
+    assert {"AccountingStorageTRES": "gres/gpu,license/matlab"} in written["CustomSlurmSettings"]
+    assert result["schema_errors"] == {} or not result["schema_errors"]
+    ran = {r.rsplit(":", 1)[1] for r in result["ran"]}
+    # the URI's form, the cluster name with accounting (here the file's stem), the settings ParallelCluster keeps
+    assert {"DatabaseUriValidator", "ClusterNameValidator", "CustomSlurmSettingsValidator"} <= ran, sorted(ran)
+    assert [f for f in result["failures"] if f["validator"] in ran and f["level"] == "ERROR"] == []
+
+
 def test_support_constants_match_the_installed_package():
     python = _venv()
     done = subprocess.run([str(python), str(TOOL), "--package-facts"], capture_output=True, text=True, timeout=60)
@@ -171,6 +188,7 @@ def test_support_constants_match_the_installed_package():
     assert (pkg["NAME_REGEX"], pkg["NAME_MAX_LENGTH"]) == (support.NAME_REGEX, support.NAME_MAX_LENGTH)
     assert pkg["PCLUSTER_NAME_REGEX"] == support.CLUSTER_NAME_REGEX.replace("^[", "^([").replace("}$", "})$")
     assert pkg["MAX_NUMBER_OF_QUEUES"] == support.MAX_QUEUES
+    assert pkg["PCLUSTER_NAME_MAX_LENGTH_SLURM_ACCOUNTING"] == support.ACCOUNTING_CLUSTER_NAME_MAX
     assert pkg["MAX_COMPUTE_RESOURCES_PER_QUEUE"] == support.MAX_COMPUTE_RESOURCES_PER_QUEUE
     from fmcluster.checks.parallelcluster import TAG_VALUE
 

@@ -57,3 +57,31 @@ def test_a_local_zone_gets_a_services_subnet_in_its_parent_zone() -> None:
     regular = plan_of("name: az\navailability_zone_id: use1-az6\ncompute_groups:\n"
                       "  - {name: g, instance_type: p5.48xlarge, count: 2}\n").network
     assert (regular.services_zone_id, regular.services_subnet_cidr) == ("use1-az6", None)
+
+
+PC = "orchestrator: {type: parallelcluster, accounting: {enabled: true}}\n"
+P5 = "compute_groups:\n  - {name: g, instance_type: p5.48xlarge, count: 2}\n"
+
+
+@pytest.mark.parametrize("zone", ["use1-az6", "use1-dfw2-az1"])
+def test_the_accounting_database_subnets_come_from_the_end_and_move_nothing(zone: str) -> None:
+    """Turning accounting on adds the VPC's last two /28s; the public, services and compute subnets stay where they
+    were (moving one would replace it, and everything in it)."""
+    head = f"name: acc\navailability_zone_id: {zone}\n"
+    off = plan_of(head + P5).network
+    on = plan_of(head + P5 + PC).network
+    assert off.database_subnet_cidrs == ()
+    assert on.database_subnet_cidrs == ("10.0.255.224/28", "10.0.255.240/28")
+    same = ("public_subnet_cidr", "services_subnet_cidr", "compute_subnet_cidr", "compute_subnet_prefix")
+    assert [getattr(on, f) for f in same] == [getattr(off, f) for f in same]
+
+
+def test_accounting_kept_on_a_hyperpod_controller_needs_no_database_subnets() -> None:
+    text = ("name: acc\navailability_zone_id: use1-az6\n" + P5
+            + "orchestrator: {type: hyperpod, accounting: {enabled: true, store: controller}}\n")
+    assert plan_of(text).network.database_subnet_cidrs == ()
+
+
+def test_database_subnets_that_would_overlap_the_compute_subnet_are_not_carved() -> None:
+    text = "name: acc\navailability_zone_id: use1-az6\nnetwork: {vpc_cidr: 10.0.0.0/24, compute_subnet_prefix: 25}\n"
+    assert plan_of(text + P5 + PC).network.database_subnet_cidrs is None

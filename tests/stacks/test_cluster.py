@@ -195,7 +195,7 @@ def test_the_cluster_reads_network_and_storage_by_strong_references(synthesized:
         project = name.removesuffix("-cluster")
         weak = {ref["StackName"] for ref in _intrinsics(template, "Fn::GetStackOutput")}
         assert weak <= {f"{project}-observability"}, (name, weak)  # metrics only; never network or storage
-        exports = {spec["Export"]["Name"] for producer in ("network", "storage")
+        exports = {spec["Export"]["Name"] for producer in ("network", "storage", "accounting")
                    for spec in synthesized.templates.get(f"{project}-{producer}", {}).get("Outputs", {}).values()
                    if "Export" in spec}
         imports = set(_intrinsics(template, "Fn::ImportValue"))

@@ -27,7 +27,8 @@ MIXED = project_dict(
          "capacity": {"type": "reservation", "reservation_id": "cr-0123456789abcdef0"}},
     ],
     orchestrator={"type": "pcs", "pcs": {"ami_id": "ami-0123456789abcdef0", "login": None,
-                                         "groups": {"ondemand": {"min_count": 1}}}},
+                                         "groups": {"ondemand": {"min_count": 1}}},
+                  "accounting": {"enabled": True}},
 )
 PROJECTS = {"p5-pcs": ROOT / "examples" / "p5-pcs.yaml",
             "p5en-pcs-capacity-block": ROOT / "examples" / "p5en-pcs-capacity-block.yaml", "pcsmix": MIXED}
@@ -275,3 +276,15 @@ def test_the_api_check_would_catch_a_bad_property() -> None:
                                              "subnetIds": [], "scalingConfiguration": {"minInstanceCount": -1,
                                                                                        "maxInstanceCount": "1"},
                                              "instanceConfigs": [{"instanceType": "p5.48xlarge"}]})
+
+
+def test_accounting_is_pcs_managed_accounting(synth) -> None:
+    """``orchestrator.accounting`` on PCS: slurmConfiguration.accounting mode STANDARD (PCS keeps the records; no
+    database stack); off, the cluster has no accounting block at all."""
+    [cluster] = _of_type(synth["pcsmix"]["template"], "AWS::PCS::Cluster").values()
+    assert cluster["Properties"]["SlurmConfiguration"]["Accounting"] == {"Mode": "STANDARD"}
+    assert synth["pcsmix"]["plan"].cluster.accounting_store == "managed"
+    assert synth["pcsmix"]["plan"].network.database_subnet_cidrs == ()
+    for name in ("p5-pcs", "p5en-pcs-capacity-block"):
+        [plain] = _of_type(synth[name]["template"], "AWS::PCS::Cluster").values()
+        assert "Accounting" not in plain["Properties"].get("SlurmConfiguration", {})

@@ -163,8 +163,11 @@ def load(data: dict[str, Any] | str, file: str = "pc.yaml") -> config.LoadedProj
 
 def generated(data: Any, *, fsx: bool = True, metrics: bool = False,
               region: str | None = "us-east-1") -> dict[str, Any]:
+    """The ParallelCluster configuration of a project, with placeholder contracts (the accounting database's when
+    the project's accounting keeps its records in one)."""
     loaded = data if isinstance(data, config.LoadedProject) else load(data)
     plan = make_plan(loaded.project)
+    accounting = placeholders.accounting(plan.project) if plan.cluster.accounting_store == "database" else None
     storage = placeholders.storage(plan.storage)
     if fsx and storage.fsx is None:
         storage = StorageContract(storage.bucket_name, storage.bucket_arn,
@@ -174,7 +177,7 @@ def generated(data: Any, *, fsx: bool = True, metrics: bool = False,
     return generate.cluster_config(
         plan.cluster, network=placeholders.NETWORK, storage=storage,
         bootstrap_uri=placeholders.bootstrap_uri(plan.project), node_policy_arns=[placeholders.node_policy_arn(plan.project)],
-        region=region,
+        region=region, accounting=accounting,
     )
 
 

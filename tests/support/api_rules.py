@@ -162,6 +162,15 @@ TABLE: dict[str, tuple[str, dict[str, Target]]] = {
         "ClusterName": "pcluster:CreateCluster.clusterName", "DeletionPolicy": "pcluster:CustomResource.DeletionPolicy"}),
     # AWS PCS: CloudFormation's names where the API's differ (support.api_requests.REQUESTS maps every property).
     "AWS::PCS::Cluster": ("pcs:CreateCluster", {"Name": "pcs:CreateCluster.clusterName"}),
+    # the Slurm accounting database (stacks/accounting.py): RDS's create calls mirror the properties by name
+    "AWS::RDS::DBSubnetGroup": ("rds:CreateDBSubnetGroup", {}),
+    "AWS::RDS::DBClusterParameterGroup": ("rds:CreateDBClusterParameterGroup", {
+        "Family": "rds:CreateDBClusterParameterGroup.DBParameterGroupFamily"}),
+    "AWS::RDS::DBCluster": ("rds:CreateDBCluster", {}),
+    "AWS::RDS::DBInstance": ("rds:CreateDBInstance", {}),
+    "AWS::SecretsManager::Secret": ("secretsmanager:CreateSecret", {
+        "GenerateSecretString.PasswordLength": "secretsmanager:GetRandomPassword.PasswordLength",
+        "GenerateSecretString.ExcludePunctuation": "secretsmanager:GetRandomPassword.ExcludePunctuation"}),
     "AWS::PCS::ComputeNodeGroup": ("pcs:CreateComputeNodeGroup", {
         "Name": "pcs:CreateComputeNodeGroup.computeNodeGroupName",
         "ClusterId": "pcs:CreateComputeNodeGroup.clusterIdentifier",
@@ -179,6 +188,11 @@ NOT_API: dict[str, dict[str, str]] = {
           "AssumeRolePolicyDocument": "an IAM policy document: IAM's own grammar, checked by cfn-lint and cdk-nag",
           "Policies[].PolicyDocument": "an IAM policy document: IAM's own grammar, checked by cfn-lint and cdk-nag",
           "KeyPolicy": "a KMS key policy document: IAM's grammar, checked by cfn-lint and cdk-nag"},
+    "AWS::RDS::DBClusterParameterGroup": {
+        "Parameters": "a map of MySQL parameter names (rds:ModifyDBClusterParameterGroup takes them as a list)"},
+    "AWS::SecretsManager::Secret": {
+        "GenerateSecretString.SecretStringTemplate": "CloudFormation's own: the JSON the generated password goes into",
+        "GenerateSecretString.GenerateStringKey": "CloudFormation's own: the key of that JSON the password goes to"},
     "Custom::PclusterCluster": {
         "ClusterConfiguration": "ParallelCluster's own schema checks it (tests/stacks/test_parallelcluster.py)",
         "ServiceToken": "the provider's Lambda ARN, a CloudFormation custom-resource field"},
