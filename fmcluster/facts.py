@@ -243,3 +243,7 @@ MAX_OUTPUTS_PER_STACK = 200
 # 2 hours, adjustable, applied dynamically). Source: AMP user guide, "Amazon Managed Service for
 # Prometheus service quotas" (docs.aws.amazon.com/prometheus/latest/userguide/AMP_quotas.html).
 AMP_ACTIVE_SERIES_QUOTA = 10_000_000
+
+
+HOURS_PER_MONTH = 730
+"""AWS's pricing pages and calculator turn monthly prices into hourly ones with 730 hours a month."""

@@ -58,6 +58,11 @@ class Orchestrator:
     accounting_node_clients: bool = False
     """The accounting database admits the whole node security group, not only its client group: the orchestrator
     cannot put slurmdbd's host alone in a group (HyperPod's ``VpcConfig`` is create-only and cluster-wide)."""
+    accounting_defaults: tuple[str, ...] = field(default=())
+    """The Slurm policies accounting brings that fmcluster applies on it (:data:`fmcluster.config.accounting.
+    SLURM_DEFAULTS`): the others are off, and asking for them is an error."""
+    accounting_defaults_why: str = ""
+    """Why the policies not in ``accounting_defaults`` cannot be applied (the accounting-defaults check says it)."""
     slurm_optional: tuple[str, ...] = field(default=())
     """The settings path of a switch that keeps ``cdk deploy`` from starting the cluster (``create_cluster``)."""
 
@@ -98,17 +103,32 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  unbounded_groups=False, slurm_optional=("pcluster", "create_cluster"),
                  # SlurmSettings.Database needs an external MySQL-compatible server (ParallelCluster user guide,
                  # "Slurm accounting with AWS ParallelCluster"): no controller-local option
-                 accounting=("database",)),
+                 accounting=("database",),
+                 # fair share and TRES through SlurmSettings.CustomSlurmSettings; the QoS by the head node's
+                 # bootstrap once slurmdbd answers (a QOS= in slurm.conf before the QoS exists stops slurmctld)
+                 accounting_defaults=("fair_share", "qos_per_partition", "tres")),
     Orchestrator("hyperpod", "SageMaker HyperPod with Slurm", "hyperpod", slurm=True,
                  capacity_types=frozenset({"on-demand", "training-plan"}), unbounded_groups=False,
                  ultraserver_warning=False,
                  # Orchestrator.Slurm.AccountingDatabase, else the controller's own database (botocore sagemaker)
                  accounting=("database", "controller"), accounting_secret="credentials",
-                 accounting_node_clients=True),
+                 accounting_node_clients=True,
+                 # the QoS by the controller's bootstrap; HyperPod writes slurm.conf itself, and fmcluster does not
+                 # edit it (no source says which of its lines HyperPod keeps across updates)
+                 accounting_defaults=("qos_per_partition",),
+                 accounting_defaults_why="HyperPod writes the controller's slurm.conf itself and fmcluster does not "
+                                         "edit it"),
     Orchestrator("pcs", "AWS Parallel Computing Service, managed Slurm", "pcs", slurm=True,
                  unbounded_groups=False,  # at most 10 node groups (pcs-node-groups)
                  # slurmConfiguration.accounting (mode STANDARD): PCS keeps the records itself (botocore pcs)
-                 accounting=("managed",)),
+                 accounting=("managed",),
+                 # PCS's cluster-level custom settings take Prolog, Epilog, SelectTypeParameters and
+                 # AccountingStorageEnforce (botocore pcs SlurmCustomSetting), not PriorityType or
+                 # AccountingStorageTRES; a queue's QOS needs the QoS made in PCS's accounting first (unconfirmed
+                 # who may run sacctmgr there)
+                 accounting_defaults_why="AWS PCS takes no PriorityType or AccountingStorageTRES among its custom "
+                                         "settings, and fmcluster cannot create a QoS in PCS's managed "
+                                         "accounting"),
 )}
 """``orchestrator.type`` -> what it is; the project file's default (no scheduler) first."""
 

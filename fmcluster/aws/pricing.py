@@ -24,6 +24,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from fmcluster.aws.session import AwsSession, is_account_problem
+from fmcluster.facts import HOURS_PER_MONTH
 
 PRICING_REGION = "us-east-1"
 """The Price List API answers in us-east-1 (also eu-central-1 and ap-south-1) for every Region's prices."""
@@ -31,8 +32,6 @@ PRICING_REGION = "us-east-1"
 MAX_AGE_DAYS = 7
 """A cached price older than this is read again."""
 
-HOURS_PER_MONTH = 730
-"""AWS's pricing pages and calculator turn monthly prices into hourly ones with 730 hours a month."""
 
 
 class PriceError(RuntimeError):

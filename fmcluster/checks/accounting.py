@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fmcluster.checks.registry import Finding, check
+from fmcluster.config.accounting import asked_for
 from fmcluster.config.loader import LoadedProject
 from fmcluster.plan import Plan
 
@@ -33,6 +34,23 @@ def _supported(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
         yield Finding(AT + ("store",),
                       f"orchestrator.type {driver.name} cannot keep accounting in {accounting.store!r}",
                       f"use one of: {', '.join(driver.accounting)} (or leave `store` out: {driver.accounting[0]})")
+
+
+@check("accounting-defaults", "error")
+def _defaults(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """Fair share, a QoS per partition and tracked resources are applied where the orchestrator lets fmcluster apply
+    them (its ``accounting_defaults`` trait); asking for one elsewhere is refused rather than ignored."""
+    accounting = loaded.project.orchestrator.accounting
+    driver = plan.cluster.driver
+    if not accounting.enabled or not driver.accounting:
+        return
+    for name in asked_for(accounting):
+        if name not in driver.accounting_defaults:
+            yield Finding(AT + (name,),
+                          f"fmcluster cannot apply {name} on orchestrator.type {driver.name}: "
+                          f"{driver.accounting_defaults_why}",
+                          f"remove `{name}` (or set it to {'[]' if name == 'tres' else 'false'}); set it by hand on "
+                          "the cluster if you need it")
 
 
 @check("accounting-settings-unused", "warning")

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fmcluster import catalog
+from fmcluster.facts import HOURS_PER_MONTH
 from fmcluster.cli.plantext import row, settings
 from fmcluster.facts import AMP_ACTIVE_SERIES_QUOTA
 from fmcluster.cli import hyperpod, parallelcluster, planpcs
@@ -52,13 +53,17 @@ def accounting_data(p: Plan) -> dict | None:
     if store is None:
         return None
     spec = p.cluster.accounting
-    data: dict = {"store": store, "fair_share": spec.fair_share, "qos_per_partition": spec.qos_per_partition,
-                  "tres": list(spec.tres), "database": None}
+    policy = p.cluster.slurm_policy  # what fmcluster applies on this orchestrator, not what it would elsewhere
+    data: dict = {"store": store, "fair_share": policy.fair_share, "qos_per_partition": policy.qos_per_partition,
+                  "tres": list(policy.tres), "database": None}
     if store == "database":
         db = spec.database
         data["database"] = {"engine": "Aurora MySQL Serverless v2", "min_capacity_acu": db.min_capacity_acu,
                             "max_capacity_acu": db.max_capacity_acu, "backup_retention_days": db.backup_retention_days,
-                            "retained": True, "stack": f"{p.project}-accounting"}
+                            "retained": True, "stack": f"{p.project}-accounting",
+                            # Aurora Serverless v2 never goes below its minimum capacity, so the minimum is billed
+                            # every hour (Aurora User Guide, "Aurora Serverless v2 capacity"); 730 hours a month
+                            "min_acu_hours_per_month": db.min_capacity_acu * HOURS_PER_MONTH}
     return data
 
 
@@ -77,6 +82,10 @@ def accounting(p: Plan, lines: Table) -> bool:
     if db is not None:
         row(lines, "records", f"{db['engine']} in {db['stack']}, {db['min_capacity_acu']:g}-{db['max_capacity_acu']:g} "
                               f"ACU, encrypted, {db['backup_retention_days']} days of backups")
+        row(lines, "cost to keep", f"Aurora bills ACU-hours: at least {db['min_capacity_acu']:g} ACU every hour it "
+                                   f"exists (~{db['min_acu_hours_per_month']:,.0f} ACU-hours a month), up to "
+                                   f"{db['max_capacity_acu']:g} while busy, plus storage and I/O; the price per ACU-hour "
+                                   "is the Region's (Aurora pricing page), not read by `plan --prices`")
         row(lines, "on destroy", "the database, its snapshots and its secret are KEPT (deletion protection, Retain): "
                                  "it is billed until you delete it by hand")
     else:
@@ -84,7 +93,7 @@ def accounting(p: Plan, lines: Table) -> bool:
     policy = [*(["fair share"] if data["fair_share"] else []),
               *(["a QoS per partition"] if data["qos_per_partition"] else []),
               *([f"tracks {', '.join(data['tres'])}"] if data["tres"] else [])]
-    row(lines, "Slurm", ", ".join(policy) or "defaults (no fair share, no QoS, no extra TRES)")
+    row(lines, "Slurm", ", ".join(policy) or "set by fmcluster: nothing (the orchestrator's own Slurm defaults)")
     return True
 
 

@@ -28,6 +28,12 @@ from pydantic import Field, field_validator, model_validator
 from fmcluster.config.base import Int, Model, located
 
 Store = Literal["database", "controller", "managed"]
+SlurmDefault = Literal["fair_share", "qos_per_partition", "tres"]
+SLURM_DEFAULTS: tuple[SlurmDefault, ...] = ("fair_share", "qos_per_partition", "tres")
+"""The Slurm policies accounting brings by default where fmcluster can apply them (the orchestrator's
+``accounting_defaults`` trait, :mod:`fmcluster.orchestrators`); asking for one elsewhere is an error."""
+DEFAULT_TRES: tuple[str, ...] = ("gres/gpu",)
+"""``tres`` where it is not set: GPUs counted by ``sacct`` and ``sreport`` (https://slurm.schedmd.com/tres.html)."""
 ACU_STEP = 0.5
 """Aurora Serverless v2 capacity comes in steps of 0.5 ACU (CloudFormation ``ServerlessV2ScalingConfiguration``)."""
 TRES_NAME = (r"^(cpu|mem|energy|node|billing|fs/disk|vmem|pages"
@@ -63,6 +69,15 @@ class AccountingDatabase(Model):
         return self
 
 
+class SlurmPolicy(Model):
+    """The Slurm policies accounting applies on a project's orchestrator: each setting as given, else its default
+    where the orchestrator takes it, else off (:func:`slurm_policy`)."""
+
+    fair_share: bool = False
+    qos_per_partition: bool = False
+    tres: tuple[str, ...] = ()
+
+
 class Accounting(Model):
     """Slurm accounting: job records, fair share, a QoS per partition, GPUs as a tracked resource."""
 
@@ -77,22 +92,27 @@ class Accounting(Model):
                     "orchestrator's first choice (ParallelCluster and HyperPod: `database`).")
     database: AccountingDatabase = Field(
         default_factory=AccountingDatabase, description="Sizing of the database (`store: database`).")
-    fair_share: bool = Field(
-        default=True,
+    fair_share: bool | None = Field(
+        default=None,
         description="Multifactor priority with fair share (`PriorityType=priority/multifactor`, "
-                    "`PriorityWeightFairshare`): heavy users wait behind light ones.")
-    qos_per_partition: bool = Field(
-        default=True,
-        description="A QoS named after each partition and set as its default (`sacctmgr add qos`), to cap or "
-                    "prioritise a partition without touching users.")
-    tres: list[str] = Field(
-        default_factory=lambda: ["gres/gpu"],
+                    "`PriorityWeightFairshare`): heavy users wait behind light ones. Default: on where fmcluster "
+                    "can set it (ParallelCluster); `true` elsewhere is an error.")
+    qos_per_partition: bool | None = Field(
+        default=None,
+        description="A QoS named after each partition and set as the partition's QoS (`sacctmgr add qos`, on the "
+                    "node that runs slurmctld), to cap or prioritise a partition without touching users. Default: "
+                    "on where fmcluster can set it (ParallelCluster, HyperPod); `true` elsewhere is an error.")
+    tres: list[str] | None = Field(
+        default=None,
         description="Extra trackable resources (`AccountingStorageTRES`); `gres/gpu` makes `sacct`/`sreport` count "
-                    "GPUs. CPU, memory, energy, node and billing are always tracked.")
+                    "GPUs. CPU, memory, energy, node and billing are always tracked. Default: `[gres/gpu]` where "
+                    "fmcluster can set it (ParallelCluster); a list elsewhere is an error, `[]` sets nothing.")
 
     @field_validator("tres")
     @classmethod
-    def _tres(cls, value: list[str]) -> list[str]:
+    def _tres(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return value
         for i, name in enumerate(value):
             if not re.match(TRES_NAME, name):
                 raise located(f"{name[:60]!r} is not a trackable resource AccountingStorageTRES accepts "
@@ -108,3 +128,20 @@ class Accounting(Model):
             raise located(f"`database` sizes the database of `store: database`; with `store: {self.store}` there is "
                           "none (remove `database`)", "database")
         return self
+
+
+def slurm_policy(spec: Accounting, applies: tuple[str, ...]) -> SlurmPolicy:
+    """What ``spec`` asks of Slurm on an orchestrator that can apply ``applies`` (its ``accounting_defaults``
+    trait): an unset setting is on where it applies and off elsewhere; a setting asked for where it cannot apply is
+    the accounting-defaults check's error, and is off here."""
+    if not spec.enabled:
+        return SlurmPolicy()
+    fair = spec.fair_share is not False and "fair_share" in applies
+    qos = spec.qos_per_partition is not False and "qos_per_partition" in applies
+    tres = tuple(DEFAULT_TRES if spec.tres is None else spec.tres) if "tres" in applies else ()
+    return SlurmPolicy(fair_share=fair, qos_per_partition=qos, tres=tres)
+
+
+def asked_for(spec: Accounting) -> list[SlurmDefault]:
+    """The policies the project file turns on itself (``true``, or a non-empty ``tres``)."""
+    return [name for name in SLURM_DEFAULTS if getattr(spec, name)]

@@ -17,7 +17,7 @@ from fmcluster.config.parallelcluster import (
     DEFAULT_LOGIN_NODE,
     ParallelClusterSettings,
 )
-from fmcluster.config.accounting import Accounting
+from fmcluster.config.accounting import SlurmPolicy
 from fmcluster.contracts import AccountingContract, MetricsContract, NetworkContract, StorageContract
 from fmcluster.facts import PROJECT_TAG
 from fmcluster.orchestrators import DiagramPart, SlurmTarget
@@ -130,7 +130,7 @@ def cluster_config(
     config["Scheduling"] = {
         "Scheduler": "slurm",
         "SlurmSettings": _slurm_settings(settings, imex=any(g.needs_imex for g in cluster.groups),
-                                         accounting=accounting, policy=cluster.accounting),
+                                         accounting=accounting, policy=cluster.slurm_policy),
         "SlurmQueues": [
             _queue(cluster, queue, network, security_groups, policies, bootstrap_uri, bootstrap_args)
             for queue in queues(cluster)
@@ -209,7 +209,7 @@ guide, "Support NVIDIA-Imex with p6e-gb200 instance": CustomSlurmSettings Prolog
 
 
 def _slurm_settings(settings: ParallelClusterSettings, *, imex: bool = False,
-                    accounting: AccountingContract | None = None, policy: Accounting | None = None) -> dict[str, Any]:
+                    accounting: AccountingContract | None = None, policy: SlurmPolicy | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "QueueUpdateStrategy": settings.slurm.queue_update_strategy,
         "ScaledownIdletime": settings.slurm.scaledown_idletime_minutes,
@@ -219,7 +219,7 @@ def _slurm_settings(settings: ParallelClusterSettings, *, imex: bool = False,
         custom["PrologFlags"] = IMEX_PROLOG_FLAGS
     if accounting is not None:
         out["Database"] = database(accounting)
-        for key, value in accounting_settings(policy or Accounting(enabled=True)).items():
+        for key, value in accounting_settings(policy or SlurmPolicy()).items():
             if not any(k.lower() == key.lower() for k in custom):  # the project's own settings win
                 custom[key] = value
     if custom:
@@ -240,9 +240,9 @@ FAIR_SHARE_WEIGHT = 10000
 of equal age (the project's ``custom_settings`` override it)."""
 
 
-def accounting_settings(policy: Accounting) -> dict[str, str | int]:
-    """The slurm.conf lines accounting brings by default (``orchestrator.accounting``): fair share and the tracked
-    resources. None of them is on ParallelCluster's deny list for accounting (``SLURM_SETTINGS_DENY_LIST
+def accounting_settings(policy: SlurmPolicy) -> dict[str, str | int]:
+    """The slurm.conf lines accounting brings (``ClusterPlan.slurm_policy``): fair share and the tracked resources
+    (the QoS per partition is the head node's bootstrap's, after slurmdbd answers). None of them is on ParallelCluster's deny list for accounting (``SLURM_SETTINGS_DENY_LIST
     ["SlurmConf"]["Accounting"]``: AccountingStorageType/Host/Port/User, JobAcctGatherType)."""
     out: dict[str, str | int] = {}
     if policy.fair_share:

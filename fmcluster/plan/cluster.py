@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fmcluster.config.accounting import Accounting
+from fmcluster.config.accounting import Accounting, SlurmPolicy, slurm_policy
 from fmcluster.config.hyperpod import HyperPodSettings
 from fmcluster.config.parallelcluster import ParallelClusterSettings
 from fmcluster.config.pcs import PcsSettings
@@ -52,6 +52,14 @@ class ClusterPlan:
         if not self.accounting.enabled or not offered:
             return None
         return self.accounting.store or offered[0]
+
+    @property
+    def slurm_policy(self) -> SlurmPolicy:
+        """The Slurm policies accounting applies here: fair share, a QoS per partition, tracked resources (off
+        without accounting, and where the orchestrator cannot apply them)."""
+        if self.accounting_store is None:
+            return SlurmPolicy()
+        return slurm_policy(self.accounting, self.driver.accounting_defaults)
 
     @property
     def os_facts(self) -> OsFacts:

@@ -224,13 +224,16 @@ compute_groups:
 """
 
 
-def test_cli_export_writes_json(tmp_path: Path) -> None:
+@pytest.mark.parametrize("orchestrator, slurm", [("", False), ("orchestrator: {type: parallelcluster}\n", True)])
+def test_cli_export_writes_json(orchestrator: str, slurm: bool, tmp_path: Path) -> None:
+    """Every dashboard, the Slurm one only where a node of ours runs slurmctld (not without a scheduler)."""
     project = tmp_path / "llama.yaml"
-    project.write_text(PROJECT_YAML)
+    project.write_text(PROJECT_YAML + orchestrator)
     result = CliRunner().invoke(cli.app, ["dashboards", "export", str(project), "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     names = sorted(p.name for p in (tmp_path / "out").glob("*.json"))
-    assert names == sorted(f"{uid}.json" for uid in dashboards.build_dashboards("llama"))
+    assert names == sorted(f"{uid}.json" for uid in dashboards.build_dashboards("llama", slurm=slurm))
+    assert ("fmc-llama-slurm.json" in names) is slurm
 
 
 def test_cli_reports_a_bad_project_with_exit_2(tmp_path: Path) -> None:

@@ -28,8 +28,55 @@ def test_accounting_is_off_by_default(tmp_path: Path) -> None:
     project = config.parse(BASE + "orchestrator: {type: parallelcluster}\n").project
     accounting = project.orchestrator.accounting
     assert accounting.enabled is False
-    # the defaults once it is on: fair share, a QoS per partition, GPUs tracked
-    assert (accounting.fair_share, accounting.qos_per_partition, accounting.tres) == (True, True, ["gres/gpu"])
+    # unset: each orchestrator's defaults decide (test_slurm_policy_per_orchestrator)
+    assert (accounting.fair_share, accounting.qos_per_partition, accounting.tres) == (None, None, None)
+
+
+PCS = "orchestrator:\n  type: pcs\n  pcs: {ami_id: ami-0123456789abcdef0}\n  accounting:\n    enabled: true\n"
+
+
+@pytest.mark.parametrize("orchestrator, expected", [
+    ("parallelcluster", (True, True, ("gres/gpu",))),
+    ("hyperpod", (False, True, ())),
+    ("pcs", (False, False, ())),
+])
+def test_slurm_policy_per_orchestrator(orchestrator: str, expected: tuple, tmp_path: Path) -> None:
+    """Once on, fair share, a QoS per partition and GPUs as TRES where fmcluster can apply them, nothing elsewhere."""
+    from fmcluster.plan import make_plan
+    extra = (PCS if orchestrator == "pcs"
+             else f"orchestrator:\n  type: {orchestrator}\n  accounting:\n    enabled: true\n")
+    _validate(extra, tmp_path)
+    policy = make_plan(config.parse(BASE + extra).project).cluster.slurm_policy
+    assert (policy.fair_share, policy.qos_per_partition, policy.tres) == expected
+
+
+def test_the_projects_own_policy_wins_where_it_applies(tmp_path: Path) -> None:
+    from fmcluster.plan import make_plan
+    extra = ("orchestrator:\n  type: parallelcluster\n  accounting:\n    enabled: true\n    fair_share: false\n"
+             "    qos_per_partition: false\n    tres: [gres/gpu, license/matlab]\n")
+    _validate(extra, tmp_path)
+    policy = make_plan(config.parse(BASE + extra).project).cluster.slurm_policy
+    assert (policy.fair_share, policy.qos_per_partition, policy.tres) == (False, False, ("gres/gpu", "license/matlab"))
+
+
+@pytest.mark.parametrize("setting, line", [("fair_share: true", 12), ("qos_per_partition: true", 12),
+                                           ("tres: [gres/gpu]", 12)])
+def test_a_policy_pcs_cannot_apply_is_refused_naming_it(setting: str, line: int, tmp_path: Path) -> None:
+    [p] = _problems(PCS + f"    {setting}\n", tmp_path)
+    name = setting.split(":")[0]
+    assert p.check == "accounting-defaults" and p.path == f"orchestrator.accounting.{name}" and p.line == line
+    assert "pcs" in p.message and "PCS" in p.message and f"remove `{name}`" in p.hint
+
+
+def test_hyperpod_refuses_fair_share_but_takes_its_qos(tmp_path: Path) -> None:
+    extra = "orchestrator:\n  type: hyperpod\n  accounting:\n    enabled: true\n    qos_per_partition: true\n"
+    _validate(extra, tmp_path)
+    [p] = _problems(extra + "    fair_share: true\n", tmp_path)
+    assert p.path == "orchestrator.accounting.fair_share" and "slurm.conf" in p.message
+
+
+def test_switching_a_policy_off_is_never_refused(tmp_path: Path) -> None:
+    _validate(PCS + "    fair_share: false\n    qos_per_partition: false\n    tres: []\n", tmp_path)
 
 
 @pytest.mark.parametrize("orchestrator", ["parallelcluster", "hyperpod"])

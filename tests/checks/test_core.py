@@ -33,6 +33,8 @@ CASES = [
      "compute_groups[0].count"),
     ("accounting-supported", "error", BASE + "orchestrator: {accounting: {enabled: true}}\n",
      "orchestrator.accounting.enabled"),
+    ("accounting-defaults", "error", BASE + "orchestrator: {type: hyperpod, accounting: {enabled: true, tres: [gres/gpu]}}\n",
+     "orchestrator.accounting.tres"),
     ("accounting-database-subnets", "error",
      BASE + "orchestrator: {type: parallelcluster, accounting: {enabled: true}}\n" + EXISTING,
      "network.existing.database_subnet_ids"),

@@ -103,19 +103,24 @@ def test_hyperpod_json_names_the_controller_and_the_nvlink_domains() -> None:
     assert domains and all(d >= 1 for d in domains)
 
 
-@pytest.mark.parametrize(("orchestrator", "store", "words"), [
-    ("parallelcluster", None, "Aurora MySQL Serverless v2 in demo-accounting, 0.5-4 ACU"),
-    ("hyperpod", "controller", "on the controller node"),
+@pytest.mark.parametrize(("orchestrator", "store", "words", "policy"), [
+    ("parallelcluster", None, "Aurora MySQL Serverless v2 in demo-accounting, 0.5-4 ACU",
+     "fair share, a QoS per partition, tracks gres/gpu"),
+    ("hyperpod", "controller", "on the controller node", "a QoS per partition"),
 ])
 def test_accounting_says_where_the_records_live_and_what_is_kept(orchestrator: str, store: str | None, words: str,
-                                                                 tmp_path: Path) -> None:
+                                                                 policy: str, tmp_path: Path) -> None:
     path = tmp_path / "demo.yaml"
     extra = f", store: {store}" if store else ", database: {max_capacity_acu: 4}"
     path.write_text(BASE + f"orchestrator:\n  type: {orchestrator}\n  accounting: {{enabled: true{extra}}}\n")
     data, text = _json(path), _text(path)
     accounting = data["accounting"]
-    assert accounting["store"] == (store or "database") and accounting["tres"] == ["gres/gpu"]
-    assert words in text and "fair share, a QoS per partition, tracks gres/gpu" in text
+    # what fmcluster applies on that orchestrator, not the defaults it would apply elsewhere
+    assert accounting["store"] == (store or "database")
+    assert accounting["tres"] == (["gres/gpu"] if orchestrator == "parallelcluster" else [])
+    assert words in text and f" Slurm {policy} monitoring " in text  # the section's last row, all of it
     assert ("KEPT" in text) is (store is None) and (accounting["database"] is None) is (store is not None)
+    if store is None:  # the minimum capacity is billed every hour
+        assert accounting["database"]["min_acu_hours_per_month"] == 365 and "~365 ACU-hours a month" in text
     path.write_text(BASE + f"orchestrator: {{type: {orchestrator}}}\n")
     assert _json(path)["accounting"] is None and "accounting" not in _text(path).split()
