@@ -7,6 +7,7 @@ import json
 
 import pytest
 from cfnlint.api import ManualArgs, lint
+from support import assert_nag_clean
 
 from fmcluster.config.accounting import AccountingDatabase
 
@@ -141,15 +142,7 @@ def test_cfn_lint_clean(synth):
 
 
 def test_cdk_nag_clean_with_reasoned_acknowledgements(synth):
-    # a bare Stack also gets the "CloudFormation Validate" report (its bootstrap-version rule): not ours to judge
-    reports = [r for r in synth["report"].get("pluginReports", []) if r["pluginName"] == "AwsSolutions"]
-    assert reports, synth["error"]
-    violations = [f"{v['ruleName']}: {[c['constructPath'] for c in v['violatingConstructs']]}"
-                  for v in reports[0]["violations"]]
-    assert not violations, "\n".join(violations)
-    assert synth["error"] is None
-    for suppressed in reports[0]["suppressedViolations"]:
-        assert len(suppressed.get("reason", "")) > 30
+    assert_nag_clean(synth["report"], synth["error"])
 
 
 def test_the_contract_feeds_parallelclusters_database_settings_as_tokens(synth):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 from cfnlint.api import ManualArgs, lint
-from support import load, project_dict
+from support import assert_nag_clean, load, project_dict
 
 from fmcluster.contracts import MountContract, NetworkContract, StorageContract
 from fmcluster.generate import placeholders
@@ -145,14 +145,8 @@ def test_cfn_lint_clean(synth):
 
 
 def test_cdk_nag_clean_with_reasoned_acknowledgements(synth):
-    reports = synth["report"].get("pluginReports", [])
-    assert [r["pluginName"] for r in reports] == ["AwsSolutions"], synth["error"]
-    violations = [f"{v['ruleName']}: {[c['constructPath'] for c in v['violatingConstructs']]}"
-                  for v in reports[0]["violations"]]
-    assert not violations, "\n".join(violations)
-    assert synth["error"] is None
-    for suppressed in reports[0]["suppressedViolations"]:
-        assert len(suppressed.get("reason", "")) > 30
+    assert [r["pluginName"] for r in synth["report"].get("pluginReports", [])] == ["AwsSolutions"], synth["error"]
+    assert_nag_clean(synth["report"], synth["error"])
 
 
 def test_the_node_policy_description_does_not_follow_settings(synth):

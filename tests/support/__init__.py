@@ -188,3 +188,16 @@ def moto_instance_types() -> dict[str, dict[str, Any]]:
     path = Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz"
     with gzip.open(path) as fh:
         return json.load(fh)
+
+
+def assert_nag_clean(report: dict[str, Any], error: object) -> None:
+    """cdk-nag's AwsSolutions report of one synthesis: no violation, every acknowledgement with a reason, and the
+    synthesis raised nothing (``error``). A bare ``Stack`` also gets CloudFormation Validate's report: not ours."""
+    reports = [r for r in report.get("pluginReports", []) if r["pluginName"] == "AwsSolutions"]
+    assert reports, error
+    violations = [f"{v['ruleName']}: {[c['constructPath'] for c in v['violatingConstructs']]}"
+                  for v in reports[0]["violations"]]
+    assert not violations and reports[0]["conclusion"] == "success", "\n".join(violations)
+    assert error is None
+    for suppressed in reports[0]["suppressedViolations"]:
+        assert len(suppressed.get("reason", "")) > 30, suppressed["ruleName"]
