@@ -7,7 +7,7 @@ import json
 
 import pytest
 from cfnlint.api import ManualArgs, lint
-from support import assert_nag_clean
+from support import assert_nag_clean, synth_with_nag
 
 from fmcluster.config.accounting import AccountingDatabase
 
@@ -19,7 +19,6 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> dict:
     from aws_cdk import App, Fn, Stack
 
     from fmcluster.stacks.accounting import SlurmAccountingDatabase
-    from fmcluster.stacks.app import add_nag
 
     outdir = tmp_path_factory.mktemp("cdk.out")
     app = App(outdir=str(outdir))
@@ -30,16 +29,9 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> dict:
         out[name] = SlurmAccountingDatabase(
             stack, "Accounting", settings=AccountingDatabase(min_capacity_acu=0.5, max_capacity_acu=4),
             vpc_id=Fn.import_value(f"{name}-VpcId"), subnet_ids=SUBNETS, clients=clients, secret_format=fmt)
-    add_nag(app, verbose=True)
-    try:
-        app.synth()
-        out["error"] = None
-    except RuntimeError as exc:
-        out["error"] = str(exc)
+    out["error"], out["report"] = synth_with_nag(app, outdir)
     for name in ("pc", "hp"):
         out[f"{name}-template"] = json.loads((outdir / f"{name}-accounting.template.json").read_text())
-    report = outdir / "validation-report.json"
-    out["report"] = json.loads(report.read_text()) if report.exists() else {}
     return out
 
 

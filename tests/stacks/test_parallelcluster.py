@@ -7,7 +7,7 @@ import json
 
 import pytest
 from cfnlint.api import ManualArgs, lint
-from support import assert_nag_clean, load, project_dict
+from support import assert_nag_clean, load, project_dict, synth_with_nag
 
 from fmcluster.contracts import MountContract, NetworkContract, StorageContract
 from fmcluster.generate import placeholders
@@ -24,7 +24,6 @@ GROUPS = [
 def synth(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """One app, two stacks: a cluster created by CDK (with metrics), and a config-only one."""
     from aws_cdk import App, Aws, Fn, Stack
-    from fmcluster.stacks.app import add_nag
     from fmcluster.stacks.parallelcluster import ParallelClusterCluster
 
     outdir = tmp_path_factory.mktemp("cdk.out")
@@ -53,16 +52,9 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> dict:
             scripts_bucket_arn=Fn.join("", ["arn:", Aws.PARTITION, ":s3:::",
                                             Fn.sub("cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}")]))
         out[name] = {"stack": stack, "construct": construct}
-    add_nag(app, verbose=True)
-    try:
-        app.synth()
-        out["error"] = None
-    except RuntimeError as exc:
-        out["error"] = str(exc)
+    out["error"], out["report"] = synth_with_nag(app, outdir)
     for name in ("pcdemo", "pcfile"):
         out[name]["template"] = json.loads((outdir / f"{name}-cluster.template.json").read_text())
-    report = outdir / "validation-report.json"
-    out["report"] = json.loads(report.read_text()) if report.exists() else {}
     return out
 
 

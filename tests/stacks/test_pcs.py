@@ -12,7 +12,7 @@ import botocore.session
 import pytest
 from botocore.validate import ParamValidator
 from cfnlint.api import ManualArgs, lint
-from support import ROOT, assert_nag_clean, load, project_dict
+from support import ROOT, assert_nag_clean, load, project_dict, synth_with_nag
 
 from fmcluster import checks, config
 from fmcluster.contracts import MountContract, NetworkContract
@@ -37,7 +37,6 @@ PROJECTS = {"p5-pcs": ROOT / "examples" / "p5-pcs.yaml",
 def _synth(outdir: Path, names: list[str]) -> dict[str, Any]:
     from aws_cdk import App, Fn, Stack
     from fmcluster.bootstrap.bundles import render_group_bundles
-    from fmcluster.stacks.app import add_nag
     from fmcluster.stacks.pcs import PcsCluster
 
     app = App(outdir=str(outdir))
@@ -56,16 +55,9 @@ def _synth(outdir: Path, names: list[str]) -> dict[str, Any]:
                                        login=plan.cluster.pcs.login is not None)
         out[name] = {"plan": plan, "construct": PcsCluster(stack, "Pcs", plan=plan.cluster, bundles=bundles,
                                                            network=network, metrics=metrics)}
-    add_nag(app, verbose=True)
-    try:
-        app.synth()
-        out["error"] = None
-    except RuntimeError as exc:
-        out["error"] = str(exc)
+    out["error"], out["report"] = synth_with_nag(app, outdir)
     for name in names:
         out[name]["template"] = json.loads((outdir / f"{name}-cluster.template.json").read_text())
-    report = outdir / "validation-report.json"
-    out["report"] = json.loads(report.read_text()) if report.exists() else {}
     return out
 
 

@@ -201,3 +201,18 @@ def assert_nag_clean(report: dict[str, Any], error: object) -> None:
     assert error is None
     for suppressed in reports[0]["suppressedViolations"]:
         assert len(suppressed.get("reason", "")) > 30, suppressed["ruleName"]
+
+
+def synth_with_nag(app: Any, outdir: Path) -> tuple[str | None, dict[str, Any]]:
+    """Synthesize ``app`` (writing to ``outdir``) with cdk-nag's AwsSolutions checks, as the real app does: the error
+    a failed synthesis raised (None when it passed) and the validation report (empty when none was written)."""
+    from fmcluster.stacks.app import add_nag  # CDK loads only in the tests that synthesize
+
+    add_nag(app, verbose=True)
+    try:
+        app.synth()
+        error = None
+    except RuntimeError as exc:
+        error = str(exc)
+    report = outdir / "validation-report.json"
+    return error, (json.loads(report.read_text()) if report.exists() else {})
