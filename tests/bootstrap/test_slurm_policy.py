@@ -14,10 +14,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from fmcluster.bootstrap import bundles, render
+from fmcluster.bootstrap import bundles, profiles, render
 from fmcluster.config import parse
 from fmcluster.plan import make_plan
 
+from fmcluster import orchestrators
 from fmcluster.generate import schedulers
 from support.sandbox import (
     SHELLCHECK,
@@ -35,6 +36,7 @@ SCRIPT = "files/fmcluster-partition-qos"
 DROPIN = "etc/systemd/system/slurmctld.service.d/fmcluster-partition-qos.conf"
 INSTALLED = "usr/local/sbin/fmcluster-partition-qos"
 HEAD_IMAGE = dict(gpus=0, efa_devices=0, nvme_drives=0, driver=False)
+HEAD_IMAGE_HW = dict(gpus=0, efa_devices=0, nvme_drives=0)
 
 
 def _project(orchestrator: str, accounting: str = "enabled: true", extra: str = ""):
@@ -288,3 +290,42 @@ def test_the_boot_budget_counts_the_step_s_bounded_waits() -> None:
     assert lines["slurmdbd and slurmctld waits"] == ctx.options.slurmdbd_wait_s + ctx.options.slurmctld_wait_s
     assert "slurmdbd and slurmctld waits" not in dict(budget.estimate(context_for(make_project(), "gpu",
                                                                                   "head")).lines)
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("example", ["p5-slurm-accounting", "p5en-slurm-accounting"])
+def test_the_step_adds_only_itself_to_an_accounting_example_s_bundles(tmp_path, example: str) -> None:
+    """The examples with accounting, rendered as they are and with accounting off: the bundles differ only by the
+    step, its script and what digests them (SHA256SUMS, manifest, entry script, dispatcher). Every example without
+    accounting rendered byte-identical before and after the step was added (checked by hand at the commit)."""
+    root = Path(__file__).resolve().parents[2] / "examples"
+    cluster = make_plan(parse((root / f"{example}.yaml").read_text()).project).cluster
+    off = dataclasses.replace(cluster, accounting=cluster.accounting.model_copy(update={"enabled": False}))
+    assert bundles.qos_partitions(cluster) and not bundles.qos_partitions(off)
+    bundles.render_bundles(cluster, tmp_path / "on", None, False, None)
+    bundles.render_bundles(off, tmp_path / "off", None, False, None)
+    on_files, off_files = _files(tmp_path / "on"), _files(tmp_path / "off")
+    added = sorted(set(on_files) - set(off_files))
+    assert len(added) == 2 and {Path(p).parent.parent for p in added} == {Path(added[0]).parent.parent}  # one bundle
+    assert sorted(Path(p).name for p in added) == [f"{STEP}.sh", "fmcluster-partition-qos"]
+    assert not set(off_files) - set(on_files)
+    changed = {Path(p).name for p in off_files if off_files[p] != on_files[p]}
+    assert changed <= {"SHA256SUMS", "manifest.json", "bootstrap.sh", "on-node-configured.sh"}
+
+
+PROFILE_CASES = [p for p in profiles.load_profiles() if p.flavour in ("parallelcluster", "hyperpod")]
+
+
+@pytest.mark.parametrize("profile", PROFILE_CASES, ids=[p.name for p in PROFILE_CASES])
+def test_the_controller_boots_with_the_step_on_each_profile_of_its_flavour(tmp_path, profile) -> None:
+    orchestrator = orchestrators.by_flavour(profile.flavour).name
+    ctx = context_for(make_project("p5.48xlarge", profile.os, orchestrator), "gpu", "head",
+                      qos_partitions=("gpu",))
+    sb = build_sandbox(tmp_path / "sb", ctx, Image.from_profile(profile, ctx.arch, None, **HEAD_IMAGE_HW))
+    install_slurm_controller(sb, ("gpu",), prefix=profile.arches[ctx.arch].components.slurm.prefix)
+    res = sb.run()
+    assert res.rc == 0, res.out[-3000:]
+    assert _partition_qos(sb) == {"gpu": "gpu"} and (sb.root / DROPIN).is_file()

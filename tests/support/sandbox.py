@@ -802,7 +802,7 @@ verb=${words[0]:-}; entity=${words[1]:-}
 case "${verb}" in show|list|add|create) ;; *) echo "sacctmgr: error: Unknown command '${verb}'" >&2; exit 1 ;; esac
 case "${entity}" in cluster|clusters|qos) ;; *) echo "sacctmgr: error: Unknown entity '${entity}'" >&2; exit 1 ;; esac
 if [[ -e "${s}/dbd-down" ]]; then
-  echo "sacctmgr: error: slurm_persist_conn_open_without_init: failed to open persistent connection to host:localhost:6819: Connection refused" >&2
+  # the wording is as recalled, UNCONFIRMED for 25.11; the step reads only the exit status
   echo "sacctmgr: error: Problem talking to the database: Connection refused" >&2
   exit 1
 fi
@@ -825,9 +825,9 @@ case "${verb} ${entity}" in
 esac
 """
 """sacctmgr as Slurm 25.11 answers the commands the step uses (-P, --parsable2: '|' between fields, none after the
-last, sacctmgr(1)). Adding a QoS that exists prints " Nothing new added." and exits 0
-(SchedMD/slurm src/sacctmgr, the add functions' "Nothing new added." branch); an unknown command or entity, or
-slurmdbd down, exits 1."""
+last, sacctmgr(1)). Adding a QoS that exists prints " Nothing new added." and exits 0 (the branch is in
+SchedMD/slurm src/sacctmgr/account_functions.c of an older release, seen in the code index; the same for
+qos_functions.c in 25.11 is UNCONFIRMED); an unknown command or entity, or slurmdbd down, exits 1."""
 
 SCONTROL_STUB = r"""
 s="${state}/slurm"
@@ -865,8 +865,8 @@ esac
 """
 """scontrol as slurmctld 25.11 answers: `show partition` prints QoS=N/A until one is set, beside AllowQos=ALL
 (slurm_sprint_partition_info's layout; the exact column order is UNCONFIRMED, the step reads only the QoS= word);
-`update` fails for an unknown partition ("Invalid partition name specified") or QoS ("Invalid qos specification",
-slurm_strerror), as the real one does."""
+`update` fails for an unknown partition ("Invalid partition name specified") or QoS ("Invalid qos specification"),
+as the real one does (exit 1; the messages are slurm_strerror's as recalled, their wording UNCONFIRMED)."""
 
 SLURMCTLD_UNIT = "[Unit]\nDescription=Slurm controller daemon\n\n[Service]\nExecStart=/opt/slurm/sbin/slurmctld -D\n"
 
