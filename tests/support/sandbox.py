@@ -868,7 +868,15 @@ esac
 `update` fails for an unknown partition ("Invalid partition name specified") or QoS ("Invalid qos specification"),
 as the real one does (exit 1; the messages are slurm_strerror's as recalled, their wording UNCONFIRMED)."""
 
-SLURMCTLD_UNIT = "[Unit]\nDescription=Slurm controller daemon\n\n[Service]\nExecStart=/opt/slurm/sbin/slurmctld -D\n"
+SLURMCTLD_UNIT = ("[Unit]\nDescription=Slurm controller daemon\nAfter=network.target munge.service\n"
+                  "Wants=network-online.target\nConditionPathExists=/opt/slurm/etc/slurm.conf\n\n[Service]\n"
+                  "Type=simple\nEnvironmentFile=-/etc/sysconfig/slurmctld\n"
+                  "ExecStart=/opt/slurm/sbin/slurmctld -D -s $SLURMCTLD_OPTIONS\nExecReload=/bin/kill -HUP $MAINPID\n"
+                  "LimitNOFILE=562930\nLimitMEMLOCK=infinity\nLimitSTACK=infinity\n\n[Install]\n"
+                  "WantedBy=multi-user.target\n")
+"""ParallelCluster's slurmctld.service with /opt/slurm (aws/aws-parallelcluster-cookbook@
+51cae4d07e5b73e7d61efbfcac2f4bafc38dd9ad cookbooks/aws-parallelcluster-slurm/templates/default/slurm/head_node/
+slurmctld.service.erb); HyperPod's is UNCONFIRMED and modelled the same."""
 
 
 def install_slurm_controller(sb: Sandbox, partitions: tuple[str, ...], *, prefix: str = "/opt/slurm",
