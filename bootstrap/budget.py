@@ -127,6 +127,8 @@ def estimate(ctx: BootstrapContext, profile: ImageProfile | None = None,
     lines = [("package lock", ctx.options.pkg_lock_timeout_s)]
     lines += [(name, cost.seconds) for name, cost in FIXED.items() if name not in ("package lock", "verify and reuse")]
     lines.append(("verify and reuse", FIXED["verify and reuse"].seconds * len(ctx.steps())))
+    if ctx.slurm_policy:  # bounded waits of the slurm-policy step (slurmdbd, then slurmctld), as the package lock's
+        lines.append(("slurmdbd and slurmctld waits", ctx.options.slurmdbd_wait_s + ctx.options.slurmctld_wait_s))
     for comp in components(ctx):
         if comp == "node_exporter" or not have.get(comp, False):  # no image profile carries node_exporter
             lines.append((comp, COSTS[comp].seconds))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fmcluster.bootstrap.context import BootstrapContext, FsxMount, context_for
+from fmcluster.bootstrap.flavours import FLAVOURS
 from fmcluster.bootstrap.render import (
     ENTRY_NAME,
     HEAD_NODE_BUNDLE,
@@ -25,6 +26,7 @@ from fmcluster.bootstrap.render import (
 )
 
 from fmcluster.contracts import MountContract
+from fmcluster.generate import schedulers
 from fmcluster.generate.hyperpod import instance_groups
 from fmcluster.plan import ClusterPlan
 
@@ -55,6 +57,22 @@ class DispatchedBundles:
 
     bundles: Path
     dispatcher: Path
+
+
+def qos_per_partition(cluster: ClusterPlan) -> bool:
+    """Slurm accounting applies a QoS per partition here (``ClusterPlan.slurm_policy``: the project's
+    ``orchestrator.accounting.qos_per_partition``, on by default where the orchestrator takes it)."""
+    return cluster.slurm_policy.qos_per_partition
+
+
+def qos_partitions(cluster: ClusterPlan) -> tuple[str, ...]:
+    """The partitions the slurmctld node gives a QoS each: the compute groups' Slurm partitions as the orchestrator
+    renders them (:func:`fmcluster.generate.schedulers.scheduler`'s ``slurm_targets``: ParallelCluster's queue,
+    HyperPod's partition), each once, in the groups' order; empty when :func:`qos_per_partition` is off."""
+    if not qos_per_partition(cluster):
+        return ()
+    targets = schedulers.scheduler(cluster).slurm_targets(cluster)
+    return tuple(dict.fromkeys(t.partition for t in targets.values()))
 
 
 LOGIN_BUNDLE = "login"
@@ -97,7 +115,7 @@ def render_dispatched_bundles(cluster: ClusterPlan, out_dir: Path) -> Dispatched
     every node runs."""
     root = _fresh(out_dir)
     head = context_for(cluster, cluster.groups[0].name, "head", "parallelcluster", fsx=None,
-                       imex_prolog=any(g.needs_imex for g in cluster.groups))
+                       imex_prolog=any(g.needs_imex for g in cluster.groups), qos_partitions=qos_partitions(cluster))
     sums = {HEAD_NODE_BUNDLE: render_bundle(head, root / "bundles" / HEAD_NODE_BUNDLE).sums_sha256}
     for group in cluster.groups:
         if group.instance_type in sums:
@@ -136,8 +154,10 @@ def render_lifecycle_bundles(cluster: ClusterPlan, out_dir: Path) -> LifecycleBu
     which the steps find and keep."""
     root = _fresh(out_dir)
     sums = {}
+    controller = FLAVOURS["hyperpod"].slurmctld_role
     for group in instance_groups(cluster):
-        ctx = context_for(cluster, group.compute_group, group.role, "hyperpod", fsx=None)
+        qos = qos_partitions(cluster) if group.role == controller else ()
+        ctx = context_for(cluster, group.compute_group, group.role, "hyperpod", fsx=None, qos_partitions=qos)
         sums[group.name] = render_bundle(ctx, root / group.name).sums_sha256
     return LifecycleBundles(root=root, sums=sums)
 

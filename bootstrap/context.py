@@ -7,6 +7,7 @@ turns a context into scripts, and :mod:`fmcluster.checks` reads which pins a nod
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal, get_args
 
 from fmcluster.bootstrap.versions import (
@@ -134,6 +135,12 @@ class Options(_Frozen):
     scratch: bool = Field(default=True, description="Assemble the instance-store NVMe drives (storage.scratch.enabled).")
     imex_prolog: bool = Field(default=False, description="ParallelCluster head node: install the per-job IMEX prolog "
                                                          "(a queue has IMEX instances).")
+    slurmdbd_wait_s: int = Field(default=600, ge=1, description="How long the slurm-policy step waits for slurmdbd "
+                                                                "to answer sacctmgr before it fails.")
+    slurmctld_wait_s: int = Field(
+        default=60, ge=1, le=80,
+        description="How long fmcluster-partition-qos waits for slurmctld to answer `scontrol ping`; it runs as "
+                    "slurmctld.service's ExecStartPost, which systemd's start timeout (default 90s) covers.")
 
 
 class BootstrapContext(_Frozen):
@@ -154,6 +161,22 @@ class BootstrapContext(_Frozen):
     )
     options: Options
     versions: Versions
+    qos_partitions: tuple[str, ...] = Field(
+        default=(),
+        description="Partitions that get a QoS named after them (Slurm accounting's qos_per_partition), on the node "
+                    "that runs slurmctld (see :attr:`slurm_policy`). Empty: no slurm-policy step.")
+
+    @field_validator("qos_partitions")
+    @classmethod
+    def _partition_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        # Our restriction, not Slurm's: names that need no quoting in slurm.conf or sacctmgr and hold no '='/','
+        # (ParallelCluster queue names and HyperPod partition names fit it; the templates shell-quote them anyway).
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", name):
+                raise ValueError(f"{name!r} is not a partition name a QoS can be named after")
+        if len(set(value)) != len(value):
+            raise ValueError(f"partitions listed more than once: {', '.join(value)}")
+        return value
 
     @field_validator("bundle_s3_uri")
     @classmethod
@@ -208,6 +231,11 @@ class BootstrapContext(_Frozen):
     def slurm_exporter(self) -> bool:
         """This node runs slurmctld (trait ``slurmctld_role``): its exporters step runs the Slurm exporter."""
         return self.options.exporters and self.slurm and self.traits.slurmctld_role == self.role
+
+    @property
+    def slurm_policy(self) -> bool:
+        """This node runs slurmctld (trait ``slurmctld_role``) and partitions get a QoS each: the slurm-policy step."""
+        return bool(self.qos_partitions) and self.slurm and self.traits.slurmctld_role == self.role
 
     @property
     def ofi_nccl_plugin_files(self) -> list[str]:
@@ -298,6 +326,7 @@ class Step(_Frozen):
     needs_exporters: bool = False
     needs_scratch: bool = False
     needs_imex_prolog: bool = False
+    needs_slurm_policy: bool = False
 
     def applies(self, ctx: BootstrapContext) -> bool:
         return not (
@@ -307,6 +336,7 @@ class Step(_Frozen):
             or (self.needs_containers and not ctx.options.containers)
             or (self.needs_exporters and not ctx.options.exporters)
             or (self.needs_scratch and not ctx.options.scratch)
+            or (self.needs_slurm_policy and not ctx.slurm_policy)
         )
 
 
@@ -322,6 +352,9 @@ STEPS: tuple[Step, ...] = (
     Step(name="80-containers", template="containers.sh.j2", description="enroot + pyxis, container storage on NVMe", needs_containers=True),
     Step(name="85-imex-prolog", template="imex_prolog_install.sh.j2",
          description="ParallelCluster head node: the per-job IMEX prolog for UltraServer queues", needs_imex_prolog=True),
+    Step(name="88-slurm-policy", template="slurm_policy.sh.j2",
+         description="slurmctld's node, Slurm accounting on: a QoS per partition, kept across slurmctld restarts",
+         needs_slurm_policy=True),
     Step(name="90-exporters", template="exporters.sh.j2", description="node_exporter, dcgm-exporter, EFA counters, Slurm exporter", needs_exporters=True),
     Step(name="99-healthcheck", template="healthcheck.sh.j2", description="prove the node before it takes jobs"),
 )
@@ -337,6 +370,7 @@ def context_for(
     arch: Arch | None = None,
     bundle_s3_uri: str | None = None,
     versions: Versions | None = None,
+    qos_partitions: tuple[str, ...] = (),
     **options: Any,
 ) -> BootstrapContext:
     """Build the context for one node role of one compute group of ``cluster``.
@@ -344,7 +378,7 @@ def context_for(
     ``group_name`` names a compute group; it is required for ``compute`` and optional for
     ``head``/``login`` (which have no GPU; with a group they take its architecture, as
     ParallelCluster requires). ``flavour`` defaults to the project's orchestrator.
-    ``options`` override :class:`Options` fields.
+    ``options`` override :class:`Options` fields. ``qos_partitions``: see :attr:`BootstrapContext.qos_partitions`.
     """
     flavour = flavour or ORCHESTRATOR_FLAVOUR[cluster.orchestrator]
     instance: InstanceFacts | None = None
@@ -378,6 +412,7 @@ def context_for(
             bundle_s3_uri=bundle_s3_uri,
             options=Options(**opts),
             versions=versions or default_versions(),
+            qos_partitions=tuple(qos_partitions),
         )
     except ValueError as exc:
         raise BootstrapError(str(exc)) from exc

@@ -141,6 +141,9 @@ def render_files(ctx: BootstrapContext) -> dict[str, str]:
         files["files/fmcluster-imex"] = _render("partials/imex.sh.j2", ctx)
     if "85-imex-prolog" in names:
         files["files/91_fmcluster_imex_prolog.sh"] = _render("partials/imex_prolog.sh.j2", ctx)
+    if "88-slurm-policy" in names:
+        files["files/fmcluster-partition-qos"] = _render("partials/partition_qos.sh.j2", ctx,
+                                                         step_name="88-slurm-policy")
     if "60-nvme" in names:
         files["files/fmcluster-scratch"] = _render("partials/scratch.sh.j2", ctx)
     return files

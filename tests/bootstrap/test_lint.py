@@ -52,6 +52,12 @@ def _matrix() -> list[tuple[str, context.BootstrapContext]]:
     out.append(("self-managed-with-containers", context_for(project, "gpu", "compute", "self-managed", containers=True)))
     # PCS turns containers off by default (configless slurmd cannot load pyxis); whoever turns them on gets this
     out.append(("pcs-with-containers", context_for(project, "gpu", "compute", "pcs", containers=True)))
+    # Slurm accounting's QoS per partition: the slurm-policy step on the node that runs slurmctld
+    for flavour in ("parallelcluster", "hyperpod"):
+        for os_name in context.OPERATING_SYSTEMS:
+            qos_project = make_project("p5.48xlarge", os_name, "none")
+            out.append((f"qos-per-partition/{flavour}/{os_name}",
+                        context_for(qos_project, "gpu", "head", flavour, qos_partitions=("gpu", "big-q"))))
     return out
 
 
@@ -61,7 +67,7 @@ MATRIX = _matrix()
 def _structure(ctx: context.BootstrapContext) -> tuple:
     i = ctx.instance
     return (
-        ctx.os_family, ctx.role, ctx.flavour, ctx.fsx is not None, ctx.options,
+        ctx.os_family, ctx.role, ctx.flavour, ctx.fsx is not None, ctx.options, bool(ctx.qos_partitions),
         (i.nvswitch, i.needs_imex, i.local_nvme_drives is None, len(i.gpu_model_tokens)) if i else None,
     )
 

@@ -57,11 +57,18 @@ def test_flavour_and_defaults_follow_the_orchestrator():
 def test_roles_pick_their_steps():
     project = make_project()
     compute = [s.name for s in context_for(project, "gpu", "compute", fsx=FSX).steps()]
-    assert compute == [s.name for s in context.STEPS if s.name != "85-imex-prolog"]  # a head-node step
+    head_only = ("85-imex-prolog", "88-slurm-policy")
+    assert compute == [s.name for s in context.STEPS if s.name not in head_only]
+    # a compute node never runs the slurm-policy step, QoS partitions or not (slurmctld runs on the head)
+    assert "88-slurm-policy" not in [s.name for s in context_for(project, "gpu", "compute",
+                                                                 qos_partitions=("gpu",)).steps()]
     head = [s.name for s in context_for(project, None, "head").steps()]
     assert head == ["10-preflight", "80-containers", "90-exporters", "99-healthcheck"]
     head = [s.name for s in context_for(project, None, "head", exporters=False, imex_prolog=True).steps()]
     assert head == ["10-preflight", "80-containers", "85-imex-prolog", "99-healthcheck"]
+    head = [s.name for s in context_for(project, None, "head", imex_prolog=True, qos_partitions=("gpu",)).steps()]
+    assert head == ["10-preflight", "80-containers", "85-imex-prolog", "88-slurm-policy", "90-exporters",
+                    "99-healthcheck"]
     login_arm = context_for(make_project("p6e-gb200.36xlarge"), "gpu", "login")
     assert login_arm.instance is None and login_arm.arch == "aarch64"
 

@@ -781,3 +781,127 @@ def build_sandbox(
 def calls_of(result: Result, command: str) -> list[str]:
     return [c for c in result.calls if c == command or c.startswith(command + " ")]
 
+
+
+# --- Slurm's controller with accounting (slurmctld + slurmdbd), for the slurm-policy step ----------------------------
+# State under ${SANDBOX}/state/slurm: qos (one QoS name a line), partitions/<name> (the partition's QoS, N/A when
+# none), dbd-down (slurmdbd does not answer), ctld-down (slurmctld does not answer).
+SACCTMGR_STUB = r"""
+s="${state}/slurm"
+noheader=0; parsable=0; immediate=0; words=()
+for a in "$@"; do
+  case "${a}" in
+    -n|--noheader) noheader=1 ;;
+    -P|--parsable2) parsable=1 ;;
+    -i|--immediate) immediate=1 ;;
+    -*) echo "sacctmgr: unrecognized option '${a}'" >&2; exit 1 ;;
+    *) words+=("${a}") ;;
+  esac
+done
+verb=${words[0]:-}; entity=${words[1]:-}
+case "${verb}" in show|list|add|create) ;; *) echo "sacctmgr: error: Unknown command '${verb}'" >&2; exit 1 ;; esac
+case "${entity}" in cluster|clusters|qos) ;; *) echo "sacctmgr: error: Unknown entity '${entity}'" >&2; exit 1 ;; esac
+if [[ -e "${s}/dbd-down" ]]; then
+  # the wording is as recalled, UNCONFIRMED for 25.11; the step reads only the exit status
+  echo "sacctmgr: error: Problem talking to the database: Connection refused" >&2
+  exit 1
+fi
+case "${verb} ${entity}" in
+  "show cluster"|"show clusters"|"list cluster"|"list clusters")
+    ((noheader)) || echo "   Cluster     ControlHost  ControlPort   RPC"
+    echo "      demo        10.0.0.5         6817  11008" ;;
+  "show qos"|"list qos")
+    [[ "${words[*]:2}" == "format=name" ]] || { echo "sandbox sacctmgr: only 'format=name' is modelled" >&2; exit 1; }
+    if ((!noheader)); then if ((parsable)); then echo "Name"; else echo "      Name"; fi; fi
+    while read -r q; do if ((parsable)); then echo "${q}"; else printf '%10s\n' "${q}"; fi; done <"${s}/qos" ;;
+  "add qos"|"create qos")
+    ((immediate)) || { echo "sandbox sacctmgr: without -i it asks 'Would you like to commit changes?'" >&2; exit 1; }
+    name=${words[2]:-}
+    [[ -n "${name}" && "${name}" != *=* ]] || { echo "sacctmgr: error: No new qos to add" >&2; exit 1; }
+    if grep -qixF -- "${name}" "${s}/qos"; then echo " Nothing new added."; exit 0; fi
+    echo "${name}" >>"${s}/qos"
+    printf ' Adding QOS(s)\n  %s\n Settings\n  Description    = %s\n' "${name}" "${name}" ;;
+  *) echo "sacctmgr: error: ${verb} ${entity}: not modelled" >&2; exit 1 ;;
+esac
+"""
+"""sacctmgr as Slurm 25.11 answers the commands the step uses (-P, --parsable2: '|' between fields, none after the
+last, sacctmgr(1)). Adding a QoS that exists prints " Nothing new added." and exits 0 (the branch is in
+SchedMD/slurm src/sacctmgr/account_functions.c of an older release, seen in the code index; the same for
+qos_functions.c in 25.11 is UNCONFIRMED); an unknown command or entity, or slurmdbd down, exits 1."""
+
+SCONTROL_STUB = r"""
+s="${state}/slurm"
+if [[ "${1:-}" != ping && -e "${s}/ctld-down" ]]; then
+  echo "slurm_load_partitions error: Unable to contact slurm controller (connect failure)" >&2; exit 1
+fi
+case "${1:-} ${2:-}" in
+  "ping "*)
+    if [[ -e "${s}/ctld-down" ]]; then echo "Slurmctld(primary) at ip-10-1-2-3 is DOWN"; exit 1; fi
+    echo "Slurmctld(primary) at ip-10-1-2-3 is UP" ;;
+  "reconfigure "*) ;;
+  "show partition")
+    p=${3:-}
+    [[ -n "${p}" && -f "${s}/partitions/${p}" ]] || { echo "Partition ${p} not found"; exit 1; }
+    printf 'PartitionName=%s\n' "${p}"
+    printf '   AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL\n'
+    printf '   AllocNodes=ALL Default=YES QoS=%s\n' "$(<"${s}/partitions/${p}")"
+    printf '   DefaultTime=NONE DisableRootJobs=NO ExclusiveUser=NO ExclusiveTopo=NO GraceTime=0 Hidden=NO\n'
+    printf '   Nodes=%s-st-[1-2] State=UP TotalCPUs=384 TotalNodes=2\n' "${p}" ;;
+  "update "*)
+    p=""; q=""
+    for a in "${@:2}"; do
+      case "${a}" in
+        PartitionName=*) p=${a#*=} ;;
+        QOS=*|QoS=*|qos=*) q=${a#*=} ;;
+        *) echo "scontrol: error: Update of this parameter is not supported: ${a}" >&2; exit 1 ;;
+      esac
+    done
+    [[ -n "${p}" && -f "${s}/partitions/${p}" ]] \
+      || { echo "scontrol: error: Invalid partition name specified" >&2; exit 1; }
+    grep -qixF -- "${q}" "${s}/qos" || { echo "scontrol: error: Invalid qos specification" >&2; exit 1; }
+    echo "${q}" >"${s}/partitions/${p}" ;;
+  *) echo "invalid keyword: ${1:-}" >&2; exit 1 ;;
+esac
+"""
+"""scontrol as slurmctld 25.11 answers: `show partition` prints QoS=N/A until one is set, beside AllowQos=ALL
+(slurm_sprint_partition_info's layout; the exact column order is UNCONFIRMED, the step reads only the QoS= word);
+`update` fails for an unknown partition ("Invalid partition name specified") or QoS ("Invalid qos specification"),
+as the real one does (exit 1; the messages are slurm_strerror's as recalled, their wording UNCONFIRMED)."""
+
+SLURMCTLD_UNIT = ("[Unit]\nDescription=Slurm controller daemon\nAfter=network.target munge.service\n"
+                  "Wants=network-online.target\nConditionPathExists=/opt/slurm/etc/slurm.conf\n\n[Service]\n"
+                  "Type=simple\nEnvironmentFile=-/etc/sysconfig/slurmctld\n"
+                  "ExecStart=/opt/slurm/sbin/slurmctld -D -s $SLURMCTLD_OPTIONS\nExecReload=/bin/kill -HUP $MAINPID\n"
+                  "LimitNOFILE=562930\nLimitMEMLOCK=infinity\nLimitSTACK=infinity\n\n[Install]\n"
+                  "WantedBy=multi-user.target\n")
+"""ParallelCluster's slurmctld.service with /opt/slurm (aws/aws-parallelcluster-cookbook@
+51cae4d07e5b73e7d61efbfcac2f4bafc38dd9ad cookbooks/aws-parallelcluster-slurm/templates/default/slurm/head_node/
+slurmctld.service.erb); HyperPod's is UNCONFIRMED and modelled the same."""
+
+
+def install_slurm_controller(sb: Sandbox, partitions: tuple[str, ...], *, prefix: str = "/opt/slurm",
+                             unit_dir: str | None = "etc/systemd/system", qos: tuple[str, ...] = ("normal",),
+                             dbd_up: bool = True) -> None:
+    """What the orchestrator leaves on the node that runs slurmctld before the bundle: Slurm's clients under
+    ``prefix``, slurmctld.service's unit in ``unit_dir`` (None: none), the partitions of slurm.conf without a QoS,
+    and slurmdbd's QoS (Slurm creates ``normal``: SchedMD qos.html, "a QOS named normal is created by default")."""
+    bindir = sb.root / prefix.lstrip("/") / "bin"
+    bindir.mkdir(parents=True, exist_ok=True)
+    _write_stub(bindir / "sacctmgr", SACCTMGR_STUB)
+    _write_stub(bindir / "scontrol", SCONTROL_STUB)
+    state = sb.path / "state/slurm"
+    (state / "partitions").mkdir(parents=True, exist_ok=True)
+    for p in partitions:
+        (state / "partitions" / p).write_text("N/A\n")
+    (state / "qos").write_text("".join(f"{q}\n" for q in qos))
+    if not dbd_up:
+        (state / "dbd-down").touch()
+    if unit_dir is not None:
+        (sb.root / unit_dir).mkdir(parents=True, exist_ok=True)
+        (sb.root / unit_dir / "slurmctld.service").write_text(SLURMCTLD_UNIT)
+
+
+def restart_slurmctld(sb: Sandbox) -> None:
+    """slurmctld restarted without -R: its partitions come back from slurm.conf, without the runtime QoS."""
+    for f in (sb.path / "state/slurm/partitions").iterdir():
+        f.write_text("N/A\n")
