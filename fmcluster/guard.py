@@ -198,6 +198,27 @@ def _copies(old: dict[str, dict], moved: str) -> list[Replacement]:
             if resource["Type"] in STATEFUL_TYPES]
 
 
+def _dropped_imports(stack: str, template: dict, old: dict[str, dict], new: dict[str, dict]) -> str | None:
+    """Why a deployed stack the project no longer builds blocks the deploy: it imports exports that a stack of the
+    new deployment stops exporting, and CloudFormation refuses to remove an export in use ("Cannot delete export
+    ... as it is in use by ..."), so that stack's update fails. None when it imports nothing the deploy removes."""
+    def exported(templates: dict[str, dict]) -> dict[str, str]:
+        return {o["Export"]["Name"]: name for name, t in templates.items() for o in t.get("Outputs", {}).values()
+                if isinstance(o.get("Export", {}).get("Name"), str)}
+
+    updated = exported({name: t for name, t in old.items() if name in new})  # exports of the stacks deployed again
+    still = exported(new)
+    dropped = sorted({name for kind, name in _references(template.get("Resources", {}))
+                      if kind == "import" and name in updated and name not in still})
+    if not dropped:
+        return None
+    owners = ", ".join(sorted({updated[name] for name in dropped}))
+    return (f"{stack} is deployed but the project no longer builds it, and it imports {', '.join(dropped)}, which "
+            f"the new {owners} no longer exports: CloudFormation refuses to remove an export in use, so the deploy "
+            f"would fail. Delete {stack} first (lift its termination protection; retained resources such as this one "
+            "stay, with their data), then deploy")
+
+
 def compare(old: dict[str, dict], new: dict[str, dict], moved: str | None = None) -> list[Replacement]:
     """Stateful resources of ``old`` (templates by stack name) that deploying ``new`` would replace, delete,
     orphan or fail to update. ``moved`` says why NEW goes to other stacks (then each one gets a second copy)."""
@@ -209,7 +230,17 @@ def compare(old: dict[str, dict], new: dict[str, dict], moved: str | None = None
 
     for stack, template in old.items():
         counterpart = new_by_role.get(stack_role(stack))
-        new_resources = counterpart[1].get("Resources", {}) if counterpart else {}
+        if counterpart is None:
+            # `cdk deploy` never deletes a stack the app no longer has: it stays, with its data, as it is; but its
+            # imports still pin the exports it reads (the accounting database, after accounting is turned off)
+            why = _dropped_imports(stack, template, old, new) or (
+                f"{stack} is deployed but the project no longer builds it: `cdk deploy` leaves that stack as it is, "
+                "with this resource and its data; delete the stack yourself to remove them (lift its termination "
+                "protection first; retained resources stay)")
+            refused.update({(stack, lid): why for lid, r in template.get("Resources", {}).items()
+                            if r["Type"] in STATEFUL_TYPES})
+            continue
+        new_resources = counterpart[1].get("Resources", {})
         for logical_id, resource in template.get("Resources", {}).items():
             kind = resource["Type"]
             after = new_resources.get(logical_id)

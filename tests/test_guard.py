@@ -76,8 +76,10 @@ def test_removing_an_association_is_refused_as_retained_and_orphaned(old_templat
 def test_removing_the_file_system_and_the_workspace_says_they_are_kept(old_templates, tmp_path: Path) -> None:
     new = BASE + "storage:\n  fsx: {enabled: false}\nobservability: {prometheus: false, grafana: {enabled: false}}\n"
     found = {r.type: r.reason for r in _replacements(old_templates, tmp_path, new)}
-    for kind in ("AWS::FSx::FileSystem", "AWS::APS::Workspace", "AWS::FSx::DataRepositoryAssociation"):
+    for kind in ("AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation"):
         assert "retained and orphaned" in found[kind], found
+    # no monitoring at all: the observability stack is no longer built, and `cdk deploy` leaves it, workspace and all
+    assert "demo-observability is deployed but the project no longer builds it" in found["AWS::APS::Workspace"]
 
 
 def test_a_removed_resource_without_retain_is_deleted() -> None:
@@ -260,10 +262,35 @@ def test_the_accounting_database_is_judged_like_the_other_stateful_resources() -
     assert found["Cluster"].type == "AWS::RDS::DBCluster" and "StorageEncrypted" in found["Cluster"].reason
     # ... and its writer (DBClusterIdentifier is create-only) goes with it
     assert set(found) == {"Cluster", "Writer"} and "Cluster" in found["Writer"].reason
-    # turning accounting off keeps the database, orphaned: the guard says so
+    # a database the accounting stack no longer holds is kept, orphaned: the guard says so
     found = guard.compare(_accounting(), {"demo-accounting": {"Resources": {}}})
     assert {r.type for r in found} == {"AWS::RDS::DBCluster", "AWS::RDS::DBInstance"}
     assert all("retained and orphaned" in r.reason for r in found if r.type == "AWS::RDS::DBCluster")
+
+
+def test_turning_accounting_off_with_the_database_stack_deployed_is_refused_naming_what_to_delete() -> None:
+    """`cdk deploy` leaves a stack the app no longer has, but that stack's imports pin the network's exports: the
+    network update that drops the database subnets would fail ("export in use"), so the guard says so first."""
+    def network(database: bool) -> dict:
+        outputs = {"VpcId": {"Value": {"Ref": "Vpc"}, "Export": {"Name": "demo-VpcId"}}}
+        if database:
+            outputs |= {key: {"Value": {"Ref": key.removesuffix("Id")}, "Export": {"Name": f"demo-{key}"}}
+                        for key in ("DatabaseSubnet1Id", "DatabaseSubnet2Id")}
+        return {"Resources": {"Vpc": {"Type": "AWS::EC2::VPC"}}, "Outputs": outputs}
+
+    accounting = _accounting()["demo-accounting"]
+    accounting["Resources"]["SubnetGroup"] = {"Type": "AWS::RDS::DBSubnetGroup", "Properties": {"SubnetIds": [
+        {"Fn::ImportValue": "demo-DatabaseSubnet1Id"}, {"Fn::ImportValue": "demo-DatabaseSubnet2Id"}]}}
+    old = {"demo-network": network(True), "demo-accounting": accounting}
+    found = guard.compare(old, {"demo-network": network(False)})
+    assert {r.logical_id for r in found} == {"Cluster", "Writer"}
+    why = found[0].reason
+    assert "imports demo-DatabaseSubnet1Id, demo-DatabaseSubnet2Id" in why and "the new demo-network" in why
+    assert "Delete demo-accounting first" in why
+    # the network keeps exporting them: the database stack is only left as it is, and the guard says that instead
+    kept = guard.compare(old, {"demo-network": network(True)})
+    assert {r.logical_id for r in kept} == {"Cluster", "Writer"}
+    assert all("no longer builds it: `cdk deploy` leaves that stack" in r.reason for r in kept)
 
 
 def test_hyperpod_refuses_to_give_up_its_external_accounting_database() -> None:

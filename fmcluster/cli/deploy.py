@@ -24,6 +24,7 @@ from typing import Any
 import typer
 
 from fmcluster import guard
+from fmcluster.contracts import STACKS
 from fmcluster.cli.awserrors import account_errors
 from fmcluster.cli.project import PROJECT_ARG, Output, _load, err, out, refuse_replacements
 
@@ -90,7 +91,10 @@ def deploy(
 
         session = aws(loaded)
         with session.errors():
-            old = deployed_templates(session.client("cloudformation"), sorted(new))
+            # every stack the project can have, not only those this deploy builds: one it no longer builds stays
+            # deployed (cdk never deletes it), and the guard says what that means (an accounting stack turned off)
+            names = set(new) | {f"{loaded.project.name}-{role}" for role in STACKS}
+            old = deployed_templates(session.client("cloudformation"), sorted(names))
     replacements = guard.compare(old, new)
     refuse_replacements(replacements, allow_replace)  # exit 3 here unless --allow-replace
     if not replacements:

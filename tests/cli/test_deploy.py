@@ -18,10 +18,15 @@ from typer.testing import CliRunner
 
 from fmcluster.cli import REPLACEMENT_EXIT, app
 from fmcluster.cli import deploy as cli
+from fmcluster.contracts import STACKS
 
 OLD = BASE + "region: us-east-1\nstorage:\n  checkpoint: {parameters: 70e9}\n"
 SMALLER_MODEL = OLD.replace("70e9", "13e9")  # the planner's FSx shrinks: a new, empty file system
 MORE_NODES = OLD.replace("count: 2", "count: 4")
+ACCOUNTING = OLD + "orchestrator: {type: parallelcluster, accounting: {enabled: true}}\n"
+EVERY_STACK = sorted(f"demo-{role}" for role in STACKS)
+"""What the guard reads: every stack the project can have, deployed or not (a stack the project no longer builds
+stays deployed)."""
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +83,7 @@ def _deploy(tmp_path: Path, text: str, *args: str):
 
 
 def test_a_smaller_model_is_refused_before_cdk_runs(deployed, run_cdk, monkeypatch, tmp_path: Path) -> None:
-    stub = _stub(monkeypatch, deployed, sorted(deployed))
+    stub = _stub(monkeypatch, deployed, EVERY_STACK)
     result = _deploy(tmp_path, SMALLER_MODEL, "--all", "--require-approval", "never")
     assert result.exit_code == REPLACEMENT_EXIT, result.output
     assert "demo-storage/FileSystem (AWS::FSx::FileSystem): StorageCapacity shrinks" in result.output
@@ -87,7 +92,7 @@ def test_a_smaller_model_is_refused_before_cdk_runs(deployed, run_cdk, monkeypat
 
 
 def test_allow_replace_deploys_with_the_same_arguments(deployed, run_cdk, monkeypatch, tmp_path: Path) -> None:
-    _stub(monkeypatch, deployed, sorted(deployed))
+    _stub(monkeypatch, deployed, EVERY_STACK)
     result = _deploy(tmp_path, SMALLER_MODEL, "--allow-replace", "--all", "--require-approval", "never", "-c", "x=y")
     assert result.exit_code == 0, result.output
     [command] = run_cdk
@@ -97,7 +102,7 @@ def test_allow_replace_deploys_with_the_same_arguments(deployed, run_cdk, monkey
 
 
 def test_an_in_place_change_deploys(deployed, run_cdk, monkeypatch, tmp_path: Path) -> None:
-    _stub(monkeypatch, deployed, sorted(deployed))
+    _stub(monkeypatch, deployed, EVERY_STACK)
     result = _deploy(tmp_path, MORE_NODES, "--all")
     assert result.exit_code == 0, result.output
     assert "no file system, association, bucket or workspace would be replaced" in result.output
@@ -105,7 +110,7 @@ def test_an_in_place_change_deploys(deployed, run_cdk, monkeypatch, tmp_path: Pa
 
 
 def test_a_first_deploy_compares_with_nothing(deployed, run_cdk, monkeypatch, tmp_path: Path) -> None:
-    _stub(monkeypatch, {}, sorted(deployed))
+    _stub(monkeypatch, {}, EVERY_STACK)
     result = _deploy(tmp_path, OLD, "--all")
     assert result.exit_code == 0 and "nothing to compare" in result.output and len(run_cdk) == 1
 
@@ -123,3 +128,21 @@ def test_the_guard_synthesizes_with_the_context_cdk_deploy_gets() -> None:
     args = ["--all", "-c", "protect=false", "--context", "@aws-cdk/core:newStyleStackSynthesis=true",
             "--context=nag=false", "--require-approval", "never", "-c", "no-equals-sign"]
     assert cdk_context(args) == {"protect": "false", "@aws-cdk/core:newStyleStackSynthesis": "true", "nag": "false"}
+
+
+def test_turning_accounting_off_is_refused_until_the_database_stack_is_deleted(run_cdk, monkeypatch,
+                                                                               tmp_path: Path) -> None:
+    """`cdk deploy` leaves NAME-accounting deployed, and its imports would make the network's update fail."""
+    (tmp_path / "before").mkdir()
+    (tmp_path / "before" / "demo.yaml").write_text(ACCOUNTING)
+    before = synthesize(tmp_path / "before" / "demo.yaml", tmp_path / "before" / "out")
+    assert "demo-accounting" in before
+    stub = _stub(monkeypatch, before, EVERY_STACK)
+    result = _deploy(tmp_path, OLD + "orchestrator: {type: parallelcluster}\n",
+                     "--all")
+    assert result.exit_code == REPLACEMENT_EXIT, result.output
+    text = " ".join(result.output.split())
+    assert "demo-accounting is deployed but the project no longer builds it" in text
+    assert "demo-DatabaseSubnet1Id" in text and "Delete demo-accounting first" in text
+    assert run_cdk == []
+    stub.assert_no_pending_responses()
