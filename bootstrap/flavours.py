@@ -44,8 +44,8 @@ class Flavour:
 
     slurmctld_role: SlurmctldRole | None = None
     """The bundle role of the node that runs slurmctld, where our Slurm metrics script
-    (``files/fmcluster-slurm-metrics``) runs beside it; None: no node of ours runs the controller (no Slurm, or a controller AWS
-    manages), so no Slurm metrics are collected."""
+    (``files/fmcluster-slurm-metrics``) runs beside it; None: no node of ours runs the controller (no Slurm, or a
+    controller AWS manages), so no Slurm metrics are collected."""
 
     @property
     def slurm(self) -> bool:

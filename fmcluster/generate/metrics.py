@@ -290,9 +290,10 @@ def node_series(*, gpus: int, efa_devices: int, vcpus: int | None, nvme_drives: 
                 slurm_partitions: int | None = None) -> SeriesEstimate:
     """The active series of one node with these facts (``gpus=0``: a node without GPU exporters).
 
-    ``slurm_partitions``: the node runs slurmctld and the Slurm metrics script, with this many partitions. Its series per
-    user, per (user, partition, pending reason) and per drained node depend on the workload: they are reported
-    as unknown, not counted (the queue's distinct users and reasons are bounded by squeue's rows, not by the plan).
+    ``slurm_partitions``: the node runs slurmctld and the Slurm metrics script, with this many partitions. Its
+    series per user, per (user, partition, pending reason) and per drained node depend on the workload: they are
+    reported as unknown, not counted (the queue's distinct users and reasons are bounded by squeue's rows, not by
+    the plan).
     """
     gpu = gpus > 0
     slurm = slurm_partitions is not None
