@@ -43,8 +43,9 @@ def _environment() -> jinja2.Environment:
 
 
 def render_node_agent_config(project: str, *, gpu: bool, slurm: bool = False, scrape_interval: str = "30s") -> str:
-    """The agent config one node runs: its own exporters (GPU ones when ``gpu``, the Slurm exporter when ``slurm``:
-    the node runs slurmctld), remote-written for itself.
+    """The agent config one node runs: its own exporters (GPU ones when ``gpu``; with ``slurm``, the node runs
+    slurmctld and node_exporter's keep-list also passes the Slurm metrics of its textfile collector), remote-written
+    for itself.
 
     The remote-write URL is :data:`NODE_REMOTE_WRITE_MARKER` and the SigV4 region comes from the
     unit's ``AWS_REGION``: both are known only at boot.
@@ -53,6 +54,7 @@ def render_node_agent_config(project: str, *, gpu: bool, slurm: bool = False, sc
         project=project,
         scrape_interval=scrape_interval,
         scrape_timeout=scrape_timeout(scrape_interval),
-        targets=[(job, port, metrics.keep_regex(job)) for job, port in metrics.scrape_targets(gpu=gpu, slurm=slurm)],
+        targets=[(job, port, metrics.keep_regex(job, slurm=slurm))
+                 for job, port in metrics.scrape_targets(gpu=gpu, slurm=slurm)],
         remote_write_url=NODE_REMOTE_WRITE_MARKER,
     )

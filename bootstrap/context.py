@@ -228,8 +228,9 @@ class BootstrapContext(_Frozen):
         return self.options.slurm_prefix is not None
 
     @property
-    def slurm_exporter(self) -> bool:
-        """This node runs slurmctld (trait ``slurmctld_role``): its exporters step runs the Slurm exporter."""
+    def slurm_metrics(self) -> bool:
+        """This node runs slurmctld (trait ``slurmctld_role``): its exporters step runs our Slurm metrics script
+        (``files/fmcluster-slurm-metrics``) for node_exporter's textfile collector."""
         return self.options.exporters and self.slurm and self.traits.slurmctld_role == self.role
 
     @property
@@ -300,7 +301,6 @@ class BootstrapContext(_Frozen):
             "gdrcopy": (v.gdrcopy.source, "gdrcopy.source", v.gdrcopy.version),
             "node_exporter": (v.node_exporter.tarball, "node_exporter.tarball", v.node_exporter.version),
             "prometheus": (v.prometheus.tarball, "prometheus.tarball", v.prometheus.version),
-            "slurm_exporter": (v.slurm_exporter.tarball, "slurm_exporter.tarball", v.slurm_exporter.version),
             "enroot_deb": (v.enroot.deb, "enroot.deb", v.enroot.version),
             "enroot_deb_caps": (v.enroot.deb_caps, "enroot.deb_caps", v.enroot.version),
             "enroot_rpm": (v.enroot.rpm, "enroot.rpm", v.enroot.version),
@@ -422,7 +422,6 @@ STEP_OF_COMPONENT = {
     "efa_installer": "30-efa",
     "node_exporter": "90-exporters",
     "prometheus": "90-exporters",
-    "slurm_exporter": "90-exporters",
     "gdrcopy": "40-gdrcopy",
     "enroot": "80-containers",
     "pyxis": "80-containers",
@@ -442,7 +441,7 @@ def _relevant(ctx: BootstrapContext, key: str) -> bool:
         return ctx.slurm
     if component in ("node_exporter", "prometheus"):
         return ctx.options.exporters
-    return component != "slurm_exporter" or ctx.slurm_exporter
+    return True
 
 
 def needed_placeholders(ctx: BootstrapContext) -> list[str]:

@@ -43,9 +43,9 @@ class Flavour:
     pyxis) are off by default."""
 
     slurmctld_role: SlurmctldRole | None = None
-    """The bundle role of the node that runs slurmctld, where the Slurm exporter (``versions.yaml``
-    slurm_exporter) runs beside it; None: no node of ours runs the controller (no Slurm, or a controller AWS
-    manages), so no Slurm metrics are collected."""
+    """The bundle role of the node that runs slurmctld, where our Slurm metrics script
+    (``files/fmcluster-slurm-metrics``) runs beside it; None: no node of ours runs the controller (no Slurm, or a
+    controller AWS manages), so no Slurm metrics are collected."""
 
     @property
     def slurm(self) -> bool:
@@ -91,7 +91,7 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
     # - Reboot: none; a scheduler waits on the node (how long is unconfirmed: budget.LIMITS).
     # - IMEX: as self-managed (EC2 instance topology at boot); GB200 under PCS: no source found.
     # - Slurm metrics: slurmctld runs on a controller AWS manages, which runs nothing of ours, and our PCS bundles
-    #   are compute-only; so no slurm_exporter (docs/dev/slurm-metrics-notes.md says what a login node could do).
+    #   are compute-only; so no Slurm metrics (docs/dev/slurm-metrics-notes.md says what a login node could do).
     Flavour("pcs", slurm_prefix="/opt/aws/pcs/scheduler/slurm-24.11", mounts_fsx=True, marks_unhealthy=True,
             pyxis_loadable=False),
 )}

@@ -123,7 +123,7 @@ def render_files(ctx: BootstrapContext) -> dict[str, str]:
         files[f"steps/{step.name}.sh"] = _render(step.template, ctx, step=step, marker=NODE_REMOTE_WRITE_MARKER)
     if ctx.options.exporters:
         files["files/prometheus-agent.yml"] = render_node_agent_config(ctx.project, gpu=ctx.gpu,
-                                                                       slurm=ctx.slurm_exporter)
+                                                                       slurm=ctx.slurm_metrics)
     if ctx.gpu and ctx.options.exporters:
         if not DCGM_COUNTERS_FILE.is_file():
             raise BootstrapError(
@@ -132,6 +132,8 @@ def render_files(ctx: BootstrapContext) -> dict[str, str]:
             )
         files["files/dcgm-counters.csv"] = DCGM_COUNTERS_FILE.read_text(encoding="utf-8")
         files["files/fmcluster-efa-counters"] = _render("partials/efa_counters.sh.j2", ctx)
+    if ctx.slurm_metrics:
+        files["files/fmcluster-slurm-metrics"] = _render("partials/slurm_metrics.sh.j2", ctx)
     if ctx.gpu and ctx.options.containers:
         files["files/fmcluster-enroot-nccl.sh"] = _render("partials/enroot_nccl_hook.sh.j2", ctx)
     if ctx.lnet_over_efa:

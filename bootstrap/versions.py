@@ -177,17 +177,14 @@ class DcgmExporter(_Component):
     service: str = Field(pattern=r"^[A-Za-z0-9@._-]+\.service$")
 
 
-class SlurmExporter(_Component):
-    """SckyzO/slurm_exporter: a release archive, optional until its digests are pinned."""
-
-    commit: str = Field(pattern=r"^[0-9a-f]{40}$", description="The release tag's commit (what was read).")
-    optional: Literal[True]
-    port: int
-    tarball: Artifact
-
-
 class EfaExporter(_Frozen):
     interval_seconds: int = Field(ge=1, le=3600)
+
+
+class SlurmMetrics(_Frozen):
+    """Our Slurm metrics script on the slurmctld node: how often it runs squeue and sinfo."""
+
+    interval_seconds: int = Field(ge=5, le=3600)
 
 
 class Enroot(_Component):
@@ -240,7 +237,7 @@ class Versions(_Frozen):
     node_exporter: NodeExporter
     prometheus: Prometheus
     dcgm_exporter: DcgmExporter
-    slurm_exporter: SlurmExporter
+    slurm_metrics: SlurmMetrics
     efa_exporter: EfaExporter
     enroot: Enroot
     pyxis: Pyxis
@@ -271,7 +268,7 @@ class Versions(_Frozen):
                 out[name] = value.version
         return out
 
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("gdrcopy", "enroot", "pyxis", "slurm_exporter")
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("gdrcopy", "enroot", "pyxis")
     """Components without a signed repository or a published checksum file: used when the image
     carries them, installed only when their digest is pinned, otherwise skipped with a warning."""
 

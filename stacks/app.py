@@ -100,7 +100,7 @@ def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
     if plan.observability.enabled:
         rules_data = rules.rules_yaml(
             fsx=plan.observability.fsx,  # without FSx, FsxMountMissing would fire on every node
-            slurm=metrics_table.runs_slurm_exporter(plan.cluster),  # no Slurm rules where no node exports Slurm's
+            slurm=metrics_table.runs_slurm_metrics(plan.cluster),  # no Slurm rules where no node exports Slurm's
             extra_files=extra_rule_files(loaded),
         )
         observability = ObservabilityStack(app, stack_name(name, "observability"), plan=plan.observability,

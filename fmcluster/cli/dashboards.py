@@ -41,8 +41,8 @@ def _project(ref: str) -> config.Project:
 
 
 def _slurm(project: config.Project) -> bool:
-    """The Slurm dashboard only where a node of ours runs slurmctld and the Slurm exporter."""
-    return metrics.runs_slurm_exporter(make_plan(project).cluster)
+    """The Slurm dashboard only where a node of ours runs slurmctld and the Slurm metrics script."""
+    return metrics.runs_slurm_metrics(make_plan(project).cluster)
 
 
 @dashboards_app.command("export")

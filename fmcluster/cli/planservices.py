@@ -104,9 +104,9 @@ def monitoring_data(p: Plan) -> dict | None:
         return None
     spec = obs.spec
     roles = {}
-    # The node that runs slurmctld (FlavourTraits.slurmctld_role) also runs the Slurm exporter; PCS's controller is
-    # AWS's, so no node of a PCS project does.
-    controller = metrics.runs_slurm_exporter(p.cluster)
+    # The node that runs slurmctld (FlavourTraits.slurmctld_role) also runs the Slurm metrics script; PCS's
+    # controller is AWS's, so no node of a PCS project does.
+    controller = metrics.runs_slurm_metrics(p.cluster)
     for role, gpu, slurm in (("gpu_nodes", True, False), ("other_nodes", False, False),
                              ("slurm_controller", False, True)):
         if gpu or (p.cluster.driver.other_nodes and (controller or not slurm)):

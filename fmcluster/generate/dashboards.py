@@ -268,8 +268,9 @@ def fsx(project: str) -> dashboard.Dashboard:
     )
 
 
-SLURM = 'job="slurm-exporter"'
-"""Slurm 25.11's native endpoint uses some of the exporter's names with other labels: select the exporter's job."""
+SLURM = 'job="node-exporter"'
+"""Our Slurm metrics arrive through node_exporter's textfile collector; Slurm 25.11's native endpoint uses some of the
+same names with other labels: select node_exporter's job."""
 
 
 def slurm_dashboard(project: str) -> dashboard.Dashboard:
@@ -313,17 +314,21 @@ def slurm_dashboard(project: str) -> dashboard.Dashboard:
             Query(f"sum(slurm_gpus_idle{{{SLURM}}})", "idle"),
             Query(f"sum(slurm_gpus_total{{{SLURM}}})", "total"),
         ]))
-        .with_panel(_table("Exporter collectors failing", Query(
-            f"slurm_exporter_collector_success{{{SLURM}}} == 0"),
-            "A failing collector means its Slurm command fails (alert SlurmExporterCollectorFailing)."))
+        .with_panel(_table("Slurm commands", Query(
+            f"min by (command) (fmcluster_slurm_command_success{{{SLURM}}})"),
+            "1: the command ran and its output parsed; 0: it fails, and the metrics from it are missing "
+            "(alert SlurmMetricsFailing)."))
+        .with_panel(_stat("Slurm metrics age", Query(
+            f"time() - max(fmcluster_slurm_metrics_timestamp_seconds{{{SLURM}}})", "age"), unit="s",
+            description="Seconds since the Slurm metrics script last wrote its file (alert SlurmMetricsStale)."))
         .build()
     )
 
 
 def build_dashboards(project: str, *, slurm: bool = True) -> dict[str, dict[str, Any]]:
     """Every dashboard of a project as Grafana JSON models, keyed by UID. ``slurm=False``: no Slurm dashboard,
-    for a project where no node of ours runs slurmctld and its exporter
-    (:func:`fmcluster.generate.metrics.runs_slurm_exporter`)."""
+    for a project where no node of ours runs slurmctld and our Slurm metrics script
+    (:func:`fmcluster.generate.metrics.runs_slurm_metrics`)."""
     builders = [gpu_health, gpu_utilisation, efa, fsx] + ([slurm_dashboard] if slurm else [])
     models = [json.loads(json.dumps(build(project), cls=JSONEncoder)) for build in builders]
     return {model["uid"]: model for model in models}

@@ -17,14 +17,15 @@ Sources for the names:
   with EFA driver 2.x hardware counters. They arrive through node_exporter's port (no port of their own).
 - dcgm-exporter: the fields of the counters file we ship (``templates/observability/dcgm-counters.csv``);
 - Prometheus itself writes ``up`` for every target it scrapes;
-- SckyzO/slurm_exporter 1.8.4 (tag commit b535433eb2f290f3e7a6c4ce953892a172619861), on the node that runs
-  slurmctld (``FlavourTraits.slurmctld_role``): the ``prometheus.NewDesc`` names and labels of its
-  ``internal/collector/{queue,nodes,node_drain,users,gpus,partitions,status}.go`` at that tag, with the flags the
-  bootstrap's unit passes (``--no-collector.nodes.feature-set``: ``slurm_nodes_*`` carry only ``partition``).
-  Slurm 25.11's own ``/metrics`` is not used: it answers 401 while any ``PrivateData`` is set (ParallelCluster
-  sets ``PrivateData=cloud``) and has no GPU or pending-reason metrics (``docs/dev/slurm-metrics-notes.md``).
-  Some names equal the native endpoint's (``slurm_nodes_down``, ``slurm_jobs_pending``) with other labels:
-  queries select ``job="slurm-exporter"``.
+- Slurm, on the node that runs slurmctld (``FlavourTraits.slurmctld_role``): our own script
+  (``templates/bootstrap/partials/slurm_metrics.sh.j2``) over ``squeue`` and ``sinfo`` writes, for node_exporter's
+  textfile collector, the names and labels of SckyzO/slurm_exporter 1.8.4 (tag commit
+  b535433eb2f290f3e7a6c4ce953892a172619861, ``internal/collector/{queue,nodes,node_drain,users,gpus,partitions}.go``
+  with ``--no-collector.nodes.feature-set``: ``slurm_nodes_*`` carry only ``partition``), so dashboards written for
+  that exporter read ours; ``fmcluster_slurm_*`` are the script's own health. They arrive through node_exporter's
+  port (job ``node-exporter``). Slurm 25.11's own ``/metrics`` is not used: it answers 401 while any
+  ``PrivateData`` is set (ParallelCluster sets ``PrivateData=cloud``) and has no GPU or pending-reason metrics
+  (``docs/dev/slurm-metrics-notes.md``).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ class Exporter:
 
 
 Dimension = Literal["node", "cpu", "mount", "netdev", "disk", "efa_device", "gpu", "target",
-                    "cluster", "partition", "slurm_user", "slurm_pending", "slurm_problem_node", "slurm_collector"]
+                    "cluster", "partition", "slurm_user", "slurm_pending", "slurm_problem_node", "slurm_command"]
 
 NODE_EXPORTER_DIMENSIONS: dict[str, Dimension] = {
     "node_uname_info": "node",
@@ -139,44 +140,44 @@ def dcgm_fields() -> dict[str, str]:
     return fields
 
 
-SLURM_EXPORTER_DIMENSIONS: dict[str, Dimension] = {
-    # queue collector (squeue -h -o "%P|%T|%C|%r|%u"); the per-user series exist only while jobs are in that state
+SLURM_METRICS_DIMENSIONS: dict[str, Dimension] = {
+    # squeue -h -a -r -O Partition,State,UserName,tres-alloc,Reason; per-user series only while the user has jobs
     "slurm_jobs_pending": "cluster",
     "slurm_jobs_running": "cluster",
     "slurm_queue_pending": "slurm_pending",        # {user, partition, reason}
     "slurm_queue_running": "slurm_user",           # {user, partition}
-    # nodes collector (sinfo -h -o "%R|%D|%T|%b"; scontrol show nodes -o for the total); {partition}
+    # sinfo -h -a -N -O NodeList,PartitionName,StateLong,Gres,GresUsed,TimeStamp,Reason; {partition}
     "slurm_nodes_alloc": "partition",
     "slurm_nodes_mix": "partition",
     "slurm_nodes_idle": "partition",
     "slurm_nodes_down": "partition",
     "slurm_nodes_drain": "partition",              # sinfo states drained and draining (^drain)
     "slurm_nodes_fail": "partition",
-    "slurm_nodes_total": "cluster",
-    # drain_reason collector (sinfo -h -N -o "%N|%E|%H|%T"): only nodes drained or down with a reason
+    "slurm_nodes_total": "cluster",                # each node once
+    # only nodes down or drained with a reason
     "slurm_node_drain_reason_info": "slurm_problem_node",   # {node, reason, since}
-    # users collector (squeue ... tres-alloc): GPUs per user
+    # per user: GPUs from tres-alloc's gres/gpu
     "slurm_user_gpus_running": "slurm_user",       # {user}
     "slurm_user_jobs_pending": "slurm_user",
     "slurm_user_jobs_running": "slurm_user",
-    # gpus collector (sinfo GRES)
+    # sinfo Gres / GresUsed, each node once
     "slurm_gpus_alloc": "cluster",
     "slurm_gpus_idle": "cluster",
     "slurm_gpus_total": "cluster",
-    # partitions collector; {partition}
+    # {partition}
     "slurm_partition_jobs_pending": "partition",
     "slurm_partition_gpus_allocated": "partition",
     "slurm_partition_gpus_idle": "partition",
-    # the exporter's own health (status.go): {collector}
-    "slurm_exporter_collector_success": "slurm_collector",
+    # the script's own health: {command}, and when it last wrote
+    "fmcluster_slurm_command_success": "slurm_command",
+    "fmcluster_slurm_metrics_timestamp_seconds": "cluster",
 }
-"""The Slurm exporter's metrics the table keeps, and what each has one series per."""
+"""The Slurm metrics script's metrics, and what each has one series per."""
 
-SLURM_EXPORTER_METRICS: frozenset[str] = frozenset(SLURM_EXPORTER_DIMENSIONS)
+SLURM_METRICS: frozenset[str] = frozenset(SLURM_METRICS_DIMENSIONS)
 
-SLURM_COLLECTORS: tuple[str, ...] = ("queue", "nodes", "drain_reason", "users", "gpus", "partitions")
-"""The exporter's collectors the bootstrap's unit leaves on (``slurm_exporter_collector_success`` has one series
-each); ``templates/bootstrap/exporters.sh.j2`` turns the others off."""
+SLURM_COMMANDS: tuple[str, ...] = ("squeue", "sinfo")
+"""The Slurm commands the script runs (``fmcluster_slurm_command_success`` has one series each)."""
 
 
 def dcgm_metrics() -> frozenset[str]:
@@ -202,11 +203,10 @@ DCGM = Exporter(
     port=9400, job="dcgm-exporter", roles=("compute",), gpu_only=True, metrics=dcgm_metrics(),
 )
 SLURM = Exporter(
-    name="slurm_exporter",
-    source="release tarball from github.com/SckyzO/slurm_exporter, sha256 from its slurm_exporter_checksums.txt "
-           "(versions.yaml slurm_exporter; optional until pinned)",
-    port=9341, job="slurm-exporter", roles=("head",), gpu_only=False, metrics=SLURM_EXPORTER_METRICS,
-    slurm_only=True,
+    name="slurm-metrics",
+    source="bundle file files/fmcluster-slurm-metrics (our script over squeue/sinfo; node_exporter's textfile "
+           "collector serves it)",
+    port=NODE.port, job=NODE.job, roles=("head",), gpu_only=False, metrics=SLURM_METRICS, slurm_only=True,
 )
 PROMETHEUS = Exporter(
     name="prometheus-agent",
@@ -218,9 +218,9 @@ EXPORTERS: tuple[Exporter, ...] = (NODE, EFA, DCGM, SLURM, PROMETHEUS)
 """THE table."""
 
 
-def runs_slurm_exporter(cluster: Any) -> bool:
-    """A node of ``cluster`` (a :class:`fmcluster.plan.ClusterPlan`) runs slurmctld, so it runs the Slurm exporter
-    (its flavour's ``slurmctld_role``): ParallelCluster's head node, HyperPod's controller. Not PCS (AWS runs its
+def runs_slurm_metrics(cluster: Any) -> bool:
+    """A node of ``cluster`` (a :class:`fmcluster.plan.ClusterPlan`) runs slurmctld, so it runs the Slurm metrics
+    script (its flavour's ``slurmctld_role``): ParallelCluster's head node, HyperPod's controller. Not PCS (AWS runs its
     slurmctld) and not launch templates only."""
     return cluster.driver.slurm and FLAVOURS[cluster.driver.flavour].slurmctld_role is not None
 
@@ -238,7 +238,7 @@ def scrape_targets(*, gpu: bool, slurm: bool = False) -> tuple[tuple[str, int], 
 
 def produced(*, gpu: bool | None = None, slurm: bool | None = None) -> frozenset[str]:
     """Metrics the table's exporters emit: on GPU nodes (``gpu=True``), on every node (``False``), or anywhere
-    (``None``); with ``slurm=False`` without the Slurm exporter's (``True``: only on the slurmctld node's)."""
+    (``None``); with ``slurm=False`` without the Slurm metrics (``True``: only on the slurmctld node's)."""
     return frozenset(
         name for e in EXPORTERS
         if (gpu is None or gpu or not e.gpu_only) and (slurm is None or slurm or not e.slurm_only)
@@ -269,7 +269,7 @@ def dimensions() -> dict[str, Dimension]:
     dims: dict[str, Dimension] = dict(NODE_EXPORTER_DIMENSIONS)
     dims.update({name: "efa_device" for name in EFA_EXPORTER_METRICS})
     dims.update({name: "gpu" for name in dcgm_metrics()})
-    dims.update(SLURM_EXPORTER_DIMENSIONS)
+    dims.update(SLURM_METRICS_DIMENSIONS)
     dims["up"] = "target"
     return dims
 
@@ -290,9 +290,10 @@ def node_series(*, gpus: int, efa_devices: int, vcpus: int | None, nvme_drives: 
                 slurm_partitions: int | None = None) -> SeriesEstimate:
     """The active series of one node with these facts (``gpus=0``: a node without GPU exporters).
 
-    ``slurm_partitions``: the node runs slurmctld and the Slurm exporter, with this many partitions. Its series per
-    user, per (user, partition, pending reason) and per drained node depend on the workload: they are reported
-    as unknown, not counted (the queue's distinct users and reasons are bounded by squeue's rows, not by the plan).
+    ``slurm_partitions``: the node runs slurmctld and the Slurm metrics script, with this many partitions. Its
+    series per user, per (user, partition, pending reason) and per drained node depend on the workload: they are
+    reported as unknown, not counted (the queue's distinct users and reasons are bounded by squeue's rows, not by
+    the plan).
     """
     gpu = gpus > 0
     slurm = slurm_partitions is not None
@@ -301,7 +302,7 @@ def node_series(*, gpus: int, efa_devices: int, vcpus: int | None, nvme_drives: 
         "netdev": ASSUMED_NETDEVS, "disk": None if nvme_drives is None else nvme_drives + ASSUMED_EXTRA_DISKS,
         "efa_device": efa_devices, "gpu": gpus, "target": len(scrape_targets(gpu=gpu, slurm=slurm)),
         "cluster": 1, "partition": slurm_partitions, "slurm_user": None, "slurm_pending": None,
-        "slurm_problem_node": None, "slurm_collector": len(SLURM_COLLECTORS),
+        "slurm_problem_node": None, "slurm_command": len(SLURM_COMMANDS),
     }
     wanted = produced(gpu=gpu, slurm=slurm)
     counts: dict[str, int] = {}
@@ -318,7 +319,9 @@ def node_series(*, gpus: int, efa_devices: int, vcpus: int | None, nvme_drives: 
     return SeriesEstimate(per_dimension=counts, unknown=tuple(unknown))
 
 
-def keep_regex(job: str) -> str:
-    """The agent's keep-list for one scrape job: the table's metrics served on that job's target."""
-    names = sorted({name for e in EXPORTERS if e.job == job and e is not PROMETHEUS for name in e.metrics})
+def keep_regex(job: str, *, slurm: bool = False) -> str:
+    """The agent's keep-list for one scrape job: the table's metrics served on that job's target (the Slurm
+    metrics only on the slurmctld node, ``slurm``)."""
+    names = sorted({name for e in EXPORTERS if e.job == job and e is not PROMETHEUS and (slurm or not e.slurm_only)
+                    for name in e.metrics})
     return "|".join(names)

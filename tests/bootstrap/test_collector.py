@@ -41,9 +41,15 @@ def test_a_bad_interval_is_refused() -> None:
         collector.render_node_agent_config("llama", gpu=True, scrape_interval="soon")
 
 
-def test_no_slurm_job_while_no_slurm_exporter_is_installed() -> None:
-    config = yaml.safe_load(collector.render_node_agent_config("llama", gpu=True))
-    assert not [job for job in config["scrape_configs"] if "slurm" in job["job_name"]]
+def test_slurm_metrics_pass_node_exporter_s_keep_list_only_on_the_slurmctld_node() -> None:
+    for gpu in (True, False):
+        config = yaml.safe_load(collector.render_node_agent_config("llama", gpu=gpu))
+        assert not [job for job in config["scrape_configs"] if "slurm" in job["job_name"]]
+        assert "slurm_" not in yaml.safe_dump(config)
+    config = yaml.safe_load(collector.render_node_agent_config("llama", gpu=False, slurm=True))
+    (node,) = [job for job in config["scrape_configs"] if job["job_name"] == metrics.NODE.job]
+    kept = set(node["metric_relabel_configs"][0]["regex"].split("|"))
+    assert metrics.SLURM_METRICS <= kept and metrics.NODE_EXPORTER_METRICS <= kept
 
 
 def test_template_uses_strict_undefined() -> None:
@@ -69,7 +75,7 @@ def test_node_agent_config_passes_promtool_and_scrapes_only_this_nodes_exporters
     want = {job: [f"localhost:{port}"] for job, port in metrics.scrape_targets(gpu=gpu, slurm=slurm)}
     assert targets == want
     assert ("dcgm-exporter" in targets) is gpu
-    assert ("slurm-exporter" in targets) is slurm
+    assert set(targets) <= {metrics.NODE.job, metrics.DCGM.job}  # Slurm's metrics come with node_exporter's
     # a node names itself: the rules group and alert by node, instance_id and instance_type
     assert config["global"]["external_labels"] == {
         "project": "llama", "node": "${FMC_NODE}", "instance_id": "${FMC_INSTANCE_ID}",
@@ -83,9 +89,9 @@ def test_every_node_bundle_carries_the_agent_and_the_step_installs_it() -> None:
         ctx = context_for(make_project(), group, role)
         files = render.render_files(ctx)
         assert yaml.safe_load(files["files/prometheus-agent.yml"]) == yaml.safe_load(
-            collector.render_node_agent_config(ctx.project, gpu=ctx.gpu, slurm=ctx.slurm_exporter))
-        # ParallelCluster's head node runs slurmctld: its agent scrapes the Slurm exporter too
-        assert ("slurm-exporter" in files["files/prometheus-agent.yml"]) is (role == "head")
+            collector.render_node_agent_config(ctx.project, gpu=ctx.gpu, slurm=ctx.slurm_metrics))
+        # ParallelCluster's head node runs slurmctld: its agent keeps the Slurm metrics of its node_exporter too
+        assert ("slurm_queue_pending" in files["files/prometheus-agent.yml"]) is (role == "head")
         step = files["steps/90-exporters.sh"]
         assert "install_prometheus_agent" in step and collector.NODE_REMOTE_WRITE_MARKER in step
         assert ctx.artifacts()["prometheus"].sha256 in step

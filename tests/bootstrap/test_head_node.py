@@ -69,11 +69,11 @@ def test_parallelcluster_head_node_runs_its_bundle_and_reconfigures_slurm(tmp_pa
     calls = (sb.path / "calls.log").read_text().splitlines()
     assert "scontrol reconfigure" in calls
     assert "systemctl restart slurmd.service" not in calls  # the head node runs slurmctld, not slurmd
-    # no GPU steps on the head node; its exporters: node_exporter, and the Slurm exporter beside slurmctld (skipped
-    # with a warning while versions.yaml pins no digest for it: tests/bootstrap/test_slurm_exporter.py)
+    # no GPU steps on the head node; its exporters: node_exporter, and the Slurm metrics script beside slurmctld
+    # (tests/bootstrap/test_slurm_metrics.py)
     assert not [c for c in calls if c.startswith(("nvidia-smi", "fi_info"))]
     assert (sb.root / "etc/systemd/system/fmcluster-node-exporter.service").exists()
-    assert "no Slurm metrics from this node" in res.stdout + res.stderr
+    assert (sb.root / "etc/systemd/system/fmcluster-slurm-metrics.service").exists()
 
 
 def test_the_head_node_runs_the_same_action_as_the_queues() -> None:

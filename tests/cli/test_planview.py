@@ -229,11 +229,12 @@ def test_the_plan_lists_each_roles_exporters_from_the_exporter_table() -> None:
 
 def test_the_slurm_controller_s_exporter_and_series_are_shown_where_a_node_of_ours_runs_slurmctld() -> None:
     text = _flat(render(ROOT / "projects" / "default.yaml"))  # ParallelCluster: the head node runs slurmctld
-    assert ("Slurm controller node_exporter, slurm_exporter (ports 9100, 9341), and a Prometheus agent "
+    assert ("Slurm controller node_exporter, slurm-metrics (port 9100), and a Prometheus agent "
             "remote-writing to the workspace") in text
-    # node_exporter's 55 without CPUs + 2 `up` + the Slurm exporter's: 6 cluster-wide, 9 per partition (one group),
-    # one per enabled collector (6); per-user, per-reason and per-drained-node series are not counted
-    assert "series, Slurm ~78 on the Slurm controller's node (+ 8 per vCPU;" in text
+    # node_exporter's 55 without CPUs + 1 `up` + the Slurm metrics: 7 cluster-wide (the timestamp among them), 9 per
+    # partition (one group), one per Slurm command (2); per-user, per-reason and per-drained-node series are not
+    # counted
+    assert "series, Slurm ~74 on the Slurm controller's node (+ 8 per vCPU;" in text
     assert "Slurm controller" not in _flat(render(ROOT / "examples" / "p5-pcs.yaml"))  # AWS runs PCS's slurmctld
 
 

@@ -73,7 +73,7 @@ def test_uids_are_stable_and_short() -> None:
     assert list(dashboards.build_dashboards(long_name)) == list(uids)
 
 
-def test_the_slurm_dashboard_only_where_a_node_runs_the_slurm_exporter(tmp_path: Path) -> None:
+def test_the_slurm_dashboard_only_where_a_node_runs_the_slurm_metrics(tmp_path: Path) -> None:
     assert [uid for uid in dashboards.build_dashboards("x") if "slurm" in uid] == ["fmc-x-slurm"]
     assert not [uid for uid in dashboards.build_dashboards("x", slurm=False) if "slurm" in uid]
     from fmcluster.cli.dashboards import app

