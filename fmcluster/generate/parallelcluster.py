@@ -17,7 +17,7 @@ from fmcluster.config.parallelcluster import (
     DEFAULT_LOGIN_NODE,
     ParallelClusterSettings,
 )
-from fmcluster.config.accounting import SlurmPolicy
+from fmcluster.config.accounting import DEFAULT_TRES, SlurmPolicy
 from fmcluster.contracts import AccountingContract, MetricsContract, NetworkContract, StorageContract
 from fmcluster.facts import PROJECT_TAG
 from fmcluster.orchestrators import DiagramPart, SlurmTarget
@@ -217,11 +217,16 @@ def _slurm_settings(settings: ParallelClusterSettings, *, imex: bool = False,
     custom = dict(settings.slurm.custom_settings)
     if imex and not any(k.lower() == "prologflags" for k in custom):  # the project's own PrologFlags win
         custom["PrologFlags"] = IMEX_PROLOG_FLAGS
+    defaults = accounting_settings(policy or SlurmPolicy()) if accounting is not None else {
+        # GPUs as a tracked resource even without accounting: squeue's tres-alloc (the Slurm metrics' GPUs per
+        # user) and sacct name gres/gpu only when AccountingStorageTRES lists it (slurm.conf(5)), and
+        # ParallelCluster's slurm.conf does not (aws-parallelcluster-cookbook slurm.conf.erb: GresTypes=gpu only)
+        "AccountingStorageTRES": ",".join(DEFAULT_TRES)}
     if accounting is not None:
         out["Database"] = database(accounting)
-        for key, value in accounting_settings(policy or SlurmPolicy()).items():
-            if not any(k.lower() == key.lower() for k in custom):  # the project's own settings win
-                custom[key] = value
+    for key, value in defaults.items():
+        if not any(k.lower() == key.lower() for k in custom):  # the project's own settings win
+            custom[key] = value
     if custom:
         out["CustomSlurmSettings"] = [{k: v} for k, v in custom.items()]
     return out

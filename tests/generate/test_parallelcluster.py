@@ -191,7 +191,12 @@ def test_slurm_settings_pass_through():
         "queue_update_strategy": "TERMINATE", "custom_settings": {"SchedulerParameters": "nohold_on_prolog_fail"}}}}))
     assert cfg["Scheduling"]["SlurmSettings"] == {
         "QueueUpdateStrategy": "TERMINATE", "ScaledownIdletime": 10,
-        "CustomSlurmSettings": [{"SchedulerParameters": "nohold_on_prolog_fail"}]}
+        "CustomSlurmSettings": [{"SchedulerParameters": "nohold_on_prolog_fail"},
+                                # GPUs tracked even without accounting (squeue's tres-alloc names them only then)
+                                {"AccountingStorageTRES": "gres/gpu"}]}
+    own = generated(project_dict(orchestrator={"type": "parallelcluster", "parallelcluster": {"slurm": {
+        "custom_settings": {"accountingstoragetres": "gres/gpu:h100"}}}}))
+    assert own["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] == [{"accountingstoragetres": "gres/gpu:h100"}]
 
 
 def test_tags_carry_the_project():
@@ -243,8 +248,10 @@ def test_ultraserver_queues_run_the_imex_prolog_at_allocation():
     assert {"PrologFlags": "Alloc,NoHold"} in settings["CustomSlurmSettings"]
     own = generated(project_dict(os="ubuntu-24.04", compute_groups=groups, orchestrator={
         "type": "parallelcluster", "parallelcluster": {"slurm": {"custom_settings": {"PrologFlags": "Alloc"}}}}))
-    assert own["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] == [{"PrologFlags": "Alloc"}]
-    assert "CustomSlurmSettings" not in generated(project_dict())["Scheduling"]["SlurmSettings"]
+    assert own["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] == [{"PrologFlags": "Alloc"},
+                                                                         {"AccountingStorageTRES": "gres/gpu"}]
+    plain = generated(project_dict())["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"]
+    assert plain == [{"AccountingStorageTRES": "gres/gpu"}]  # no IMEX: no PrologFlags
 
 
 def test_accounting_writes_the_database_and_its_defaults_and_the_projects_settings_win():
