@@ -12,6 +12,7 @@ from typing import Literal
 
 ImexMembers = Literal["ec2-topology", "hyperpod-api", "job-prolog"]
 SlurmctldRole = Literal["head"]
+SlurmMetricsRole = Literal["head", "login"]
 
 
 @dataclass(frozen=True)
@@ -43,9 +44,13 @@ class Flavour:
     pyxis) are off by default."""
 
     slurmctld_role: SlurmctldRole | None = None
-    """The bundle role of the node that runs slurmctld, where our Slurm metrics script
-    (``files/fmcluster-slurm-metrics``) runs beside it; None: no node of ours runs the controller (no Slurm, or a
-    controller AWS manages), so no Slurm metrics are collected."""
+    """The bundle role of the node that runs slurmctld (the slurm-policy step's QoS per partition goes there); None:
+    no node of ours runs the controller (no Slurm, or a controller AWS manages)."""
+
+    slurm_metrics_role: SlurmMetricsRole | None = None
+    """The bundle role of the node that runs our Slurm metrics script (``files/fmcluster-slurm-metrics``: squeue and
+    sinfo, which any node with Slurm's clients and credentials can run): the slurmctld node where it is ours, a login
+    node where AWS runs the controller; None: no Slurm metrics are collected."""
 
     @property
     def slurm(self) -> bool:
@@ -63,13 +68,13 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
         plugstack_where="ParallelCluster's head node shares /opt/slurm with every node (ParallelCluster user guide, "
                         "\"internal directories\"); the cookbook ships the files only as examples under "
                         "/opt/parallelcluster/examples (aws-parallelcluster-cookbook recipes/install/install_pyxis.rb)",
-        imex_members="job-prolog", slurmctld_role="head"),
+        imex_members="job-prolog", slurmctld_role="head", slurm_metrics_role="head"),
     Flavour(
         "hyperpod", slurm_prefix="/opt/slurm", mounts_fsx=False,
         plugstack_include_note=" (slurmd resolves the controller's include locally)",
         plugstack_where="HyperPod's slurmd runs configless and fetches plugstack.conf from the controller, ignoring "
                         "a compute-local one",
-        imex_members="hyperpod-api", slurmctld_role="head"),
+        imex_members="hyperpod-api", slurmctld_role="head", slurm_metrics_role="head"),
     # AWS PCS: the image is AWS's dlami_for_pcs_imagebuilder recipe on the DLAMI (profiles/pcs-*.yaml).
     # - Slurm: the recipe installs 24.11, 25.05 and 25.11 under /opt/aws/pcs/scheduler/slurm-<version> and puts
     #   24.11 first on PATH, its clients working with newer controllers (aws-samples/aws-hpc-recipes@
@@ -90,8 +95,9 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
     #   reference "HealthMonitoring": repair action AUTO | REPLACE | ISOLATE | NONE) watch the node once it runs.
     # - Reboot: none; a scheduler waits on the node (how long is unconfirmed: budget.LIMITS).
     # - IMEX: as self-managed (EC2 instance topology at boot); GB200 under PCS: no source found.
-    # - Slurm metrics: slurmctld runs on a controller AWS manages, which runs nothing of ours, and our PCS bundles
-    #   are compute-only; so no Slurm metrics (docs/dev/slurm-metrics-notes.md says what a login node could do).
+    # - Slurm metrics: slurmctld runs on a controller AWS manages, which runs nothing of ours; the login nodes run
+    #   sackd, through which Slurm's client commands reach it (PCS user guide, "Login nodes"), so the Slurm metrics
+    #   script (squeue, sinfo) runs on the login node group's nodes. Without login nodes, none is collected.
     Flavour("pcs", slurm_prefix="/opt/aws/pcs/scheduler/slurm-24.11", mounts_fsx=True, marks_unhealthy=True,
-            pyxis_loadable=False),
+            pyxis_loadable=False, slurm_metrics_role="login"),
 )}

@@ -65,6 +65,17 @@ class Orchestrator:
     """Why the policies not in ``accounting_defaults`` cannot be applied (the accounting-defaults check says it)."""
     slurm_optional: tuple[str, ...] = field(default=())
     """The settings path of a switch that keeps ``cdk deploy`` from starting the cluster (``create_cluster``)."""
+    login_setting: tuple[str, ...] = field(default=())
+    """The settings path of its login nodes (None there: no login nodes); empty: login nodes run no bundle of ours."""
+
+    def has_login(self, cluster: Any) -> bool:
+        """Whether ``cluster``'s login nodes run a bundle of ours (:attr:`login_setting`)."""
+        if not self.login_setting:
+            return False
+        value: Any = cluster
+        for part in self.login_setting:
+            value = getattr(value, part)
+        return value is not None
 
     def runs_slurm(self, cluster: Any) -> bool:
         """Whether ``cdk deploy`` starts a Slurm cluster for ``cluster`` (a :class:`fmcluster.plan.ClusterPlan`); the
@@ -121,7 +132,7 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
     Orchestrator("pcs", "AWS Parallel Computing Service, managed Slurm", "pcs", slurm=True,
                  unbounded_groups=False,  # at most 10 node groups (pcs-node-groups)
                  # slurmConfiguration.accounting (mode STANDARD): PCS keeps the records itself (botocore pcs)
-                 accounting=("managed",),
+                 accounting=("managed",), login_setting=("pcs", "login"),
                  # PCS's cluster-level custom settings take Prolog, Epilog, SelectTypeParameters and
                  # AccountingStorageEnforce (botocore pcs SlurmCustomSetting), not PriorityType or
                  # AccountingStorageTRES; a queue's QOS needs the QoS made in PCS's accounting first (unconfirmed

@@ -8,7 +8,7 @@ The stages, lowest first (a module may import its own unit and any lower stage):
     config     fmcluster.config
     plan       fmcluster.plan
     node plan  bootstrap.versions, bootstrap.flavours,  (pure: what a node runs)
-               bootstrap.context
+               bootstrap.nodefacts, bootstrap.context
     checks     fmcluster.checks
     generate   fmcluster.generate, fmcluster.guard,     (pure outputs: cluster.yaml, rules, dashboards;
                fmcluster.acceptance                      acceptance logs parsed and judged)
@@ -34,7 +34,8 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
                "fmcluster.contracts", "fmcluster.templates", "fmcluster.orchestrators")),
     ("config", ("fmcluster.config",)),
     ("plan", ("fmcluster.plan",)),
-    ("node plan", ("fmcluster.bootstrap.versions", "fmcluster.bootstrap.flavours", "fmcluster.bootstrap.context")),
+    ("node plan", ("fmcluster.bootstrap.versions", "fmcluster.bootstrap.flavours", "fmcluster.bootstrap.nodefacts",
+                   "fmcluster.bootstrap.context")),
     ("checks", ("fmcluster.checks",)),
     ("generate", ("fmcluster.generate", "fmcluster.guard", "fmcluster.acceptance")),
     ("bootstrap", ("fmcluster.bootstrap",)),

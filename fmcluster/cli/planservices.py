@@ -104,8 +104,8 @@ def monitoring_data(p: Plan) -> dict | None:
         return None
     spec = obs.spec
     roles = {}
-    # The node that runs slurmctld (FlavourTraits.slurmctld_role) also runs the Slurm metrics script; PCS's
-    # controller is AWS's, so no node of a PCS project does.
+    # The node that runs slurmctld also runs the Slurm metrics script; PCS's controller is AWS's, so there its login
+    # nodes do (FlavourTraits.slurm_metrics_role), and no node does when it has none.
     controller = metrics.runs_slurm_metrics(p.cluster)
     for role, gpu, slurm in (("gpu_nodes", True, False), ("other_nodes", False, False),
                              ("slurm_controller", False, True)):
@@ -141,6 +141,11 @@ def monitoring_data(p: Plan) -> dict | None:
     }
 
 
+def controller_is_head(p: Plan) -> bool:
+    """The Slurm metrics come from the controller's node (not from login nodes, as on PCS)."""
+    return metrics.slurm_metrics_node(p.cluster) == "Slurm controller"
+
+
 def monitoring(p: Plan, lines: Table) -> bool:
     """The monitoring lines; False when the project has no monitoring."""
     data = monitoring_data(p)
@@ -153,7 +158,7 @@ def monitoring(p: Plan, lines: Table) -> bool:
         sign_in = "AWS_SSO: needs IAM Identity Center in the account" if auth == "AWS_SSO" else f"{auth} sign-in"
         row(lines, "Grafana", f"Amazon Managed Grafana workspace; {sign_in}")
     for role, label in (("gpu_nodes", "GPU nodes"), ("other_nodes", "other nodes"),
-                        ("slurm_controller", "Slurm controller")):
+                        ("slurm_controller", metrics.slurm_metrics_node(p.cluster))):
         if role in data["roles"]:
             ports = data["roles"][role]["ports"]
             port_list = f"port{'s' if len(ports) > 1 else ''} {', '.join(map(str, ports))}"
@@ -166,7 +171,8 @@ def monitoring(p: Plan, lines: Table) -> bool:
                    if group["unconfirmed_parts"] else "")
         row(lines, f"series, {name}", f"~{group['per_node']:,} active series per node{missing}")
     if series["slurm_controller"] is not None:
-        row(lines, "series, Slurm", f"~{series['slurm_controller']['per_node']:,} on the Slurm controller's node "
+        where = "the Slurm controller's node" if controller_is_head(p) else "each login node"
+        row(lines, "series, Slurm", f"~{series['slurm_controller']['per_node']:,} on {where} "
                                     f"(+ {series['per_vcpu_of_other_nodes']} per vCPU; one partition per compute group "
                                     "assumed), plus one per user, per (user, partition, pending reason) and per drained "
                                     "or down node: they follow the workload")

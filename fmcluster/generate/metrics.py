@@ -17,8 +17,8 @@ Sources for the names:
   with EFA driver 2.x hardware counters. They arrive through node_exporter's port (no port of their own).
 - dcgm-exporter: the fields of the counters file we ship (``templates/observability/dcgm-counters.csv``);
 - Prometheus itself writes ``up`` for every target it scrapes;
-- Slurm, on the node that runs slurmctld (``FlavourTraits.slurmctld_role``): our own script
-  (``templates/bootstrap/partials/slurm_metrics.sh.j2``) over ``squeue`` and ``sinfo`` writes, for node_exporter's
+- Slurm, on the node that runs slurmctld or, on PCS, the login nodes (``FlavourTraits.slurm_metrics_role``): our
+  own script (``templates/bootstrap/partials/slurm_metrics.sh.j2``) over ``squeue`` and ``sinfo`` writes, for node_exporter's
   textfile collector, the names and labels of SckyzO/slurm_exporter 1.8.4 (tag commit
   b535433eb2f290f3e7a6c4ce953892a172619861, ``internal/collector/{queue,nodes,node_drain,users,gpus,partitions}.go``
   with ``--no-collector.nodes.feature-set``: ``slurm_nodes_*`` carry only ``partition``), so dashboards written for
@@ -219,10 +219,18 @@ EXPORTERS: tuple[Exporter, ...] = (NODE, EFA, DCGM, SLURM, PROMETHEUS)
 
 
 def runs_slurm_metrics(cluster: Any) -> bool:
-    """A node of ``cluster`` (a :class:`fmcluster.plan.ClusterPlan`) runs slurmctld, so it runs the Slurm metrics
-    script (its flavour's ``slurmctld_role``): ParallelCluster's head node, HyperPod's controller. Not PCS (AWS runs its
-    slurmctld) and not launch templates only."""
-    return cluster.driver.slurm and FLAVOURS[cluster.driver.flavour].slurmctld_role is not None
+    """A node of ``cluster`` (a :class:`fmcluster.plan.ClusterPlan`) runs the Slurm metrics script (its flavour's
+    ``slurm_metrics_role``): ParallelCluster's head node, HyperPod's controller, PCS's login nodes (when it has
+    some). Not launch templates only."""
+    role = FLAVOURS[cluster.driver.flavour].slurm_metrics_role
+    return cluster.driver.slurm and role is not None and (role != "login" or cluster.driver.has_login(cluster))
+
+
+def slurm_metrics_node(cluster: Any) -> str | None:
+    """Which node collects the Slurm metrics, in words (the plan's label); None where none does."""
+    if not runs_slurm_metrics(cluster):
+        return None
+    return {"head": "Slurm controller", "login": "login nodes"}[FLAVOURS[cluster.driver.flavour].slurm_metrics_role]
 
 
 def scrape_targets(*, gpu: bool, slurm: bool = False) -> tuple[tuple[str, int], ...]:

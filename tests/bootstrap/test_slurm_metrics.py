@@ -85,7 +85,8 @@ def _samples(text: str) -> dict[str, str]:
 @pytest.mark.parametrize(("orchestrator", "role", "runs"), [
     ("parallelcluster", "head", True), ("hyperpod", "head", True),
     ("parallelcluster", "compute", False), ("hyperpod", "login", False), ("hyperpod", "compute", False),
-    ("pcs", "compute", False), ("pcs", "login", False), ("none", "compute", False),
+    ("pcs", "compute", False), ("pcs", "head", False), ("none", "compute", False),
+    ("pcs", "login", True),  # AWS runs PCS's slurmctld: its login nodes reach it through sackd
 ])
 def test_only_the_controller_s_node_has_the_collector(orchestrator: str, role: str, runs: bool) -> None:
     ctx = context_for(make_project("p5.48xlarge", "ubuntu-22.04", orchestrator), "gpu", role)
@@ -100,6 +101,21 @@ def test_only_the_controller_s_node_has_the_collector(orchestrator: str, role: s
 def test_the_trait_names_the_controller_s_role_and_pcs_has_none() -> None:
     assert {name: f.slurmctld_role for name, f in FLAVOURS.items()} == {
         "self-managed": None, "parallelcluster": "head", "hyperpod": "head", "pcs": None}
+    assert {name: f.slurm_metrics_role for name, f in FLAVOURS.items()} == {
+        "self-managed": None, "parallelcluster": "head", "hyperpod": "head", "pcs": "login"}
+
+
+@pytest.mark.parametrize(("login", "runs"), [("    login: {count: 2}\n", True), ("    login: null\n", False)])
+def test_pcs_collects_slurm_metrics_only_with_login_nodes(login: str, runs: bool) -> None:
+    """The rules, the dashboard and the plan follow: no login node, nothing collects Slurm's metrics on PCS."""
+    from support import BASE, plan_of
+
+    from fmcluster.generate import metrics
+
+    text = BASE + "orchestrator:\n  type: pcs\n  pcs:\n    ami_id: ami-0123456789abcdef0\n" + login
+    cluster = plan_of(text).cluster
+    assert metrics.runs_slurm_metrics(cluster) is runs
+    assert metrics.slurm_metrics_node(cluster) == ("login nodes" if runs else None)
 
 
 def test_exporters_off_means_no_slurm_metrics() -> None:
