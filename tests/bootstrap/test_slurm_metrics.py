@@ -273,15 +273,17 @@ def test_the_stubs_refuse_a_format_they_do_not_know(tmp_path) -> None:
     assert other.returncode == 1 and "error" in other.stderr
 
 
-PROFILE_CASES = [(p.name, p.os) for p in profiles.load_profiles() if p.flavour in ("parallelcluster", "hyperpod")]
+PROFILE_CASES = [(p.name, p.os) for p in profiles.load_profiles() if FLAVOURS[p.flavour].slurm_metrics_role]
 
 
 @pytest.mark.parametrize(("profile_name", "os_name"), PROFILE_CASES, ids=[c[0] for c in PROFILE_CASES])
 def test_the_controller_boots_with_the_collector_on_each_profile_of_its_flavour(tmp_path, profile_name: str,
                                                                                   os_name: str) -> None:
+    """On each image of ParallelCluster and HyperPod (the slurmctld node) and of PCS (a login node)."""
     (profile,) = [p for p in profiles.load_profiles() if p.name == profile_name]
     orchestrator = orchestrators.by_flavour(profile.flavour).name
-    ctx = context_for(make_project("p5.48xlarge", os_name, orchestrator), "gpu", "head")
+    role = FLAVOURS[profile.flavour].slurm_metrics_role
+    ctx = context_for(make_project("p5.48xlarge", os_name, orchestrator), "gpu", role)
     image = Image.from_profile(profile, ctx.arch, None, gpus=0, efa_devices=0, nvme_drives=0)
     sb = build_sandbox(tmp_path / "sb", ctx, image)
     res = sb.run()
