@@ -80,7 +80,8 @@ def test_the_slurm_dashboard_only_where_a_node_runs_the_slurm_metrics(tmp_path: 
     from typer.testing import CliRunner
 
     root = Path(__file__).parents[2]
-    for example, want in (("p5-pcs", False), ("p5-odcr", False)):
+    # PCS: its login node collects them (p5-pcs has one); launch templates only (p5-odcr): nothing does
+    for example, want in (("p5-pcs", True), ("p5-odcr", False)):
         out = tmp_path / example
         result = CliRunner().invoke(app, ["dashboards", "export", str(root / "examples" / f"{example}.yaml"),
                                           "--out", str(out)])
