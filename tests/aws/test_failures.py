@@ -278,7 +278,12 @@ def answering(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=IDS)
-def test_throttling_is_retried_then_said(command: Command, home: Path, answering) -> None:
+def test_throttling_is_retried_then_said(command: Command, home: Path, answering,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from botocore.retries.standard import ExponentialBackoff
+
+    # botocore's own retries, without its waits (up to a second or two per command): the count is what is checked
+    monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: 0)
     server = answering("Throttling")
     code, line = run(command, home)
     assert code == 1 and server.requests == aws.ATTEMPTS  # botocore's standard mode retried, then gave up

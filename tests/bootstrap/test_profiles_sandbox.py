@@ -1,5 +1,6 @@
-"""Every bundle fmcluster renders (every example and shipped project, also on AL2023 and Ubuntu 24.04) boots
-in the sandbox on every image profile of its flavour (each unconfirmed fact both ways) and on the bare OS.
+"""Every bundle fmcluster renders (every example and shipped project, also on AL2023 and Ubuntu 24.04), one per
+shape (:func:`_shape`), boots in the sandbox on every image profile of its flavour (each unconfirmed fact both ways)
+and on the bare OS.
 
 The stubs behave like the real tools (tests/support/sandbox.py): apt refuses a downgrade and a second
 source for NVIDIA's CUDA repository, systemctl refuses a unit that does not exist. So a green boot here
@@ -29,9 +30,20 @@ FIXTURE_PROJECTS = {
 GPU_NAME = {"A100 40GB": "NVIDIA A100-SXM4-40GB", "GB200": "NVIDIA GB200"}
 
 
+def _shape(ctx: context.BootstrapContext) -> tuple:
+    """What decides how a bundle boots on an image: flavour, OS, architecture, role, its steps, and the instance facts
+    that change what the steps do (NVSwitch, IMEX, NVLSM, whether the NVMe count is known). Instance types that
+    differ only in counts and names (p4d, p5, p5e, p5en; p6-b200, p6-b300) boot the same way on a profile; every
+    instance type still boots, on an image without the driver, in test_matrix_sandbox."""
+    i = ctx.instance
+    facts = None if i is None else (i.nvswitch, i.needs_imex, ctx.needs_nvlsm, i.local_nvme_drives is None)
+    return ctx.flavour, ctx.os, ctx.arch, ctx.role, tuple(step.name for step in ctx.steps()), facts
+
+
 def _bundles() -> dict[str, context.BootstrapContext]:
-    """One context per distinct bundle (flavour, OS, instance type, role) of every project, on every OS."""
+    """One context per distinct bundle shape (:func:`_shape`) of every project, on every OS."""
     out: dict[str, context.BootstrapContext] = {}
+    shapes: set[tuple] = set()
     for name, project in sorted((FIXTURE_PROJECTS | PROJECTS).items()):
         for os_name in context.OPERATING_SYSTEMS:
             cluster = make_plan(project.model_copy(update={"os": os_name})).cluster
@@ -44,7 +56,10 @@ def _bundles() -> dict[str, context.BootstrapContext]:
                 key = f"{flavour}-{os_name}-{itype}-{role}"
                 if key not in out:
                     fsx = FSX if context.bundle_mounts_fsx(flavour) else None
-                    out[key] = context.context_for(cluster, group, role, flavour, fsx=fsx)
+                    ctx = context.context_for(cluster, group, role, flavour, fsx=fsx)
+                    if _shape(ctx) not in shapes:
+                        shapes.add(_shape(ctx))
+                        out[key] = ctx
     return out
 
 

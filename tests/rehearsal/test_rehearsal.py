@@ -1,6 +1,7 @@
 """The deploy rehearsal (`make rehearse`, part of `make test`): the real CDK CLI against moto on loopback.
 
-For the default project, the first example of each orchestrator and every PCS example (those together), in a moto server of its own
+For the default project (ParallelCluster), the first example of each other orchestrator and every PCS example (those
+together), in a moto server of its own
 (``moto_patched.py``: moto 5.2.5 with three CloudFormation gaps closed, each explained there):
 
     cdk synth -c project=FILE -c protect=false -c nag=false   the app, run by the CLI, into an assembly
@@ -82,20 +83,28 @@ Their examples share one rehearsal (one moto server, one `cdk synth -c project=A
 cluster stack, so they cannot disturb each other, and the suite stays within its time."""
 
 
+DEFAULT_PROJECT = ROOT / "projects" / "default.yaml"
+
+
 def rehearsed_files() -> list[Path]:
-    """The default project and, per orchestrator type, the first example (by file name) that uses it; every example
-    of the orchestrators in :data:`EVERY_EXAMPLE_OF`."""
+    """The default project and, per other orchestrator type, the first example (by file name) that uses it; every
+    example of the orchestrators in :data:`EVERY_EXAMPLE_OF`."""
     return [p for group in rehearsals() for p in group]
 
 
 def rehearsals() -> list[tuple[Path, ...]]:
-    """The rehearsals to run: one project each, except the examples of :data:`EVERY_EXAMPLE_OF`, together."""
+    """The rehearsals to run: one project each, except the examples of :data:`EVERY_EXAMPLE_OF`, together. The default
+    project rehearses its orchestrator (ParallelCluster): a first example of the same kind would repeat it (the same
+    stacks, the cluster stack prepared, not executed) and cost the suite a rehearsal's time."""
+    default_kind = config.parse(DEFAULT_PROJECT.read_text(), DEFAULT_PROJECT).project.orchestrator.type
     chosen: dict[str, list[Path]] = {}
     for path in EXAMPLE_FILES:
         kind = config.parse(path.read_text(), path).project.orchestrator.type
+        if kind == default_kind and kind not in EVERY_EXAMPLE_OF:
+            continue
         if kind not in chosen or kind in EVERY_EXAMPLE_OF:
             chosen.setdefault(kind, []).append(path)
-    return [(ROOT / "projects" / "default.yaml",), *(tuple(chosen[kind]) for kind in sorted(chosen))]
+    return [(DEFAULT_PROJECT,), *(tuple(chosen[kind]) for kind in sorted(chosen))]
 
 
 @dataclass
