@@ -201,10 +201,12 @@ def _synth_in_a_process(outdir: Path, hash_seed: str) -> dict[str, bytes]:
 
 
 @pytest.mark.synth
-def test_synthesis_is_byte_identical_across_processes(tmp_path: Path) -> None:
-    """Every project and example, synthesized by app.py in two processes: same files, same bytes
+def test_synthesis_is_byte_identical_across_processes(synthesized: Synthesized, tmp_path: Path) -> None:
+    """Every project and example, synthesized twice: by the test session's shared synthesis (this worker's process,
+    its own random hash seed) and by app.py in a process of its own (a fixed seed): same files, same bytes
     (templates, asset manifests and the bootstrap bundle assets)."""
-    first = _synth_in_a_process(tmp_path / "one", "1")
+    outdir = synthesized.outdir
+    first = {str(p.relative_to(outdir)): p.read_bytes() for p in sorted(outdir.rglob("*")) if p.is_file()}
     second = _synth_in_a_process(tmp_path / "two", "2")
     assert sum(name.endswith(".template.json") for name in first) >= 4 * len(ALL_FILES) - 2
     assert any(name.startswith("asset.") for name in first)
