@@ -42,8 +42,9 @@ from typing import Any
 
 import pytest
 import yaml
-from fmcluster.bootstrap import collector, render
+from fmcluster.bootstrap import render
 from support import replay
+from support.loopback import agent_config, spawn_agent
 from support.loopback import free_port as _free_port
 from support.loopback import get as _get
 from support.loopback import spawn as _spawn
@@ -164,21 +165,6 @@ class Stack:
         return replay.snapshot(result, {"ALERTS", "ALERTS_FOR_STATE", *rules.recorded_metrics()})
 
 
-def _agent_config(receiver_port: int, ports: dict[int, int]) -> str:
-    """The rendered node agent config; only the remote-write endpoint, sigv4 and the target ports changed."""
-    config = yaml.safe_load(collector.render_node_agent_config("e2e", gpu=True, scrape_interval="1s"))
-    targets = [t for job in config["scrape_configs"] for sc in job["static_configs"] for t in sc["targets"]]
-    assert sorted(targets) == sorted(f"localhost:{port}" for port in ports), targets
-    for job in config["scrape_configs"]:
-        for sc in job["static_configs"]:
-            sc["targets"] = [f"127.0.0.1:{ports[int(t.rsplit(':', 1)[1])]}" for t in sc["targets"]]
-    (write,) = config["remote_write"]
-    assert write["url"] == collector.NODE_REMOTE_WRITE_MARKER and "sigv4" in write
-    del write["sigv4"]
-    write["url"] = f"http://127.0.0.1:{receiver_port}/api/v1/write"
-    return yaml.safe_dump(config, sort_keys=False)
-
-
 LUSTRE_DEVICE = "10.0.1.5@tcp:/abcdefgh"
 
 
@@ -235,16 +221,9 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
             f"--collector.textfile.directory={textfile}", f"--path.procfs={procfs}"])
         procs.append(node_exporter)
 
-        agent_yml = tmp_path / "agent.yml"
-        agent_yml.write_text(_agent_config(
-            ports["receiver"], {metrics.NODE.port: ports["node_exporter"], metrics.DCGM.port: ports["dcgm"]}))
-        env = {"PATH": "/usr/bin:/bin", "FMC_NODE": NODE, "FMC_INSTANCE_ID": INSTANCE_ID,
-               "FMC_INSTANCE_TYPE": INSTANCE_TYPE}
-        # The bootstrap's unit runs exactly these flags (templates/bootstrap/exporters.sh.j2).
-        procs.append(_spawn(tmp_path, "agent", [
-            PROMETHEUS, "--enable-feature=agent,expand-external-labels", f"--config.file={agent_yml}",
-            f"--storage.agent.path={tmp_path / 'agent-wal'}", f"--web.listen-address=127.0.0.1:{ports['agent']}"],
-            env=env))
+        config = agent_config(ports["receiver"], {metrics.NODE.port: ports["node_exporter"],
+                                                  metrics.DCGM.port: ports["dcgm"]}, gpu=True)
+        procs.append(spawn_agent(tmp_path, PROMETHEUS, ports["agent"], config, NODE, INSTANCE_ID, INSTANCE_TYPE))
 
         result = Stack(tmp_path, ports["receiver"], node_exporter, dcgm, script, procfs, procs)
         result.run_efa_script()

@@ -36,9 +36,9 @@ from typing import Any
 
 import pytest
 import yaml
-from fmcluster.bootstrap import collector, render
+from fmcluster.bootstrap import render
 from support import replay, slurm_stubs
-from support.loopback import free_port, get, spawn, stop, wait_until
+from support.loopback import agent_config, free_port, get, spawn, spawn_agent, stop, wait_until
 from support.sandbox import context_for, make_project
 from support.slurm_stubs import HEALTHY_JOBS, HEALTHY_NODES, Job, Node, gpu_tres
 
@@ -76,20 +76,6 @@ FAULT_NODES = [
 ]
 FAULT_JOBS = [*HEALTHY_JOBS[:3], Job("gpu", "PENDING", "alice", gpu_tres(192, 1, 8), STUCK), HEALTHY_JOBS[4],
               Job("debug", "PENDING", "dave", "cpu=4,mem=8G,node=1,billing=4", "Resources")]
-
-
-def _agent_config(receiver_port: int, ports: dict[int, int]) -> str:
-    """The controller's rendered agent config; only the remote-write endpoint, sigv4 and the target ports changed."""
-    config = yaml.safe_load(collector.render_node_agent_config("e2e", gpu=False, slurm=True, scrape_interval="1s"))
-    targets = [t for job in config["scrape_configs"] for sc in job["static_configs"] for t in sc["targets"]]
-    assert sorted(targets) == sorted(f"localhost:{port}" for port in ports), targets
-    for job in config["scrape_configs"]:
-        for sc in job["static_configs"]:
-            sc["targets"] = [f"127.0.0.1:{ports[int(t.rsplit(':', 1)[1])]}" for t in sc["targets"]]
-    (write,) = config["remote_write"]
-    del write["sigv4"]
-    write["url"] = f"http://127.0.0.1:{receiver_port}/api/v1/write"
-    return yaml.safe_dump(config, sort_keys=False)
 
 
 @dataclass
@@ -156,15 +142,9 @@ def controller(tmp_path: Path) -> Iterator[Controller]:
         procs.append(spawn(tmp_path, "node_exporter", [
             NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{ports['node_exporter']}",
             f"--collector.textfile.directory={textfile}"]))
-        agent_yml = tmp_path / "agent.yml"
-        agent_yml.write_text(_agent_config(ports["receiver"], {metrics.NODE.port: ports["node_exporter"]}))
-        env = {"PATH": "/usr/bin:/bin", "FMC_NODE": CONTROLLER, "FMC_INSTANCE_ID": INSTANCE_ID,
-               "FMC_INSTANCE_TYPE": INSTANCE_TYPE}
-        # The bootstrap's unit runs exactly these flags (templates/bootstrap/exporters.sh.j2).
-        procs.append(spawn(tmp_path, "agent", [
-            PROMETHEUS, "--enable-feature=agent,expand-external-labels", f"--config.file={agent_yml}",
-            f"--storage.agent.path={tmp_path / 'agent-wal'}", f"--web.listen-address=127.0.0.1:{ports['agent']}"],
-            env=env))
+        # The controller's rendered agent config (Slurm metrics kept), as its unit runs it.
+        config = agent_config(ports["receiver"], {metrics.NODE.port: ports["node_exporter"]}, gpu=False, slurm=True)
+        procs.append(spawn_agent(tmp_path, PROMETHEUS, ports["agent"], config, CONTROLLER, INSTANCE_ID, INSTANCE_TYPE))
         wait_until("the receiver to load the rules", lambda: get(ports["receiver"], "/api/v1/rules")["data"]["groups"],
                    result.logs)
         yield result

@@ -63,3 +63,35 @@ def stop(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
+
+
+def agent_config(receiver_port: int, ports: dict[int, int], *, gpu: bool, slurm: bool = False) -> str:
+    """The rendered node agent config (``render_node_agent_config``); only the remote-write endpoint, sigv4 and the
+    target ports changed: ``ports`` maps each port the config scrapes to the loopback port serving it."""
+    import yaml
+
+    from fmcluster.bootstrap import collector
+
+    config = yaml.safe_load(collector.render_node_agent_config("e2e", gpu=gpu, slurm=slurm, scrape_interval="1s"))
+    targets = [t for job in config["scrape_configs"] for sc in job["static_configs"] for t in sc["targets"]]
+    assert sorted(targets) == sorted(f"localhost:{port}" for port in ports), targets
+    for job in config["scrape_configs"]:
+        for sc in job["static_configs"]:
+            sc["targets"] = [f"127.0.0.1:{ports[int(t.rsplit(':', 1)[1])]}" for t in sc["targets"]]
+    (write,) = config["remote_write"]
+    assert write["url"] == collector.NODE_REMOTE_WRITE_MARKER and "sigv4" in write
+    del write["sigv4"]
+    write["url"] = f"http://127.0.0.1:{receiver_port}/api/v1/write"
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def spawn_agent(tmp: Path, prometheus: str, agent_port: int, config: str, node: str, instance_id: str,
+                instance_type: str) -> subprocess.Popen:
+    """The node's Prometheus agent with exactly the flags and environment the bootstrap's unit gives it
+    (templates/bootstrap/exporters.sh.j2)."""
+    agent_yml = tmp / "agent.yml"
+    agent_yml.write_text(config)
+    env = {"PATH": "/usr/bin:/bin", "FMC_NODE": node, "FMC_INSTANCE_ID": instance_id, "FMC_INSTANCE_TYPE": instance_type}
+    return spawn(tmp, "agent", [
+        prometheus, "--enable-feature=agent,expand-external-labels", f"--config.file={agent_yml}",
+        f"--storage.agent.path={tmp / 'agent-wal'}", f"--web.listen-address=127.0.0.1:{agent_port}"], env=env)
