@@ -25,7 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from support import ROOT
+from support import ROOT, clean_aws_home
 from typer.testing import CliRunner
 
 from fmcluster.aws import session as aws
@@ -82,16 +82,7 @@ def closed_port() -> int:
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A clean AWS configuration: two profiles, no credentials, no Region, no SSO token cache."""
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
-                 "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY",
-                 "http_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    (tmp_path / "config").write_text(CONFIG)
-    (tmp_path / "credentials").write_text("")
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    clean_aws_home(tmp_path, monkeypatch, CONFIG)
     monkeypatch.setenv("FMCLUSTER_CACHE_DIR", str(tmp_path / "cache"))
     return tmp_path
 

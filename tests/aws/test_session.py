@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from support import clean_aws_home
 
 from fmcluster.aws import AwsError
 from fmcluster.aws import session as aws
@@ -31,17 +32,7 @@ region = us-east-1
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
-                 "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "HTTPS_PROXY", "https_proxy", "NO_PROXY",
-                 "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    (tmp_path / "config").write_text(CONFIG)
-    (tmp_path / "credentials").write_text("")
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    return tmp_path
+    return clean_aws_home(tmp_path, monkeypatch, CONFIG)
 
 
 def project(region: str | None = None, zone: str | None = None) -> SimpleNamespace:

@@ -216,3 +216,23 @@ def synth_with_nag(app: Any, outdir: Path) -> tuple[str | None, dict[str, Any]]:
         error = str(exc)
     report = outdir / "validation-report.json"
     return error, (json.loads(report.read_text()) if report.exists() else {})
+
+
+AWS_ENVIRONMENT = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
+                   "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY",
+                   "http_proxy", "NO_PROXY", "no_proxy")
+"""What a developer's shell may carry that would change how a command finds its account, Region or endpoint."""
+
+
+def clean_aws_home(home: Path, monkeypatch: Any, config: str) -> Path:
+    """``home`` as a user's AWS configuration holding only ``config`` (no credentials, no SSO token cache, no
+    instance metadata), with nothing of the caller's AWS environment left; returns ``home``."""
+    for name in AWS_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+    (home / "config").write_text(config)
+    (home / "credentials").write_text("")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(home / "config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(home / "credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    return home
