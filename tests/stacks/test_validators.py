@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from pathlib import Path
 
 import pytest
 from cfnlint.api import ManualArgs, lint
+from cfnlint.config import ConfigMixIn
+from cfnlint.decode.decode import decode_str
+from cfnlint.runner import Runner
 from support import ALL_FILES, ROOT, Synthesized
 
 from fmcluster import config
@@ -40,12 +44,20 @@ def _lint_regions(stack: str) -> list[str]:
     return [REGIONS[project]]
 
 
+@functools.cache
+def _runner(regions: tuple[str, ...], ignored: tuple[str, ...]) -> Runner:
+    """One cfn-lint runner per configuration: building one loads every rule (most of a lint's time), and a runner
+    validates any number of templates, as the cfn-lint CLI does with several files."""
+    return Runner(ConfigMixIn(regions=list(regions), ignore_checks=list(ignored), include_checks=LINT_LEVELS))
+
+
 def _lint(stack: str, template: dict) -> list[tuple[tuple[str, str, str], str]]:
     """cfn-lint's matches as ((stack, logical id, rule id), text), in the project's Region."""
     text = json.dumps(template)
     ignored = [rule for rule, (needle, _) in IGNORED_WHEN.items() if needle in text]
-    matches = lint(text, config=ManualArgs(regions=_lint_regions(stack), ignore_checks=ignored,
-                                           include_checks=LINT_LEVELS))
+    decoded, errors = decode_str(text)
+    assert not errors and decoded is not None, errors
+    matches = list(_runner(tuple(_lint_regions(stack)), tuple(ignored)).validate_template(decoded))
     out = []
     for m in matches:
         logical_id = str(m.path[1]) if len(m.path) > 1 and m.path[0] == "Resources" else "/".join(map(str, m.path))
@@ -85,10 +97,31 @@ def test_cfn_lint_clean_without_cdk_json_context(tmp_path: Path) -> None:
     assert not found, "\n".join(found)
 
 
+BAD_LAUNCH_TEMPLATE = {"Type": "AWS::EC2::LaunchTemplate", "Properties": {
+    "LaunchTemplateData": {"NetworkInterfaces": [{"InterfaceType": 7, "DeviceIndex": "zero"}]}}}
+
+
 def test_cfn_lint_would_catch_a_bad_template() -> None:
-    bad = {"Resources": {"Lt": {"Type": "AWS::EC2::LaunchTemplate", "Properties": {
-        "LaunchTemplateData": {"NetworkInterfaces": [{"InterfaceType": 7, "DeviceIndex": "zero"}]}}}}}
+    bad = {"Resources": {"Lt": BAD_LAUNCH_TEMPLATE}}
     assert lint(json.dumps(bad), config=ManualArgs(regions=["us-east-1"]))
+
+
+def test_the_shared_runner_finds_what_a_fresh_one_finds(synthesized: Synthesized) -> None:
+    """Reusing a cfn-lint runner across templates changes nothing: real templates with a bad launch template planted
+    (a GB200 one, whose instance-type rules are ignored, and two others), linted by runners that have seen other
+    templates, give what cfn-lint's own one-shot API gives them."""
+    names = [n for n in sorted(synthesized.templates) if "gb200" in json.dumps(synthesized.templates[n])][:1]
+    names += ["default-cluster", "default-observability"]
+    for name in names:
+        planted = copy.deepcopy(synthesized.templates[name])
+        planted["Resources"]["PlantedLt"] = BAD_LAUNCH_TEMPLATE
+        text = json.dumps(planted)
+        ignored = [rule for rule, (needle, _) in IGNORED_WHEN.items() if needle in text]
+        fresh = lint(text, config=ManualArgs(regions=_lint_regions(name), ignore_checks=ignored,
+                                             include_checks=LINT_LEVELS))
+        shared = [text for _, text in _lint(name, planted)]
+        assert shared and any("PlantedLt" in line for line in shared)
+        assert shared == [f"{name}: {m.rule.id} {m.message[:300]} ({'/'.join(map(str, m.path))})" for m in fresh]
 
 
 def test_cfn_lint_reports_warnings_too(synthesized: Synthesized) -> None:
