@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fmcluster.bootstrap.context import BootstrapContext, FsxMount, context_for
-from fmcluster.bootstrap.flavours import FLAVOURS
 from fmcluster.bootstrap.render import (
     ENTRY_NAME,
     HEAD_NODE_BUNDLE,
@@ -59,17 +58,13 @@ class DispatchedBundles:
     dispatcher: Path
 
 
-def qos_per_partition(cluster: ClusterPlan) -> bool:
-    """Slurm accounting applies a QoS per partition here (``ClusterPlan.slurm_policy``: the project's
-    ``orchestrator.accounting.qos_per_partition``, on by default where the orchestrator takes it)."""
-    return cluster.slurm_policy.qos_per_partition
-
-
 def qos_partitions(cluster: ClusterPlan) -> tuple[str, ...]:
     """The partitions the slurmctld node gives a QoS each: the compute groups' Slurm partitions as the orchestrator
     renders them (:func:`fmcluster.generate.schedulers.scheduler`'s ``slurm_targets``: ParallelCluster's queue,
-    HyperPod's partition), each once, in the groups' order; empty when :func:`qos_per_partition` is off."""
-    if not qos_per_partition(cluster):
+    HyperPod's partition), each once, in the groups' order; empty unless accounting applies a QoS per partition
+    (``ClusterPlan.slurm_policy``). Only the context of the node that runs slurmctld acts on them
+    (``BootstrapContext.slurm_policy``)."""
+    if not cluster.slurm_policy.qos_per_partition:
         return ()
     targets = schedulers.scheduler(cluster).slurm_targets(cluster)
     return tuple(dict.fromkeys(t.partition for t in targets.values()))
@@ -154,9 +149,8 @@ def render_lifecycle_bundles(cluster: ClusterPlan, out_dir: Path) -> LifecycleBu
     which the steps find and keep."""
     root = _fresh(out_dir)
     sums = {}
-    controller = FLAVOURS["hyperpod"].slurmctld_role
+    qos = qos_partitions(cluster)
     for group in instance_groups(cluster):
-        qos = qos_partitions(cluster) if group.role == controller else ()
         ctx = context_for(cluster, group.compute_group, group.role, "hyperpod", fsx=None, qos_partitions=qos)
         sums[group.name] = render_bundle(ctx, root / group.name).sums_sha256
     return LifecycleBundles(root=root, sums=sums)

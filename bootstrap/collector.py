@@ -43,9 +43,9 @@ def _environment() -> jinja2.Environment:
 
 
 def render_node_agent_config(project: str, *, gpu: bool, slurm: bool = False, scrape_interval: str = "30s") -> str:
-    """The agent config one node runs: its own exporters (GPU ones when ``gpu``; with ``slurm``, the node runs
-    slurmctld and node_exporter's keep-list also passes the Slurm metrics of its textfile collector), remote-written
-    for itself.
+    """The agent config one node runs: its own exporters (GPU ones when ``gpu``; with ``slurm``, the node collects
+    Slurm's metrics and node_exporter's keep-list also passes them from its textfile collector), remote-written for
+    itself.
 
     The remote-write URL is :data:`NODE_REMOTE_WRITE_MARKER` and the SigV4 region comes from the
     unit's ``AWS_REGION``: both are known only at boot.

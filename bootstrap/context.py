@@ -262,7 +262,7 @@ STEPS: tuple[Step, ...] = (
     Step(name="88-slurm-policy", template="slurm_policy.sh.j2",
          description="slurmctld's node, Slurm accounting on: a QoS per partition, kept across slurmctld restarts",
          needs_slurm_policy=True),
-    Step(name="90-exporters", template="exporters.sh.j2", description="node_exporter, dcgm-exporter, EFA counters, Slurm exporter", needs_exporters=True),
+    Step(name="90-exporters", template="exporters.sh.j2", description="node_exporter, dcgm-exporter, EFA counters, Slurm metrics", needs_exporters=True),
     Step(name="99-healthcheck", template="healthcheck.sh.j2", description="prove the node before it takes jobs"),
 )
 

@@ -41,7 +41,7 @@ def _project(ref: str) -> config.Project:
 
 
 def _slurm(project: config.Project) -> bool:
-    """The Slurm dashboard only where a node of ours runs slurmctld and the Slurm metrics script."""
+    """The Slurm dashboard only where a node runs the Slurm metrics script."""
     return metrics.runs_slurm_metrics(make_plan(project).cluster)
 
 

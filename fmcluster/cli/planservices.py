@@ -125,8 +125,8 @@ def monitoring_data(p: Plan) -> dict | None:
         per_group[g.name] = {"per_node": est.total, "unconfirmed_parts": sorted(est.unknown)}
     slurm_series = None
     if "slurm_controller" in roles:
-        # ASSUMED_SLURM_PARTITIONS: one partition per compute group (each orchestrator's queues follow the groups)
-        est = metrics.node_series(gpus=0, efa_devices=0, vcpus=0, nvme_drives=0, slurm_partitions=len(p.groups))
+        partitions = {t.partition for t in schedulers.scheduler(p.cluster).slurm_targets(p.cluster).values()}
+        est = metrics.node_series(gpus=0, efa_devices=0, vcpus=0, nvme_drives=0, slurm_partitions=len(partitions))
         slurm_series = {"per_node": est.total, "unconfirmed_parts": sorted(est.unknown)}
     return {
         "prometheus": "Amazon Managed Prometheus workspace",
@@ -141,9 +141,10 @@ def monitoring_data(p: Plan) -> dict | None:
     }
 
 
-def controller_is_head(p: Plan) -> bool:
-    """The Slurm metrics come from the controller's node (not from login nodes, as on PCS)."""
-    return metrics.slurm_metrics_node(p.cluster) == "Slurm controller"
+SLURM_METRICS_NODE = {"head": ("Slurm controller", "the Slurm controller's node"),
+                      "login": ("login nodes", "each login node")}
+"""The nodes that collect Slurm's metrics, by bootstrap role (:func:`fmcluster.generate.metrics.slurm_metrics_role`):
+the plan's row label, and where the series come from."""
 
 
 def monitoring(p: Plan, lines: Table) -> bool:
@@ -157,8 +158,8 @@ def monitoring(p: Plan, lines: Table) -> bool:
         auth = data["grafana"]["authentication"]
         sign_in = "AWS_SSO: needs IAM Identity Center in the account" if auth == "AWS_SSO" else f"{auth} sign-in"
         row(lines, "Grafana", f"Amazon Managed Grafana workspace; {sign_in}")
-    for role, label in (("gpu_nodes", "GPU nodes"), ("other_nodes", "other nodes"),
-                        ("slurm_controller", metrics.slurm_metrics_node(p.cluster))):
+    slurm_node = SLURM_METRICS_NODE.get(metrics.slurm_metrics_role(p.cluster) or "", ("", ""))
+    for role, label in (("gpu_nodes", "GPU nodes"), ("other_nodes", "other nodes"), ("slurm_controller", slurm_node[0])):
         if role in data["roles"]:
             ports = data["roles"][role]["ports"]
             port_list = f"port{'s' if len(ports) > 1 else ''} {', '.join(map(str, ports))}"
@@ -171,11 +172,10 @@ def monitoring(p: Plan, lines: Table) -> bool:
                    if group["unconfirmed_parts"] else "")
         row(lines, f"series, {name}", f"~{group['per_node']:,} active series per node{missing}")
     if series["slurm_controller"] is not None:
-        where = "the Slurm controller's node" if controller_is_head(p) else "each login node"
-        row(lines, "series, Slurm", f"~{series['slurm_controller']['per_node']:,} on {where} "
-                                    f"(+ {series['per_vcpu_of_other_nodes']} per vCPU; one partition per compute group "
-                                    "assumed), plus one per user, per (user, partition, pending reason) and per drained "
-                                    "or down node: they follow the workload")
+        row(lines, "series, Slurm", f"~{series['slurm_controller']['per_node']:,} on {slurm_node[1]} "
+                                    f"(+ {series['per_vcpu_of_other_nodes']} per vCPU), plus one per user, per (user, "
+                                    "partition, pending reason) and per drained or down node: they follow the "
+                                    "workload")
     share = series["share_of_quota"]
     verdict = ("OVER the quota: ask for an increase (Service Quotas, Amazon Managed Service for Prometheus, "
                "'Active series per workspace') before deploying" if share > 1 else f"{share:.1%} of it")

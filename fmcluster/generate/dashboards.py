@@ -1,6 +1,6 @@
 """Grafana dashboards as code (grafana-foundation-sdk), exported as JSON per project.
 
-Five dashboards per project (four where no node of ours runs slurmctld), each with a Prometheus data-source
+Five dashboards per project (four where no node collects Slurm's metrics), each with a Prometheus data-source
 variable (so no data-source UID is baked in) and a ``node`` variable:
 
 - GPU health: XIDs, ECC, row remapping, thermal throttling, GPUs present vs the catalog;
@@ -9,8 +9,8 @@ variable (so no data-source UID is baked in) and a ``node`` variable:
 - EFA: traffic, RDMA throughput, retransmits and errors;
 - FSx for Lustre: throughput and capacity from CloudWatch ``AWS/FSx``, fill level per mount
   from node_exporter;
-- Slurm: queue depth, pending reasons, nodes down/drained (and why), GPUs allocated per user, from the Slurm
-  exporter on the controller's node (its ``node`` variable does not apply: every series is the controller's);
+- Slurm: queue depth, pending reasons, nodes down/drained (and why), GPUs allocated per user, from our Slurm metrics
+  script on the controller's node or PCS's login nodes (its ``node`` variable does not filter these panels);
 
 Every Prometheus query may only name metrics the exporter table (:mod:`fmcluster.generate.metrics`) produces
 (a test walks every panel).
@@ -34,6 +34,8 @@ from grafana_foundation_sdk.builders import (
 )
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import DataSourceRef, VariableRefresh
+
+from fmcluster.generate import metrics
 
 PROMETHEUS = DataSourceRef(type_val="prometheus", uid="${datasource}")
 CLOUDWATCH = DataSourceRef(type_val="cloudwatch", uid="${cloudwatch}")
@@ -268,9 +270,9 @@ def fsx(project: str) -> dashboard.Dashboard:
     )
 
 
-SLURM = 'job="node-exporter"'
+SLURM = f'job="{metrics.SLURM.job}"'
 """Our Slurm metrics arrive through node_exporter's textfile collector; Slurm 25.11's native endpoint uses some of the
-same names with other labels: select node_exporter's job."""
+same names with other labels: select the job they come on."""
 
 
 def slurm_dashboard(project: str) -> dashboard.Dashboard:
@@ -327,8 +329,7 @@ def slurm_dashboard(project: str) -> dashboard.Dashboard:
 
 def build_dashboards(project: str, *, slurm: bool = True) -> dict[str, dict[str, Any]]:
     """Every dashboard of a project as Grafana JSON models, keyed by UID. ``slurm=False``: no Slurm dashboard,
-    for a project where no node of ours runs slurmctld and our Slurm metrics script
-    (:func:`fmcluster.generate.metrics.runs_slurm_metrics`)."""
+    for a project where no node runs our Slurm metrics script (:func:`fmcluster.generate.metrics.runs_slurm_metrics`)."""
     builders = [gpu_health, gpu_utilisation, efa, fsx] + ([slurm_dashboard] if slurm else [])
     models = [json.loads(json.dumps(build(project), cls=JSONEncoder)) for build in builders]
     return {model["uid"]: model for model in models}

@@ -61,7 +61,7 @@ class Exporter:
     """Only on nodes with GPUs (the compute role of GPU groups)."""
     metrics: frozenset[str]
     slurm_only: bool = False
-    """Only on the node that runs slurmctld (ParallelCluster's head node, HyperPod's controller)."""
+    """Only on the node that collects Slurm's metrics (``FlavourTraits.slurm_metrics_role``)."""
 
 
 Dimension = Literal["node", "cpu", "mount", "netdev", "disk", "efa_device", "gpu", "target",
@@ -206,7 +206,8 @@ SLURM = Exporter(
     name="slurm-metrics",
     source="bundle file files/fmcluster-slurm-metrics (our script over squeue/sinfo; node_exporter's textfile "
            "collector serves it)",
-    port=NODE.port, job=NODE.job, roles=("head",), gpu_only=False, metrics=SLURM_METRICS, slurm_only=True,
+    port=NODE.port, job=NODE.job, gpu_only=False, metrics=SLURM_METRICS, slurm_only=True,
+    roles=tuple(dict.fromkeys(f.slurm_metrics_role for f in FLAVOURS.values() if f.slurm_metrics_role)),
 )
 PROMETHEUS = Exporter(
     name="prometheus-agent",
@@ -218,24 +219,24 @@ EXPORTERS: tuple[Exporter, ...] = (NODE, EFA, DCGM, SLURM, PROMETHEUS)
 """THE table."""
 
 
-def runs_slurm_metrics(cluster: Any) -> bool:
-    """A node of ``cluster`` (a :class:`fmcluster.plan.ClusterPlan`) runs the Slurm metrics script (its flavour's
-    ``slurm_metrics_role``): ParallelCluster's head node, HyperPod's controller, PCS's login nodes (when it has
-    some). Not launch templates only."""
+def slurm_metrics_role(cluster: Any) -> str | None:
+    """The role of the nodes of ``cluster`` (a :class:`fmcluster.plan.ClusterPlan`) that run the Slurm metrics
+    script (its flavour's ``slurm_metrics_role``): ParallelCluster's head node, HyperPod's controller, PCS's login
+    nodes (when it has some); None where none does (launch templates only, PCS without login nodes)."""
     role = FLAVOURS[cluster.driver.flavour].slurm_metrics_role
-    return cluster.driver.slurm and role is not None and (role != "login" or cluster.driver.has_login(cluster))
-
-
-def slurm_metrics_node(cluster: Any) -> str | None:
-    """Which node collects the Slurm metrics, in words (the plan's label); None where none does."""
-    if not runs_slurm_metrics(cluster):
+    if not cluster.driver.slurm or role is None or (role == "login" and not cluster.driver.has_login(cluster)):
         return None
-    return {"head": "Slurm controller", "login": "login nodes"}[FLAVOURS[cluster.driver.flavour].slurm_metrics_role]
+    return role
+
+
+def runs_slurm_metrics(cluster: Any) -> bool:
+    """A node of ``cluster`` runs the Slurm metrics script (:func:`slurm_metrics_role`)."""
+    return slurm_metrics_role(cluster) is not None
 
 
 def scrape_targets(*, gpu: bool, slurm: bool = False) -> tuple[tuple[str, int], ...]:
-    """The distinct (job, port) pairs a node (with or without GPUs; running slurmctld or not) is scraped on, in
-    table order."""
+    """The distinct (job, port) pairs a node (with or without GPUs; collecting Slurm's metrics or not) is scraped on,
+    in table order."""
     seen: dict[tuple[str, int], None] = {}
     for exporter in EXPORTERS:
         if exporter is PROMETHEUS or (exporter.gpu_only and not gpu) or (exporter.slurm_only and not slurm):
@@ -246,7 +247,7 @@ def scrape_targets(*, gpu: bool, slurm: bool = False) -> tuple[tuple[str, int], 
 
 def produced(*, gpu: bool | None = None, slurm: bool | None = None) -> frozenset[str]:
     """Metrics the table's exporters emit: on GPU nodes (``gpu=True``), on every node (``False``), or anywhere
-    (``None``); with ``slurm=False`` without the Slurm metrics (``True``: only on the slurmctld node's)."""
+    (``None``); with ``slurm=False`` without the Slurm metrics (``True``: with them, as on the node collecting them)."""
     return frozenset(
         name for e in EXPORTERS
         if (gpu is None or gpu or not e.gpu_only) and (slurm is None or slurm or not e.slurm_only)
@@ -298,7 +299,7 @@ def node_series(*, gpus: int, efa_devices: int, vcpus: int | None, nvme_drives: 
                 slurm_partitions: int | None = None) -> SeriesEstimate:
     """The active series of one node with these facts (``gpus=0``: a node without GPU exporters).
 
-    ``slurm_partitions``: the node runs slurmctld and the Slurm metrics script, with this many partitions. Its
+    ``slurm_partitions``: the node runs the Slurm metrics script, and the cluster has this many partitions. Its
     series per user, per (user, partition, pending reason) and per drained node depend on the workload: they are
     reported as unknown, not counted (the queue's distinct users and reasons are bounded by squeue's rows, not by
     the plan).
@@ -329,7 +330,7 @@ def node_series(*, gpus: int, efa_devices: int, vcpus: int | None, nvme_drives: 
 
 def keep_regex(job: str, *, slurm: bool = False) -> str:
     """The agent's keep-list for one scrape job: the table's metrics served on that job's target (the Slurm
-    metrics only on the slurmctld node, ``slurm``)."""
+    metrics only on the node that collects them, ``slurm``)."""
     names = sorted({name for e in EXPORTERS if e.job == job and e is not PROMETHEUS and (slurm or not e.slurm_only)
                     for name in e.metrics})
     return "|".join(names)

@@ -209,7 +209,7 @@ guide, "Support NVIDIA-Imex with p6e-gb200 instance": CustomSlurmSettings Prolog
 
 
 def _slurm_settings(settings: ParallelClusterSettings, *, imex: bool = False,
-                    accounting: AccountingContract | None = None, policy: SlurmPolicy | None = None) -> dict[str, Any]:
+                    accounting: AccountingContract | None = None, policy: SlurmPolicy = SlurmPolicy()) -> dict[str, Any]:
     out: dict[str, Any] = {
         "QueueUpdateStrategy": settings.slurm.queue_update_strategy,
         "ScaledownIdletime": settings.slurm.scaledown_idletime_minutes,
@@ -217,7 +217,7 @@ def _slurm_settings(settings: ParallelClusterSettings, *, imex: bool = False,
     custom = dict(settings.slurm.custom_settings)
     if imex and not any(k.lower() == "prologflags" for k in custom):  # the project's own PrologFlags win
         custom["PrologFlags"] = IMEX_PROLOG_FLAGS
-    defaults = accounting_settings(policy or SlurmPolicy()) if accounting is not None else {
+    defaults = accounting_settings(policy) if accounting is not None else {
         # GPUs as a tracked resource even without accounting: squeue's tres-alloc (the Slurm metrics' GPUs per
         # user) and sacct name gres/gpu only when AccountingStorageTRES lists it (slurm.conf(5)), and
         # ParallelCluster's slurm.conf does not (aws-parallelcluster-cookbook slurm.conf.erb: GresTypes=gpu only)
@@ -247,8 +247,9 @@ of equal age (the project's ``custom_settings`` override it)."""
 
 def accounting_settings(policy: SlurmPolicy) -> dict[str, str | int]:
     """The slurm.conf lines accounting brings (``ClusterPlan.slurm_policy``): fair share and the tracked resources
-    (the QoS per partition is the head node's bootstrap's, after slurmdbd answers). None of them is on ParallelCluster's deny list for accounting (``SLURM_SETTINGS_DENY_LIST
-    ["SlurmConf"]["Accounting"]``: AccountingStorageType/Host/Port/User, JobAcctGatherType)."""
+    (the QoS per partition is the head node's bootstrap's, after slurmdbd answers). None of them is on
+    ParallelCluster's deny list for accounting (``SLURM_SETTINGS_DENY_LIST["SlurmConf"]["Accounting"]``:
+    AccountingStorageType/Host/Port/User, JobAcctGatherType)."""
     out: dict[str, str | int] = {}
     if policy.fair_share:
         out["PriorityType"] = "priority/multifactor"

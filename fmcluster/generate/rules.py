@@ -69,9 +69,9 @@ def rule_groups(*, fsx: bool = True, slurm: bool = True, extra_files: Iterable[P
     """Every rule group for a project.
 
     ``fsx=False`` drops the FSx group (a project without FSx would see FsxMountMissing on every
-    node). ``slurm=False`` drops the Slurm group, for a project where no node of ours runs slurmctld and our
-    Slurm metrics script (:func:`fmcluster.generate.metrics.runs_slurm_metrics`). ``extra_files`` are the project's
-    own rule files, appended as they are.
+    node). ``slurm=False`` drops the Slurm group, for a project where no node runs our Slurm metrics script
+    (:func:`fmcluster.generate.metrics.runs_slurm_metrics`). ``extra_files`` are the project's own rule files,
+    appended as they are.
     """
     groups: list[dict[str, Any]] = [catalog_rule_group()]
     for path in rule_files():

@@ -115,7 +115,7 @@ def test_pcs_collects_slurm_metrics_only_with_login_nodes(login: str, runs: bool
     text = BASE + "orchestrator:\n  type: pcs\n  pcs:\n    ami_id: ami-0123456789abcdef0\n" + login
     cluster = plan_of(text).cluster
     assert metrics.runs_slurm_metrics(cluster) is runs
-    assert metrics.slurm_metrics_node(cluster) == ("login nodes" if runs else None)
+    assert metrics.slurm_metrics_role(cluster) == ("login" if runs else None)
 
 
 def test_exporters_off_means_no_slurm_metrics() -> None:

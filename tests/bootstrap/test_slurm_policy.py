@@ -122,11 +122,11 @@ def test_no_accounting_or_no_qos_per_partition_means_no_step_and_unchanged_bundl
 
 
 @pytest.mark.parametrize(("value", "on"), [(True, True), (None, True), (False, False)])
-def test_qos_per_partition_is_read_as_not_false(value, on: bool) -> None:
-    # the setting may become `bool | None` ("where the orchestrator applies it"): None counts as on
+def test_qos_per_partition_unset_means_on(value, on: bool) -> None:
+    # None: "where the orchestrator applies it", and ParallelCluster does
     cluster = _project("parallelcluster")
     accounting = cluster.accounting.model_copy(update={"qos_per_partition": value})
-    assert bundles.qos_per_partition(dataclasses.replace(cluster, accounting=accounting)) is on
+    assert bool(bundles.qos_partitions(dataclasses.replace(cluster, accounting=accounting))) is on
 
 
 def test_bad_partition_names_are_refused() -> None:

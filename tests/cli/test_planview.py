@@ -234,8 +234,11 @@ def test_the_slurm_controller_s_exporter_and_series_are_shown_where_a_node_of_ou
     # node_exporter's 55 without CPUs + 1 `up` + the Slurm metrics: 7 cluster-wide (the timestamp among them), 9 per
     # partition (one group), one per Slurm command (2); per-user, per-reason and per-drained-node series are not
     # counted
-    assert "series, Slurm ~74 on the Slurm controller's node (+ 8 per vCPU;" in text
-    assert "Slurm controller" not in _flat(render(ROOT / "examples" / "p5-pcs.yaml"))  # AWS runs PCS's slurmctld
+    assert "series, Slurm ~74 on the Slurm controller's node (+ 8 per vCPU)" in text
+    # AWS runs PCS's slurmctld: its login node collects them
+    pcs = _flat(render(ROOT / "examples" / "p5-pcs.yaml"))
+    assert "Slurm controller" not in pcs and "login nodes node_exporter, slurm-metrics (port 9100)" in pcs
+    assert "series, Slurm ~74 on each login node" in pcs
 
 
 def test_the_plan_estimates_active_series_against_the_workspace_quota(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -85,7 +85,14 @@ def test_every_scraped_port_is_one_the_bootstrap_opens() -> None:
 def test_slurm_metrics_are_only_on_the_controller_s_node() -> None:
     assert "slurm_queue_pending" in metrics.produced(slurm=True)
     assert "slurm_queue_pending" not in metrics.produced(gpu=True, slurm=False)
-    assert metrics.SLURM.roles == ("head",) and not metrics.SLURM.gpu_only
+    assert not metrics.SLURM.gpu_only
+    # the table's roles are those whose bundles carry the collector, on every Slurm orchestrator
+    from support.sandbox import context_for, make_project
+
+    from fmcluster.bootstrap.context import ROLES
+    carrying = {role for name in ("parallelcluster", "hyperpod", "pcs") for role in ROLES
+                if context_for(make_project("p5.48xlarge", "ubuntu-22.04", name), "gpu", role).slurm_metrics}
+    assert carrying == set(metrics.SLURM.roles) == {"head", "login"}
 
 
 def test_efa_script_publishes_the_names_the_table_lists(tmp_path: Path) -> None:
