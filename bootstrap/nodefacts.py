@@ -88,9 +88,15 @@ class Options(_Frozen):
     exporters: bool = Field(default=True, description="Install node_exporter, dcgm-exporter and the EFA counters.")
     deep_health_check: bool = Field(default=False, description="Run `dcgmi diag -r 2` in the health check (minutes).")
     min_root_free_gb: int = Field(default=20, ge=1, description="Free space the root file system needs.")
-    pkg_lock_timeout_s: int = Field(default=600, ge=10, description="How long to wait for apt/dnf locks.")
-    retry_attempts: int = Field(default=5, ge=1, le=20, description="Attempts per download.")
+    pkg_lock_timeout_s: int = Field(default=300, ge=10, description="How long one boot may wait, in all, for another "
+                                    "apt/dnf to release its locks (every package-manager call draws on it).")
+    retry_attempts: int = Field(default=5, ge=1, le=20, description="Attempts per download or package-manager call.")
     retry_base_delay_s: int = Field(default=2, ge=0, le=60, description="First retry delay; doubles each time.")
+    connect_timeout_s: int = Field(default=20, ge=1, le=120, description="curl --connect-timeout of every download.")
+    download_timeout_s: int = Field(default=300, ge=10, le=1800,
+                                    description="curl --max-time of one attempt at a tarball or installer.")
+    key_download_timeout_s: int = Field(default=30, ge=5, le=300,
+                                        description="curl --max-time of one attempt at a signing key or signature.")
     scratch_path: str = Field(default="/scratch", pattern=r"^/[A-Za-z0-9._/-]+$", description="RAID 0 of the local NVMe.")
     slurm_prefix: str | None = Field(default=None, description="Where Slurm lives (pyxis builds against it).")
     scratch: bool = Field(default=True, description="Assemble the instance-store NVMe drives (storage.scratch.enabled).")
