@@ -219,6 +219,18 @@ case "${cmd}" in
     for u in "${units[@]}"; do
       fmc_unit_exists "${u}" || { echo "Failed to ${cmd} ${u}: Unit ${u} not found." >&2; exit 5; }
     done ;;
+  show)  # -p PROPERTY --value UNIT: ActiveState from state/activestate-UNIT (a line per call, the last repeats)
+    u=${units[-1]}; prop=""
+    for a in "$@"; do [[ "${a}" == ActiveState || "${a}" == ExecMainExitTimestampMonotonic ]] && prop=${a}; done
+    if [[ "${prop}" == ActiveState ]]; then
+      f="${state}/activestate-${u}"
+      if [[ -s "${f}" ]]; then
+        head -n1 "${f}"; (( $(wc -l <"${f}") > 1 )) && sed -i 1d "${f}"
+      elif fmc_unit_exists "${u}"; then echo active; else echo inactive; fi
+    else
+      echo 0
+    fi
+    exit 0 ;;
   list-unit-files)
     for u in "${units[@]}"; do
       if fmc_unit_exists "${u}"; then
