@@ -37,9 +37,6 @@ FLAVOURS: tuple[str, ...] = tuple(FLAVOUR_TRAITS)
 ARCHES: tuple[Arch, ...] = get_args(Arch)
 OPERATING_SYSTEMS: tuple[str, ...] = tuple(_OS_FACTS)
 
-NVLSM_GPUS = ("B200", "B300")
-"""GPU models of the HGX systems with fourth-generation NVSwitches (catalog gpu_model)."""
-
 ORCHESTRATOR_FLAVOUR: dict[str, Flavour] = {o.name: o.flavour for o in ORCHESTRATORS.values()}
 """orchestrator.type -> the bootstrap flavour its nodes run."""
 
@@ -188,10 +185,10 @@ class BootstrapContext(_Frozen):
 
     @property
     def needs_nvlsm(self) -> bool:
-        """HGX B200/B300 (fourth-generation NVSwitch) need the NVLink Subnet Manager beside Fabric Manager (Fabric
-        Manager user guide, release 2.3, "Systems Using Fourth Generation NVSwitches"; FACTS.md section 4)."""
+        """The instance type needs the NVLink Subnet Manager beside Fabric Manager (the catalog's ``needs_nvlsm``: HGX
+        B200/B300, fourth-generation NVSwitches; FACTS.md section 4)."""
         i = self.instance
-        return i is not None and i.nvswitch and not i.needs_imex and i.gpu_model in NVLSM_GPUS
+        return i is not None and i.nvswitch and not i.needs_imex and i.needs_nvlsm
 
     def package_entries(self, component: str) -> list[str]:
         """Like :meth:`packages`, with ``{branch}`` left for the node to fill from the version it installs."""

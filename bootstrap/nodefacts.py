@@ -57,6 +57,7 @@ class InstanceFacts(_Frozen):
     efa_devices: int = Field(description="EFA devices the launch template attaches (all the instance has).")
     nvswitch: bool
     needs_imex: bool
+    needs_nvlsm: bool = Field(default=False, description="NVLink Subnet Manager beside Fabric Manager (catalog).")
     local_nvme_drives: int | None = Field(description="Instance-store NVMe drives; None = unconfirmed, found at boot.")
     fsx_efa_client_interfaces: int = Field(description="EFA devices LNet uses for an EFA-enabled FSx (the FSx guide's figure).")
     architecture: Arch
@@ -70,6 +71,7 @@ class InstanceFacts(_Frozen):
             efa_devices=group.efa_interfaces,
             nvswitch=group.nvswitch,
             needs_imex=group.needs_imex,
+            needs_nvlsm=group.needs_nvlsm,
             local_nvme_drives=group.local_nvme_drives,
             fsx_efa_client_interfaces=group.fsx_efa_client_interfaces,
             architecture=group.kernel_arch,

@@ -279,6 +279,7 @@ for a in "$@"; do
     datacenter-gpu-manager-exporter=*) cp "${SANDBOX}/pending/dcgm-exporter" "${SANDBOX}/dynbin/dcgm-exporter"; fmc_ship_unit nvidia-dcgm-exporter.service ;;
     datacenter-gpu-manager-4-core=*) fmc_ship_unit nvidia-dcgm.service ;;
     nvlsm|nvlsm=*) mkdir -p "${FMC_ROOT}/opt/nvidia/nvlsm/sbin"; : >"${FMC_ROOT}/opt/nvidia/nvlsm/sbin/nvlsm" ;;
+    infiniband-diags|ibutils) [[ " $* " == *" install "* ]] && { mkdir -p "${state}/pkgdb"; echo 1.0 >"${state}/pkgdb/${a}"; } ;;
     lustre-client-modules-*) : >"${state}/has-lustre" ;;
   esac
 done
@@ -287,6 +288,7 @@ done
 fmc_pkg_install_specs "$@" || exit 1
 for a in "$@"; do
   case "${a}" in
+    infiniband-diags|libibumad) [[ " $* " == *" install "* ]] && { mkdir -p "${state}/pkgdb"; echo 1.0 >"${state}/pkgdb/${a}"; } ;;
     *enroot-*.rpm) cp "${SANDBOX}/pending/enroot" "${SANDBOX}/dynbin/enroot" ;;
     nvidia-open-*) cp "${SANDBOX}/pending/nvidia-smi" "${SANDBOX}/dynbin/nvidia-smi"; fmc_ship_unit nvidia-persistenced.service ;;
     nvidia-fabricmanager-*) cp "${SANDBOX}/pending/nv-fabricmanager" "${SANDBOX}/dynbin/nv-fabricmanager"; fmc_ship_unit nvidia-fabricmanager.service ;;
@@ -684,9 +686,12 @@ def build_sandbox(
     for file, content in image.sources.items():
         (root / file.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
         (root / file.lstrip("/")).write_text(content)
-    if image.nvlsm:
+    if image.nvlsm:  # with the InfiniBand tools ParallelCluster's nvidia_nvlsm recipe installs beside it
         (root / "opt/nvidia/nvlsm/sbin").mkdir(parents=True, exist_ok=True)
         (root / "opt/nvidia/nvlsm/sbin/nvlsm").write_text("ELF\n")
+        (path / "state/pkgdb").mkdir(exist_ok=True)
+        for name in REAL.nvlsm.infiniband_packages[ctx.os_family]:
+            (path / "state/pkgdb" / name).write_text("1.0\n")
     if not image.persistence_mode:
         (path / "state/persistence-off").touch()
     for i in range(image.nvme_drives):
