@@ -153,6 +153,7 @@ case "$1" in
              printf ' %s | %s | https://developer.download.nvidia.com/compute/cuda/repos x Packages\n' "$2" "${v}"
            done <"${f}" ;;
   show) [[ -e "${state}/apt-has-$2" ]] ;;
+  pkgnames) cat "${state}/apt-pkgnames" 2>/dev/null; exit 0 ;;
 esac
 """,
     "mknod": '[[ "$1" == -m ]] && shift 2; : >"$1"',
