@@ -742,7 +742,8 @@ def build_sandbox(
             for entry in comp.packages["ubuntu"]:
                 names = entry.replace("{branch}", branch).split("|")
                 carry(names[min(image.repo_names, len(names) - 1)], f"{image.driver_version}-1ubuntu1")
-    carry(v.dcgm_exporter.package, f"{v.dcgm_exporter.version}-1")
+    for exporter in dict.fromkeys([v.dcgm_exporter.version, *v.dcgm_exporter.builds.values()]):
+        carry(v.dcgm_exporter.package, f"{exporter}-1")  # every build of the map, as NVIDIA's repository has them
     carry(v.nvlsm.package, "2025.10.0-1")
     (root / "opt/slurm/include/slurm").mkdir(parents=True)
     (root / "opt/slurm/include/slurm/spank.h").write_text("/* spank */\n")
