@@ -17,6 +17,7 @@ from fmcluster.generate.schedulers import SCHEDULERS
 from fmcluster.stacks.cluster import BUILDERS
 
 TABLES = {"generate.schedulers.SCHEDULERS": SCHEDULERS, "bootstrap.bundles.RENDERERS": bundles.RENDERERS,
+          "bootstrap.bundles.CONTEXTS": bundles.CONTEXTS,
           "stacks.cluster.BUILDERS": BUILDERS, "aws.preflight.ORCHESTRATOR_CHECKS": ORCHESTRATOR_CHECKS,
           "cli.planservices.ROWS": ROWS}
 
