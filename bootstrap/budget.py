@@ -1,4 +1,5 @@
-"""The boot budget: everything inside the scheduler's limit, counted from the instance's launch, for a bundle on an image.
+"""The boot budget: everything inside the scheduler's limit, counted from the instance's launch, for a bundle on
+an image.
 
 A node the scheduler waits for must be ready in time: ParallelCluster's Slurm gives a powering-up node ``ResumeTimeout``
 seconds from the moment it asked EC2 for it, then marks it down and replaces it (a static capacity-block node loops).
@@ -66,8 +67,9 @@ class Phase:
 
 BEFORE_KERNEL: dict[Flavour, Phase] = {
     "parallelcluster": Phase(
-        "EC2 launch", 120, "from ParallelCluster's RunInstances to the kernel starting (instance pending, firmware): no "
-                           "source gives a figure for GPU instances"),
+        "EC2 launch", 120,
+        "from ParallelCluster's RunInstances to the kernel starting (instance pending, firmware): no source gives a "
+        "figure for GPU instances"),
 }
 """Time the limit counts before the node's kernel starts (the entry script measures the rest: /proc/uptime)."""
 

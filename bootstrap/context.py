@@ -46,10 +46,10 @@ LUSTRE_NETWORK_UNIT: dict[str, str] = {
     # (network_service_alinux2.rb:20-22).
     "al2023": "network-online.target",
 }
-"""The unit an FSx for Lustre fstab line requires, per OS family. The FSx guides' line requires network.service, which
-neither OS has: systemd then never starts the mount (`Unit network.service not found`), and /fsx does not come back after
-a reboot. ParallelCluster's own Lustre line (cookbook resources/lustre/partial/_mount_unmount.rb:123) has ``_netdev`` and
-``x-systemd.automount`` without it."""
+"""The unit an FSx for Lustre fstab line requires, per OS family. The FSx guides' line requires network.service,
+which neither OS has: systemd then never starts the mount (`Unit network.service not found`), and /fsx does not come
+back after a reboot. ParallelCluster's own Lustre line (cookbook resources/lustre/partial/_mount_unmount.rb:123) has
+``_netdev`` and ``x-systemd.automount`` without it."""
 
 ORCHESTRATOR_FLAVOUR: dict[str, Flavour] = {o.name: o.flavour for o in ORCHESTRATORS.values()}
 """orchestrator.type -> the bootstrap flavour its nodes run."""

@@ -101,9 +101,10 @@ class Options(_Frozen):
                                         description="curl --max-time of one attempt at a signing key or signature.")
     scratch_path: str = Field(default="/scratch", pattern=r"^/[A-Za-z0-9._/-]+$", description="RAID 0 of the local NVMe.")
     slurm_prefix: str | None = Field(default=None, description="Where Slurm lives (pyxis builds against it).")
-    dlami_nvme_wait_s: int = Field(default=120, ge=0, le=600,
-                                   description="How long the scratch step waits for the DLAMI's dlami-nvme.service to "
-                                               "finish with the instance store (AWS's HyperPod lifecycle script: 120 s).")
+    dlami_nvme_wait_s: int = Field(
+        default=120, ge=0, le=600,
+        description="How long the scratch step waits for the DLAMI's dlami-nvme.service to finish with the instance "
+                    "store (AWS's HyperPod lifecycle script: 120 s).")
     scratch: bool = Field(default=True, description="Assemble the instance-store NVMe drives (storage.scratch.enabled).")
     imex_prolog: bool = Field(default=False, description="ParallelCluster head node: install the per-job IMEX prolog "
                                                          "(a queue has IMEX instances).")
