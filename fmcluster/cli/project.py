@@ -12,7 +12,6 @@ from enum import Enum
 from pathlib import Path
 
 import typer
-import yaml
 from rich.console import Console
 from rich.markup import escape
 from ruamel.yaml import YAML
@@ -20,6 +19,7 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from fmcluster import checks, config
+from fmcluster.config import neighbours
 from fmcluster.cli import plandiff
 from fmcluster.cli.awserrors import account_errors
 from fmcluster.cli.planservices import plan_json
@@ -158,17 +158,7 @@ def _quote_dict(quote) -> dict:
 
 
 def _used_cidrs(exclude: Path | None = None) -> list[ipaddress.IPv4Network]:
-    used = []
-    for path in sorted(config.projects_dir().glob("*.yaml")):
-        if exclude is not None and path.resolve() == exclude.resolve():
-            continue
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-            cidr = ((data.get("network") or {}).get("vpc_cidr")) or config.Network().vpc_cidr
-            used.append(ipaddress.IPv4Network(cidr))
-        except (yaml.YAMLError, ValueError, AttributeError, TypeError):
-            continue  # a broken neighbour is reported when it is validated, not here
-    return used
+    return [cidr for _, cidr in neighbours.vpc_cidrs(config.projects_dir(), exclude)]
 
 
 def free_cidr(used: list[ipaddress.IPv4Network], prefix: int = 16) -> str:
