@@ -7,8 +7,8 @@ AWS Price List API instead (:mod:`fmcluster.aws.pricing`), for the project's own
 Keys: ``ec2.<instance type>`` (Linux on-demand, per hour), ``sagemaker.<ml. type>`` (SageMaker HyperPod
 instance, per hour), ``fsx.lustre.persistent2.<MB/s per TiB>`` (GB-month), ``nat.hour``, ``nat.gb``,
 ``s3.standard``, ``ebs.gp3``, ``logs.storage`` (GB-month), ``logs.ingest`` (GB), ``kms.key`` and
-``secretsmanager.secret`` (month), ``aurora.serverless_v2.acu`` (ACU-hour), ``aurora.storage`` (GB-month), ``aps.ingest`` (per
-10 million samples), ``aps.storage`` (GB-month), ``grafana.editor`` and ``grafana.viewer`` (user-month),
+``secretsmanager.secret`` (month), ``aurora.serverless_v2.acu`` (ACU-hour), ``aurora.storage`` (GB-month),
+``aps.ingest`` (per 10 million samples), ``aps.storage`` (GB-month), ``grafana.editor`` and ``grafana.viewer`` (user-month),
 ``pcs.<small|medium|large>`` (the PCS cluster controller, per hour), ``eks.cluster`` (hour).
 """
 
