@@ -8,8 +8,8 @@ Keys: ``ec2.<instance type>`` (Linux on-demand, per hour), ``sagemaker.<ml. type
 instance, per hour), ``fsx.lustre.persistent2.<MB/s per TiB>`` (GB-month), ``nat.hour``, ``nat.gb``,
 ``s3.standard``, ``ebs.gp3``, ``logs.storage`` (GB-month), ``logs.ingest`` (GB), ``kms.key`` and
 ``secretsmanager.secret`` (month), ``aurora.serverless_v2.acu`` (ACU-hour), ``aurora.storage`` (GB-month),
-``aps.ingest`` (per 10 million samples), ``aps.storage`` (GB-month), ``grafana.editor`` and ``grafana.viewer`` (user-month),
-``pcs.<small|medium|large>`` (the PCS cluster controller, per hour), ``eks.cluster`` (hour).
+``aps.ingest`` (per 10 million samples), ``aps.storage`` (GB-month), ``grafana.editor`` and
+``grafana.viewer`` (user-month), ``pcs.<small|medium|large>`` (the PCS cluster controller, per hour), ``eks.cluster`` (hour).
 """
 
 from __future__ import annotations
