@@ -9,7 +9,8 @@ instance, per hour), ``fsx.lustre.persistent2.<MB/s per TiB>`` (GB-month), ``nat
 ``s3.standard``, ``ebs.gp3``, ``logs.storage`` (GB-month), ``logs.ingest`` (GB), ``kms.key`` and
 ``secretsmanager.secret`` (month), ``aurora.serverless_v2.acu`` (ACU-hour), ``aurora.storage`` (GB-month),
 ``aps.ingest`` (per 10 million samples), ``aps.storage`` (GB-month), ``grafana.editor`` and
-``grafana.viewer`` (user-month), ``pcs.<small|medium|large>`` (the PCS cluster controller, per hour), ``eks.cluster`` (hour).
+``grafana.viewer`` (user-month), ``pcs.<small|medium|large>`` (the PCS cluster controller, per hour),
+``eks.cluster`` (hour).
 """
 
 from __future__ import annotations
