@@ -158,7 +158,8 @@ def test_an_sso_profile_without_a_token_says_to_sign_in(command: Command, home: 
 def test_no_credentials_says_where_it_looked(command: Command, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     code, line = run(command, home)
-    assert code == exit_for(command, 1) and line.startswith("error: no AWS credentials found") and "`aws configure`" in line
+    assert code == exit_for(command, 1)
+    assert line.startswith("error: no AWS credentials found") and "`aws configure`" in line
 
 
 # --- the Region ----------------------------------------------------------------------------------
@@ -295,7 +296,8 @@ def test_throttling_is_retried_then_said(command: Command, home: Path, answering
     monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: 0)
     server = answering("Throttling")
     code, line = run(command, home)
-    assert code == exit_for(command, 1) and server.requests == aws.ATTEMPTS  # botocore's standard mode retried, then gave up
+    assert code == exit_for(command, 1)
+    assert server.requests == aws.ATTEMPTS  # botocore's standard mode retried, then gave up
     assert line.startswith(f"error: AWS throttled {command.action} in us-east-1")
     assert f"after {aws.ATTEMPTS} attempts with botocore's standard retry mode" in line
 

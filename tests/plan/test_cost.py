@@ -47,7 +47,8 @@ def test_parallelcluster_with_accounting_from_the_tables_figures() -> None:
                  + acu * usd("aurora.serverless_v2.acu")) + usd("kms.key") + usd("grafana.editor"))
     assert c.total(c.idle_per_month) == pytest.approx(idle)
     assert c.total(c.running_per_hour) == pytest.approx(gpus * usd("ec2.p5.48xlarge") + idle / H)
-    assert c.total(c.after_destroy_per_month) == pytest.approx(usd("kms.key") + H * acu * usd("aurora.serverless_v2.acu"))
+    kept = usd("kms.key") + H * acu * usd("aurora.serverless_v2.acu")
+    assert c.total(c.after_destroy_per_month) == pytest.approx(kept)
     # what the table lacks is listed, not added: the secret, the head node's volume, the file system at 500
     assert {i.key for i in c.unpriced(c.idle_per_month)} == {"secretsmanager.secret", "ebs.gp3",
                                                             "fsx.lustre.persistent2.500"}
@@ -64,8 +65,8 @@ def test_destroy_keeps_the_retained_resources_and_no_node() -> None:
 def test_the_file_system_is_its_gib_times_the_tiers_price_and_warned_when_it_is_most_of_the_month() -> None:
     plan = plan_of("p5-odcr")  # 19,200 GiB at 1000 MB/s per TiB, sized by the planner
     gib = plan.storage.capacity_gib
-    cheap_nodes = lambda key: ListPrice(0.0 if key.startswith("ec2.") else 1.0, list_price(key).unit, key, "t")  # noqa: E731
-    c = costs.cost_summary(plan, cheap_nodes)
+    c = costs.cost_summary(plan, lambda key: ListPrice(0.0 if key.startswith("ec2.") else 1.0, list_price(key).unit,
+                                                       key, "t"))
     fsx = item(c.idle_per_month, "FSx for Lustre")
     assert fsx.key == "fsx.lustre.persistent2.1000" and fsx.usd == gib
     assert item(c.after_destroy_per_month, "FSx for Lustre").usd == gib
@@ -76,8 +77,8 @@ def test_the_file_system_is_its_gib_times_the_tiers_price_and_warned_when_it_is_
 
 def test_a_planner_sized_file_system_without_a_price_is_still_named() -> None:
     plan = plan_of("p5-odcr")
-    no_fsx = lambda key: ListPrice(None if key.startswith("fsx.") else 1.0, list_price(key).unit, key, "t")  # noqa: E731
-    [warning] = costs.cost_summary(plan, no_fsx).warnings
+    [warning] = costs.cost_summary(plan, lambda key: ListPrice(None if key.startswith("fsx.") else 1.0,
+                                                               list_price(key).unit, key, "t")).warnings
     assert f"{plan.storage.capacity_gib:,} GiB" in warning and "not in the table; `plan --prices` reads it" in warning
 
 
