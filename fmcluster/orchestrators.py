@@ -12,6 +12,7 @@ bootstrap   ``fmcluster.bootstrap.bundles.RENDERERS``  ``render_dispatched_bundl
 stacks      ``fmcluster.stacks.cluster.BUILDERS``    ``fmcluster.stacks.parallelcluster.build``
 aws         ``fmcluster.aws.preflight.ORCHESTRATOR_CHECKS``
 cli         ``fmcluster.cli.planservices.ROWS``      ``fmcluster.cli.parallelcluster.plan_rows``
+plan        ``fmcluster.plan.cost.ORCHESTRATORS``    ``fmcluster.plan.parallelcluster.cost_parts``
 ==========  =======================================  ==============================================
 
 ``tests/test_orchestrators.py`` checks that every table names every orchestrator. Checks live in each

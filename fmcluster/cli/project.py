@@ -21,11 +21,13 @@ from ruamel.yaml.util import load_yaml_guess_indent
 from fmcluster import checks, config
 from fmcluster.config import neighbours
 from fmcluster.cli import plandiff
-from fmcluster.cli.awserrors import account_errors
+from fmcluster.aws import AwsError
+from fmcluster.cli.plancost import LIVE_NOT_READ, live_lookup
 from fmcluster.cli.planservices import plan_json
 from fmcluster.cli.planview import print_plan
 from fmcluster.errors import ConfigError, Problem
 from fmcluster.plan import Plan
+from fmcluster.plan.cost import cost_summary
 
 out = Console()
 err = Console(stderr=True)
@@ -93,7 +95,9 @@ def plan(
     With --prices, also what it costs on demand (the only plan path that calls AWS).
     """
     loaded, the_plan, warnings = _load(project, output)
-    quote = _quote(loaded, the_plan) if prices else None
+    quote, live_note = _quote(loaded, the_plan) if prices else (None, None)
+    if live_note is not None:
+        err.print(f"warning: {LIVE_NOT_READ}: {live_note}", highlight=False, markup=False, soft_wrap=True)
     comparison = None
     if against is not None:
         _load(against, output)  # report a broken OLD file as such
@@ -104,6 +108,8 @@ def plan(
     replacements = None if comparison is None else comparison.replacements
     if output is Output.json:
         data = plan_json(the_plan)
+        data["cost"] = cost_summary(the_plan, live_lookup(quote)).as_dict()
+        data["cost"]["live_prices"] = {"read": quote is not None, "why_not": live_note}
         data["warnings"] = [w.as_dict() for w in warnings]
         if comparison is not None:
             data["replacements"] = [r.__dict__ for r in comparison.replacements]
@@ -116,7 +122,7 @@ def plan(
             for line in plandiff.summary(against, comparison):
                 out.print(line, highlight=False, markup=False, soft_wrap=True)
             out.print()
-        print_plan(the_plan, out, wide=wide, quote=quote)
+        print_plan(the_plan, out, wide=wide, quote=quote, live_note=live_note)
     refuse_replacements(replacements, allow_replace)
 
 
@@ -131,22 +137,27 @@ def refuse_replacements(replacements: list | None, allow_replace: bool) -> None:
         raise typer.Exit(REPLACEMENT_EXIT)
 
 
-def _quote(loaded: config.LoadedProject, the_plan: Plan):  # -> fmcluster.aws.pricing.Quote
-    """The Price List's on-demand prices for the project's instance types and file system, or exit 1."""
+def _quote(loaded: config.LoadedProject, the_plan: Plan) -> tuple[object, str | None]:
+    """The Price List's on-demand prices for the project's instance types and file system (a
+    :class:`fmcluster.aws.pricing.Quote`), or None and why they could not be read (the account, the network, the
+    Price List's answer, in the words every account command uses): the plan then shows the table's figures."""
     st = the_plan.storage
     fsx = (st.deployment_type or "", st.throughput_per_tib) if st.created else None
-    with account_errors():
-        # boto3 loads only here: --prices is the one plan path that calls AWS.
-        from fmcluster.aws import pricing
-        from fmcluster.aws.session import aws_session  # boto3, as above
+    # boto3 loads only here: --prices is the one plan path that calls AWS.
+    from fmcluster.aws import pricing
+    from fmcluster.aws.session import aws_session, translate  # boto3, as above
 
+    try:
         session = aws_session(loaded.project, command="plan --prices")
-        try:
-            with session.errors():
-                return pricing.quote(session.region, [g.instance_type for g in the_plan.groups], fsx, session=session)
-        except pricing.PriceError as exc:
-            err.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
-            raise typer.Exit(1) from None
+        with session.errors():
+            return pricing.quote(session.region, [g.instance_type for g in the_plan.groups], fsx,
+                                 session=session), None
+    except (AwsError, pricing.PriceError) as exc:
+        return None, str(exc)
+    except Exception as exc:
+        if not type(exc).__module__.startswith("botocore"):
+            raise
+        return None, str(translate(exc))
 
 
 def _quote_dict(quote) -> dict:
