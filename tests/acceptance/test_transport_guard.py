@@ -43,7 +43,8 @@ def _check(jobs, *logs: Path, env: dict[str, str] | None = None) -> subprocess.C
 
 
 @pytest.mark.parametrize("log", [GOOD, FIXTURES / "gb200/logs/nccl-nvl72-in-domain-all_reduce_perf.log",
-                                 FIXTURES / "transport/aws-libfabric.log"], ids=["p5", "gb200-in-domain", "aws-libfabric"])
+                                 FIXTURES / "transport/aws-libfabric.log"],
+                         ids=["p5", "gb200-in-domain", "aws-libfabric"])
 def test_efa_through_aws_ofi_nccl_passes(jobs, log):
     proc = _check(jobs, log)
     assert proc.returncode == 0 and proc.stderr == ""

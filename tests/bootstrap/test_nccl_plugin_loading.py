@@ -109,10 +109,10 @@ def test_every_nccl_from_2_18_loads_the_plugin_every_script_names(tmp_path, layo
     for script, env in _environments(tmp_path, profile_name, arch, root).items():
         loader = Loader(root, env.get("LD_LIBRARY_PATH", ""))
         for v in VERSIONS:
-            got = nccl_loader.net_plugin(v, env, loader)
+            got, value = nccl_loader.net_plugin(v, env, loader), env.get("NCCL_NET_PLUGIN")
             if got not in plugins:
-                failures.append(f"{script}: NCCL {v.label} with NCCL_NET_PLUGIN={env.get('NCCL_NET_PLUGIN', '(unset)')} "
-                                f"tries {nccl_loader.net_names(v, env.get('NCCL_NET_PLUGIN'))} and loads {got or 'nothing (sockets)'}")
+                failures.append(f"{script}: NCCL {v.label} with NCCL_NET_PLUGIN={value or '(unset)'} tries "
+                                f"{nccl_loader.net_names(v, value)} and loads {got or 'nothing (sockets)'}")
             elif v.tuner_era in ("v221", "v226") and nccl_loader.tuner(v, env, loader, ofi_libs) is None:
                 failures.append(f"{script}: NCCL {v.label} finds no aws-ofi-nccl tuner "
                                 f"(NCCL_TUNER_PLUGIN={env.get('NCCL_TUNER_PLUGIN', '(unset)')})")
