@@ -208,6 +208,14 @@ class NcclTests(_Frozen):
     repository: str = Field(pattern=r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+\.git$")
 
 
+class NcclSource(_Frozen):
+    """NVIDIA/nccl, built by the acceptance setup job only where the node has no NCCL headers (ParallelCluster)."""
+
+    version: str = Field(pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+-[0-9]+$")
+    commit: str = Field(pattern=r"^[0-9a-f]{40}$")
+    repository: str = Field(pattern=r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+\.git$")
+
+
 class LustreClient(_Frozen):
     al2023_package: str
     ubuntu_repo_url: str
@@ -233,6 +241,7 @@ class Versions(_Frozen):
     cuda: _Component
     nccl: _Component
     nccl_tests: NcclTests
+    nccl_source: NcclSource
     gdrcopy: Gdrcopy
     node_exporter: NodeExporter
     prometheus: Prometheus
