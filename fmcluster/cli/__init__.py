@@ -1,4 +1,4 @@
-"""The ``fmcluster`` command. Only ``deploy``, ``preflight``, ``capacity search``, ``dashboards push``,
+"""The ``fmcluster`` command. Only ``deploy``, ``destroy``, ``preflight``, ``capacity search``, ``dashboards push``,
 ``hyperpod status``, ``parallelcluster config --from-stacks`` and ``plan --prices`` call AWS, each through the
 one session of :mod:`fmcluster.aws.session` and failing with one line (:mod:`fmcluster.cli.awserrors`);
 everything else works offline."""
@@ -17,6 +17,7 @@ from fmcluster.cli import (
     capacity,
     dashboards,
     deploy,
+    destroy,
     diagram,
     hyperpod,
     parallelcluster,
@@ -77,6 +78,7 @@ app.command()(project.validate)
 app.command()(project.plan)
 app.command()(project.new)
 app.command(context_settings=deploy.CDK_CONTEXT)(deploy.deploy)
+app.command()(destroy.destroy)
 app.command()(preflight.preflight)
 app.command()(diagram.diagram)
 app.add_typer(bootstrap.app, name="bootstrap", help="Node bootstrap: pinned versions, rendered bundles.")
