@@ -91,8 +91,15 @@ def request(ddb: Any, cluster: str, current: str, wanted: str) -> None:
                          f"{exc.response['Error'].get('Message', exc)}") from None
 
 
+def _pause(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+def _clock() -> float:
+    return time.monotonic()
+
+
 def change(ddb: Any, cluster: str, steps: tuple[str, str, str], *, wait_s: float = WAIT_S, poll_s: float = POLL_S,
-           sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
            say: Callable[[str], None] = lambda _line: None) -> str:
     """Request ``steps[0]`` and wait (at most ``wait_s``) for ``steps[2]`` (``update_status`` with
     ``wait_transition``); returns the status reached, or raises :class:`FleetError`."""
@@ -103,11 +110,11 @@ def change(ddb: Any, cluster: str, steps: tuple[str, str, str], *, wait_s: float
     if now not in steps:
         request(ddb, cluster, now, requested)
         say(f"compute fleet of {cluster}: {now} -> {requested}")
-    deadline = clock() + wait_s
+    deadline = _clock() + wait_s
     while now != goal:
-        if clock() >= deadline:
+        if _clock() >= deadline:
             raise FleetError(f"the compute fleet of {cluster} is {now}, not {goal}, after {wait_s:.0f} s")
-        sleep(poll_s)
+        _pause(poll_s)
         last, now = now, status(ddb, cluster)
         if now != last:
             say(f"compute fleet of {cluster}: {now}")
@@ -127,8 +134,7 @@ def head_node(ec2: Any, cluster: str) -> str | None:
     return ids[0] if ids else None
 
 
-def running_jobs(ssm: Any, instance_id: str, *, wait_s: float = JOBS_WAIT_S, poll_s: float = 2,
-                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> list[str]:
+def running_jobs(ssm: Any, instance_id: str, *, wait_s: float = JOBS_WAIT_S, poll_s: float = 2) -> list[str]:
     """``squeue``'s running jobs on the head node, one ``job|user|partition|name|time|nodes`` line each; raises
     :class:`FleetError` when Run Command cannot tell."""
     try:
@@ -141,7 +147,7 @@ def running_jobs(ssm: Any, instance_id: str, *, wait_s: float = JOBS_WAIT_S, pol
         raise FleetError(f"cannot run squeue on the head node {instance_id} with SSM: "
                          f"{exc.response['Error'].get('Message', exc)}") from None
     command_id = sent["Command"]["CommandId"]
-    deadline = clock() + wait_s
+    deadline = _clock() + wait_s
     while True:
         try:
             got = ssm.get_command_invocation(CommandId=command_id, InstanceId=instance_id)
@@ -155,6 +161,6 @@ def running_jobs(ssm: Any, instance_id: str, *, wait_s: float = JOBS_WAIT_S, pol
         if state not in ("Pending", "InProgress", "Delayed"):
             raise FleetError(f"squeue on the head node {instance_id} ended {state}: "
                              f"{(got.get('StandardErrorContent') or '').strip()[:200]}")
-        if clock() >= deadline:
+        if _clock() >= deadline:
             raise FleetError(f"squeue on the head node {instance_id} did not answer within {wait_s:.0f} s")
-        sleep(poll_s)
+        _pause(poll_s)

@@ -45,7 +45,7 @@ def refuse_impossible(updates: list[pu.ClusterUpdate]) -> None:
     blocked = refused(updates)
     if not blocked:
         return
-    report(blocked)
+    report(updates)  # every change the update needs something for, the fleet stop too: the whole picture
     login = any(u.needs != pu.NEVER for u in blocked)
     _print("refused: ParallelCluster would refuse this update and CloudFormation roll the cluster stack back (hint: "
            "keep those settings as deployed" + ("; stop the login nodes in a deploy of their own first" if login else "")
