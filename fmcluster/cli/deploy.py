@@ -185,9 +185,11 @@ def deploy(
             replacements = guard.compare(old, new)
             refuse_replacements(replacements, allow_replace)  # exit 3 here unless --allow-replace
             if not replacements:
-                out.print(f"deployed stacks {', '.join(sorted(old))}: no file system, association, bucket or workspace "
-                          "would be replaced" if old else "no stack of this project is deployed yet: nothing to compare",
-                          highlight=False, soft_wrap=True)
+                verdict = "no stack of this project is deployed yet: nothing to compare"
+                if old:
+                    verdict = (f"deployed stacks {', '.join(sorted(old))}: no file system, association, bucket or "
+                               "workspace would be replaced")
+                out.print(verdict, highlight=False, soft_wrap=True)
             updates = pcluster_update.template_updates(old, new)
             deployfleet.refuse_impossible(updates)  # exit 3: ParallelCluster refuses these at any fleet state
             command = [cdk, "deploy", "--app", str(where), *rest]

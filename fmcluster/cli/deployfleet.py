@@ -47,9 +47,10 @@ def refuse_impossible(updates: list[pu.ClusterUpdate]) -> None:
         return
     report(updates)  # every change the update needs something for, the fleet stop too: the whole picture
     login = any(u.needs != pu.NEVER for u in blocked)
+    first = "; stop the login nodes in a deploy of their own first" if login else ""
     _print("refused: ParallelCluster would refuse this update and CloudFormation roll the cluster stack back (hint: "
-           "keep those settings as deployed" + ("; stop the login nodes in a deploy of their own first" if login else "")
-           + "; or give the cluster a new orchestrator.parallelcluster.cluster_name, which replaces it)", error=True)
+           f"keep those settings as deployed{first}; or give the cluster a new "
+           "orchestrator.parallelcluster.cluster_name, which replaces it)", error=True)
     raise typer.Exit(REPLACEMENT_EXIT)
 
 

@@ -193,8 +193,9 @@ def _login_running(base: dict) -> bool:
     return any(_count(p.get("Count"), 1) > 0 for p in (base.get("LoginNodes") or {}).get("Pools", []) or [])
 
 
-def needs(change: Change, base: dict, target: dict, changes_: list[Change] = ()) -> str:  # noqa: C901 (one policy a branch)
-    """What applying ``change`` needs, by its policy's condition checker, with the fleet and login nodes running."""
+def needs(change: Change, base: dict, target: dict, others: list[Change] = ()) -> str:
+    """What applying ``change`` needs, by its policy's condition checker, with the fleet and login nodes running
+    (``others``: the patch's other changes, for MinCount beside MaxCount)."""
     policy, strategy_set = change.policy, _strategy(target) != DEFAULT_STRATEGY
     fleet_or_strategy = NOTHING if _in_queues(change) and strategy_set else FLEET
     if policy == "QUEUE_UPDATE_STRATEGY":
@@ -210,7 +211,7 @@ def needs(change: Change, base: dict, target: dict, changes_: list[Change] = ())
             grows = _count(change.new, DEFAULT_MAX_COUNT) >= _count(change.old, DEFAULT_MAX_COUNT)
             return NOTHING if grows else FLEET
         if change.key == "MinCount":
-            partner = next((c for c in changes_ if c.path == change.path and c.key == "MaxCount"), None)
+            partner = next((c for c in others if c.path == change.path and c.key == "MaxCount"), None)
             if partner is not None:
                 more_max = _count(partner.new, DEFAULT_MAX_COUNT) - _count(partner.old, DEFAULT_MAX_COUNT)
                 more_min = _count(change.new, DEFAULT_MIN_COUNT) - _count(change.old, DEFAULT_MIN_COUNT)
@@ -226,7 +227,8 @@ def needs(change: Change, base: dict, target: dict, changes_: list[Change] = ())
                     if s.get("StorageType") == "FsxLustre" and "FileSystemId" not in (s.get("FsxLustreSettings") or {})}
         if managed(base) & managed(target):
             return NEVER  # "cannot be updated when a managed FSx for Lustre file system is configured"
-        grows = isinstance(change.old, list) and isinstance(change.new, list) and all(v in change.new for v in change.old)
+        old, new = change.old, change.new
+        grows = isinstance(old, list) and isinstance(new, list) and all(v in new for v in old)
         return NOTHING if _in_queues(change) and (strategy_set or grows) else FLEET
     if policy == "SHARED_STORAGE_UPDATE_POLICY":
         item = change.new if change.new is not None else change.old

@@ -17,7 +17,7 @@ DECLARED = {action for actions in COMMAND_ACTIONS.values() for action in actions
 
 
 SERVICES = ("sts", "ec2", "sagemaker", "service-quotas", "fsx", "sso-admin", "pricing", "cloudformation", "grafana",
-            "pcs")
+            "pcs", "dynamodb", "ssm")
 """The botocore services fmcluster's commands call."""
 
 

@@ -66,7 +66,8 @@ def _schema_paths(node: object, path: str = "") -> set[str]:
 
 ACCOUNTING = {"type": "parallelcluster", "accounting": {"enabled": True}}
 LOGIN = {"type": "parallelcluster", "parallelcluster": {"login_nodes": {"count": 1}}}
-STOP_STRATEGY = {"type": "parallelcluster", "parallelcluster": {"slurm": {"queue_update_strategy": "COMPUTE_FLEET_STOP"}}}
+STOP_STRATEGY = {"type": "parallelcluster",
+                 "parallelcluster": {"slurm": {"queue_update_strategy": "COMPUTE_FLEET_STOP"}}}
 
 
 def _config(**changes) -> dict:
@@ -159,8 +160,8 @@ def test_changes_and_conditions_match_parallelclusters_own(scenario: str, refere
     found = pu.changes(before, after)
     ours = [{"where": c.where, "policy": c.policy, "is_list": c.is_list,
              "passes": pu.needs(c, before, after, found) == pu.NOTHING} for c in found]
-    theirs = [{"where": r["where"], "policy": r["policy"], "is_list": r["is_list"], "passes": r["result"] == "SUCCEEDED"}
-              for r in reference[scenario]]
+    theirs = [{"where": r["where"], "policy": r["policy"], "is_list": r["is_list"],
+               "passes": r["result"] == "SUCCEEDED"} for r in reference[scenario]]
     assert ours == theirs
 
 
