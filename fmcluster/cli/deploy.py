@@ -124,6 +124,8 @@ def assembly_dir(outdir: Path | None) -> Iterator[Path]:
     """Where the one synthesis goes: the ``-o`` folder (kept) or a temporary one, removed after cdk deploy."""
     if outdir is not None:
         if outdir.exists():
+            if not (outdir / "manifest.json").is_file() and any(outdir.iterdir()):
+                _bad(f"-o {outdir}: the folder exists and holds no cloud assembly; give a new or an assembly folder")
             shutil.rmtree(outdir)  # as cdk synth does: a stale stack or asset must not be deployed with the new ones
         yield outdir.resolve()
         return

@@ -210,3 +210,25 @@ def test_turning_accounting_off_is_refused_until_the_database_stack_is_deleted(r
     assert "demo-DatabaseSubnet1Id" in text and "Delete demo-accounting first" in text
     assert run_cdk == []
     stub.assert_no_pending_responses()
+
+
+def test_the_arguments_are_split_between_the_synthesis_and_cdk_deploy(tmp_path: Path) -> None:
+    context, flags, outdir, rest = cli.split_args(
+        ["--all", "-c", "nag=false", "--output=out.d", "--no-version-reporting", "--require-approval", "never"])
+    assert context == {"nag": "false"} and outdir == Path("out.d")
+    assert flags == {"version-reporting": False}
+    assert rest == ["--all", "-c", "nag=false", "--no-version-reporting", "--require-approval", "never"]
+    from fmcluster.stacks.assembly import cli_context
+
+    # what the CDK CLI would put in the app's context: no version reporting, path and asset metadata on
+    assert cli_context(flags) == {"aws:cdk:enable-path-metadata": True, "aws:cdk:enable-asset-metadata": True,
+                                  "aws:cdk:disable-version-reporting": True, "aws:cdk:bundling-stacks": ["**"]}
+
+
+def test_an_output_folder_that_is_not_an_assembly_is_left_alone(run_cdk, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(cli, "aws", lambda loaded: pytest.fail("no AWS call for a bad option"))
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "keep.txt").write_text("mine")
+    result = _deploy(tmp_path, OLD, "--all", "-o", str(tmp_path / "notes"))
+    assert result.exit_code == 2 and "holds no cloud assembly" in result.output, result.output
+    assert (tmp_path / "notes" / "keep.txt").read_text() == "mine" and run_cdk == []
