@@ -195,7 +195,8 @@ def deploy(
             updates = pcluster_update.template_updates(old, new)
             deployfleet.refuse_impossible(updates)  # exit 3: ParallelCluster refuses these at any fleet state
             command = [cdk, "deploy", "--app", str(where), *rest]
-            with _fleet_errors(), deployfleet.fleet_stopped(session, project, args, updates, stop=stop_fleet, yes=yes):
+            again = [*(["--allow-replace"] if allow_replace else []), *args]  # the command to suggest, as given
+            with _fleet_errors(), deployfleet.fleet_stopped(session, project, again, updates, stop=stop_fleet, yes=yes):
                 out.print(f"$ {' '.join(command)}", highlight=False, markup=False, soft_wrap=True)
                 code = subprocess.run(command, cwd=cwd, env=os.environ.copy(), check=False).returncode
     raise typer.Exit(code)

@@ -49,8 +49,8 @@ def refuse_impossible(updates: list[pu.ClusterUpdate]) -> None:
     login = any(u.needs != pu.NEVER for u in blocked)
     first = "; stop the login nodes in a deploy of their own first" if login else ""
     _print("refused: ParallelCluster would refuse this update and CloudFormation roll the cluster stack back (hint: "
-           f"keep those settings as deployed{first}; or give the cluster a new "
-           "orchestrator.parallelcluster.cluster_name, which replaces it)", error=True)
+           f"keep those settings as deployed{first}; or delete the cluster stack (its termination protection "
+           "lifted) and deploy a new cluster: the provider refuses a new cluster name as an update too)", error=True)
     raise typer.Exit(REPLACEMENT_EXIT)
 
 
