@@ -74,10 +74,17 @@ def commands(project: str, args: list[str], clusters: list[str], region: str) ->
             shlex.join(["fmcluster", "deploy", project, *args]), *start]
 
 
+def ask(question: str) -> bool:
+    """A yes/no question; no answer (no terminal, end of input) is a no."""
+    try:
+        return typer.confirm(question, default=False)
+    except typer.Abort:  # typer vendors click: its confirm raises its own Abort
+        return False
+
+
 @contextmanager
 def fleet_stopped(session: Any, project: str, args: list[str], updates: list[pu.ClusterUpdate], *, stop: bool,
-                  yes: bool, confirm: Callable[[str], bool] = lambda q: typer.confirm(q, default=False)
-                  ) -> Iterator[None]:
+                  yes: bool, confirm: Callable[[str], bool] = ask) -> Iterator[None]:
     """Around the deploy: nothing when no update needs the fleet stopped or the fleet is STOPPED already; else stop
     it (``stop``: after naming the running jobs and a confirmation unless ``yes``) and start it again after, or
     refuse (exit 3) with the commands to run."""
@@ -103,7 +110,7 @@ def fleet_stopped(session: Any, project: str, args: list[str], updates: list[pu.
             _jobs(session, cluster)
     if not yes and not confirm(f"Stop the compute fleet of {', '.join(running)} (running jobs end), deploy, and "
                                "start it again?"):
-        _print("not deployed: the compute fleet was left as it is", error=True)
+        _print("not deployed: the compute fleet was left as it is (--yes stops it without asking)", error=True)
         raise typer.Exit(REPLACEMENT_EXIT)
     stopped: list[str] = []
     try:

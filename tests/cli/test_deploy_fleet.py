@@ -247,3 +247,12 @@ def test_an_update_parallelcluster_applies_running_deploys(aws, deployed, run_cd
     result = _deploy(tmp_path, PC.replace("count: 2", "count: 4"), "--all", "-c", "nag=false")
     assert result.exit_code == 0, result.output
     assert [during for _, during in run_cdk] == ["RUNNING"]
+
+
+def test_no_answer_is_a_no(aws, deployed, run_cdk, clustermgtd, tmp_path: Path) -> None:
+    """Without a terminal (a pipeline, end of input) --stop-fleet without --yes stops nothing."""
+    _head_node_and_jobs(aws, deployed, [JOB])
+    result = _deploy(tmp_path, SCALEDOWN, "--all", "-c", "nag=false", "--stop-fleet", input="")
+    assert result.exit_code == REPLACEMENT_EXIT, result.output
+    assert "--yes stops it without asking" in result.output
+    assert run_cdk == [] and fleet_status(aws, deployed) == "RUNNING"
