@@ -96,7 +96,8 @@ def _job(t: Target, cluster: ClusterPlan, image: str | None) -> FirstJob:
     pinned = default_versions().first_job_image
     return FirstJob(group=t.group.name, instance_type=t.group.instance_type, nodes=t.group.count, gpus=t.gpus,
                     partition=t.partition or "", constraint=t.constraint, gpus_per_node=t.gpus if t.gres else None,
-                    image=image or pinned.for_arch(arch), image_untested_efa=image is None and arch in pinned.untested_efa,
+                    image=image or pinned.for_arch(arch),
+                    image_untested_efa=image is None and arch in pinned.untested_efa,
                     work_dir=work_dir(cluster), peak_tflops=peak_tflops_per_gpu(t.group.instance_type))
 
 

@@ -93,7 +93,8 @@ def test_each_group_gets_all_its_nodes_one_torchrun_each_and_every_gpu(rendered)
 def test_the_job_carries_the_bundles_nccl_profile_and_nccl_debug(rendered):
     for name, (target, project, cluster) in rendered.items():
         for group in project.compute_groups:
-            step = render_files(context_for(cluster, group.name, "compute", cluster.driver.flavour))["steps/50-nccl-env.sh"]
+            ctx = context_for(cluster, group.name, "compute", cluster.driver.flavour)
+            step = render_files(ctx)["steps/50-nccl-env.sh"]
             profile = step.split("<<'PROFILE'\n", 1)[1].split("\nPROFILE\n", 1)[0] + "\n"
             text = (target / "first-job" / f"{group.name}.sbatch").read_text()
             inside = text.split("# --- begin fmcluster-nccl.sh ---\n", 1)[1].split("# --- end fmcluster-nccl.sh ---")[0]
@@ -179,8 +180,8 @@ def _sandbox(tmp_path: Path, rendered, pyxis: bool = True) -> tuple[Path, dict[s
 
 
 def _submit(work: Path, env: dict[str, str], job_id: int) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(work / "first-job/gpu.sbatch")], cwd=work, env=env | {"SLURM_JOB_ID": str(job_id)},
-                          capture_output=True, text=True, timeout=400)
+    return subprocess.run(["bash", str(work / "first-job/gpu.sbatch")], cwd=work,
+                          env=env | {"SLURM_JOB_ID": str(job_id)}, capture_output=True, text=True, timeout=400)
 
 
 def _result(text: str) -> dict[str, str]:
@@ -238,7 +239,8 @@ def test_a_failed_training_fails_the_job_naming_its_log(rendered, tmp_path: Path
     work, env = _sandbox(tmp_path, rendered)
     proc = _submit(work, env | {"FMC_IMAGE": "", "FMC_TRAIN_ARGS": TINY + " --steps 0"}, 78)
     assert proc.returncode == 1
-    assert re.search(rf"training exited [1-9][0-9]*: see {re.escape(str(work))}/first-job/logs/train-gpu-78.txt", proc.stderr)
+    log = re.escape(f"{work}/first-job/logs/train-gpu-78.txt")
+    assert re.search(rf"training exited [1-9][0-9]*: see {log}", proc.stderr), proc.stderr
     assert "--container-image" not in (tmp_path / "calls.log").read_text()  # FMC_IMAGE= : the nodes' own torchrun
 
 

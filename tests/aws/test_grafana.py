@@ -384,7 +384,8 @@ def test_the_access_command_is_valid_for_the_grafana_api() -> None:
     """The printed --update-instruction-batch, with a real-looking user ID, passes botocore's own validation."""
     batch = json.loads(cli.ACCESS_BATCH.replace("USER_ID", "906754ba5e-1234abcd-12ab-34cd-56ef-1234567890ab"))
     client, stubber = _client_and_stubber()
-    stubber.add_response("update_permissions", {"errors": []}, {"workspaceId": WORKSPACE, "updateInstructionBatch": batch})
+    stubber.add_response("update_permissions", {"errors": []},
+                         {"workspaceId": WORKSPACE, "updateInstructionBatch": batch})
     with stubber:
         client.update_permissions(workspaceId=WORKSPACE, updateInstructionBatch=batch)
     assert "update-workspace-authentication" in cli.access_text(WORKSPACE, "SAML")
