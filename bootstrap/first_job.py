@@ -43,7 +43,8 @@ class FirstJob:
     partition: str
     constraint: str | None
     gpus_per_node: int | None
-    image: str
+    image: str | None
+    """The container image (pyxis); None where the nodes cannot run containers: the nodes' own torchrun then."""
     image_untested_efa: bool
     work_dir: str
     peak_tflops: float | None
@@ -82,22 +83,34 @@ def work_dir(cluster: ClusterPlan) -> str:
     return f"{cluster.fsx_mount_path.rstrip('/')}/{WORK_DIR_NAME}"
 
 
+def containers(cluster: ClusterPlan, group: str) -> bool:
+    """Whether the group's nodes run containers through pyxis: as the bootstrap decides for their flavour (no
+    enroot and pyxis where slurmd cannot load pyxis, :attr:`fmcluster.bootstrap.flavours.Flavour.pyxis_loadable`)."""
+    return bool(_context(cluster, group, cluster.driver.flavour, None).options.containers)
+
+
 def first_jobs(cluster: ClusterPlan, image: str | None = None) -> list[FirstJob]:
-    """One first job per compute group that Slurm runs; :class:`FirstJobError` without Slurm."""
+    """One first job per compute group that Slurm runs; :class:`FirstJobError` without Slurm, or for an image where
+    the nodes cannot run containers."""
     slurm = [t for t in targets(cluster) if t.partition is not None]
     if not cluster.driver.slurm or not slurm:
         raise FirstJobError(f"orchestrator.type {cluster.orchestrator} runs no Slurm: the first job is a Slurm batch "
                             "job (use a Slurm orchestrator, or run first_job_train.py with torchrun yourself)")
-    return [_job(t, cluster, image) for t in slurm]
+    jobs = [_job(t, cluster, image) for t in slurm]
+    if image is not None and not all(j.image for j in jobs):
+        raise FirstJobError(f"--image {image}: the nodes of orchestrator.type {cluster.orchestrator} run no containers "
+                            "(their slurmd cannot load pyxis); leave --image out: the job runs the nodes' own torchrun")
+    return jobs
 
 
 def _job(t: Target, cluster: ClusterPlan, image: str | None) -> FirstJob:
     arch = KERNEL_ARCH[t.group.architecture]
     pinned = default_versions().first_job_image
+    pyxis = containers(cluster, t.group.name)
     return FirstJob(group=t.group.name, instance_type=t.group.instance_type, nodes=t.group.count, gpus=t.gpus,
                     partition=t.partition or "", constraint=t.constraint, gpus_per_node=t.gpus if t.gres else None,
-                    image=image or pinned.for_arch(arch),
-                    image_untested_efa=image is None and arch in pinned.untested_efa,
+                    image=(image or pinned.for_arch(arch)) if pyxis else None,
+                    image_untested_efa=pyxis and image is None and arch in pinned.untested_efa,
                     work_dir=work_dir(cluster), peak_tflops=peak_tflops_per_gpu(t.group.instance_type))
 
 

@@ -86,8 +86,14 @@ def instructions(plan: Plan, out: Path, jobs: list[FirstJob]) -> str:
         lines.append(f"  {job.group}: {job.nodes} x {job.instance_type}, {job.nodes * job.gpus} GPUs, partition "
                      f"{job.partition}; MFU against {peak}  ->  sbatch {FOLDER}/{job.file}")
     first = jobs[0]
-    lines += ["", f"Image: {first.image} (through pyxis). Pinned by tag: no published digest was found; pin one with "
-              "--image REPOSITORY@sha256:DIGEST."]
+    images = sorted({j.image for j in jobs if j.image})
+    if images:
+        lines += ["", f"Image: {', '.join(images)} (through pyxis). Pinned by tag: no published digest was found; pin "
+                  "one with --image REPOSITORY@sha256:DIGEST."]
+    if not all(j.image for j in jobs):
+        lines += ["", "No containers on these nodes (their slurmd cannot load pyxis): the job runs the nodes' own "
+                  "torchrun; without one, make a venv on FSx (python3 -m venv DIR && DIR/bin/pip install torch numpy) "
+                  "and submit with FMC_TORCHRUN=DIR/bin/torchrun."]
     if any(j.image_untested_efa for j in jobs):
         lines.append("  warning: AWS's release notes say EFA was not tested in the arm64 image: check the NCCL lines "
                      "of the first log (NET/OFI, provider efa), or pass --image.")

@@ -85,7 +85,10 @@ def test_each_group_gets_all_its_nodes_one_torchrun_each_and_every_gpu(rendered)
                 assert "gpus-per-node" not in opts, name
             assert f'FMC_NPROC_PER_NODE="${{FMC_NPROC_PER_NODE:-{itype.gpus}}}"' in text
             arch = {"x86_64": "x86_64", "arm64": "aarch64"}[itype.architecture]
-            assert f'FMC_IMAGE="${{FMC_IMAGE-{VERSIONS[arch]}}}"' in text, name
+            # PCS runs slurmd configless from a controller whose plugstack has no pyxis (FACTS.md section 5): no
+            # containers there, the nodes' own torchrun
+            image = "" if project.orchestrator.type == "pcs" else VERSIONS[arch]
+            assert f'FMC_IMAGE="${{FMC_IMAGE-{image}}}"' in text, name
             assert f"--peak-tflops-per-gpu {itype.bf16_dense_pflops_per_gpu * 1000:g}" in text, name
             assert f'FMC_WORK_DIR="${{FMC_WORK_DIR:-{project.storage.fsx.mount_path}/{WORK_DIR_NAME}}}"' in text
 
@@ -160,8 +163,9 @@ exec "$@"
 TINY = "--vocab 256 --d-model 32 --layers 2 --heads 4 --seq-len 16 --micro-batch 2 --sequences 32 --log-every 2"
 
 
-def _sandbox(tmp_path: Path, rendered, pyxis: bool = True) -> tuple[Path, dict[str, str]]:
-    target, *_ = rendered["p5-parallelcluster"]
+def _sandbox(tmp_path: Path, rendered, pyxis: bool = True, example: str = "p5-parallelcluster",
+             ) -> tuple[Path, dict[str, str]]:
+    target, *_ = rendered[example]
     work = tmp_path / "acceptance"
     shutil.copytree(target, work)
     bin_dir = tmp_path / "bin"
@@ -244,6 +248,15 @@ def test_a_failed_training_fails_the_job_naming_its_log(rendered, tmp_path: Path
     assert "--container-image" not in (tmp_path / "calls.log").read_text()  # FMC_IMAGE= : the nodes' own torchrun
 
 
+def test_without_containers_and_torchrun_the_job_says_how_to_make_one(rendered, tmp_path: Path):
+    work, env = _sandbox(tmp_path, rendered, example="p5-pcs")
+    proc = _submit(work, env | {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"}, 79)
+    assert proc.returncode == 1
+    assert (f"no torchrun on this node and no container (FMC_IMAGE): put PyTorch on shared storage, e.g. python3 -m "
+            f"venv {tmp_path / 'fsx'}/venv") in proc.stderr
+    assert not (tmp_path / "calls.log").exists()  # it stopped before srun
+
+
 # --- the command ------------------------------------------------------------------------------------------------
 
 def test_the_command_says_how_the_folder_reaches_fsx_through_the_bucket(tmp_path: Path):
@@ -277,6 +290,8 @@ def test_the_arm64_image_comes_with_its_warning(tmp_path: Path):
 @pytest.mark.parametrize("args, message", [
     (["examples/p4d-on-demand.yaml"], "orchestrator.type none runs no Slurm"),
     (["projects/default.yaml", "--image", "my image"], "--image 'my image'"),
+    (["examples/p5-pcs.yaml", "--image", "nvcr.io/nvidia/pytorch:25.01-py3"],
+     "the nodes of orchestrator.type pcs run no containers"),
 ])
 def test_bad_requests_get_one_line_and_exit_2(tmp_path: Path, args, message):
     result = CliRunner().invoke(cli_app, ["acceptance", "first-job", str(ROOT / args[0]), *args[1:],
