@@ -8,8 +8,10 @@ Launched by ``torchrun`` on every node (``first-job/GROUP.sbatch`` does it throu
 3. trains ``--steps`` steps, each rank on its own slice of the data, in BF16 on GPUs (FP32 on CPUs);
 4. prints, on rank 0, every ``--log-every`` steps::
 
-       fmc-first-job step 20/50 loss 2.3141 step 0.412 s tokens/s 318,203 (19,888 per GPU) MFU 41.2% of 989.5 TFLOPS
+       fmc-first-job step 20/50 loss 2.3141 step 0.160 s tokens/s 819,200 (51,200 per GPU) MFU 31.3% of 989.5 TFLOPS
        BF16 dense per GPU (p5.48xlarge, 16 GPUs)
+
+   (the format; the figures are an example of the arithmetic, not a measurement)
 
    and at the end one ``FMC-FIRST-JOB`` line of ``key=value`` fields (the averages over the steps after warm-up);
 5. saves a distributed checkpoint (``torch.distributed.checkpoint``) every ``--checkpoint-every`` steps and at the
@@ -250,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def rates(seconds: float, tokens: int, per_token: int, gpus: int, peak: float | None, instance_type: str) -> str:
-    """``step 0.412 s tokens/s 318,203 (19,888 per GPU) MFU 41.2% of ...``."""
+    """``step 0.160 s tokens/s 819,200 (51,200 per GPU) MFU 31.3% of ...``."""
     tps = tokens / seconds
     text = f"step {seconds:.3f} s tokens/s {tps:,.0f} ({tps / gpus:,.0f} per GPU)"
     if peak is None:
