@@ -259,6 +259,36 @@ def test_without_containers_and_torchrun_the_job_says_how_to_make_one(rendered, 
     assert not (tmp_path / "calls.log").exists()  # it stopped before srun
 
 
+STUB_TORCHRUN = """#!/bin/bash
+cat "${FIXTURE}"
+echo "FMC-FIRST-JOB steps=50 mfu=0.3"
+"""
+TRANSPORT = ROOT / "tests/acceptance/fixtures/transport"
+
+
+@pytest.mark.parametrize("fixture, ok", [
+    (TRANSPORT / "aws-libfabric.log", True),
+    (TRANSPORT / "tcp-provider.log", False),
+    (TRANSPORT / "path-2.27.3.log", False),
+    (ROOT / "tests/acceptance/fixtures/p5-pair/logs/nccl-train-pair-1.log", True),
+])
+def test_the_job_fails_when_nccl_did_not_use_efa(rendered, tmp_path: Path, fixture: Path, ok: bool):
+    """nccl_transport_check (common.sh) on the training log: the NCCL_DEBUG=INFO lines the run printed."""
+    work, env = _sandbox(tmp_path, rendered)
+    stub = tmp_path / "bin/torchrun-stub"
+    stub.write_text(STUB_TORCHRUN)
+    stub.chmod(0o755)
+    env = env | {"FMC_IMAGE": "", "FMC_TORCHRUN": str(stub), "FIXTURE": str(fixture)}
+    del env["FMC_NCCL_CHECK"]
+    proc = _submit(work, env, 80)
+    if ok:
+        assert proc.returncode == 0, proc.stderr
+    else:
+        assert proc.returncode == 1
+        assert "NCCL did not use EFA through aws-ofi-nccl in this run" in proc.stderr
+        assert f"{work}/first-job/logs/train-gpu-80.txt: " in proc.stderr  # the guard's own line names the log
+
+
 # --- the command ------------------------------------------------------------------------------------------------
 
 def test_the_command_says_how_the_folder_reaches_fsx_through_the_bucket(tmp_path: Path):
