@@ -130,9 +130,16 @@ def render_first_job(cluster: ClusterPlan, out: Path, *, image: str | None = Non
     """Write ``out/first-job/``: a batch script per Slurm compute group and the training scripts."""
     jobs = first_jobs(cluster, image)
     folder = out / FOLDER
-    (folder / "logs").mkdir(parents=True, exist_ok=True)
-    (out / "logs").mkdir(exist_ok=True)  # sbatch --output=logs/...: Slurm opens it before the script runs
     files = []
+    # sbatch --output=logs/...: Slurm opens it before the script runs, so the folder must exist on FSx; `aws s3 sync`
+    # copies files, not empty folders: each gets a file
+    for logs, what in ((out / "logs", "Slurm's output of the jobs (sbatch --output) and the acceptance logs."),
+                       (folder / "logs", "The first job's training logs, train-GROUP-JOBID.txt.")):
+        logs.mkdir(parents=True, exist_ok=True)
+        note = logs / "README.txt"
+        if not note.exists():
+            note.write_text(f"{what}\n", encoding="utf-8")
+            files.append(note)
     for name in SCRIPTS:
         shutil.copyfile(TEMPLATES_DIR / name, folder / name)
         files.append(folder / name)

@@ -47,6 +47,14 @@ def sbatch_options(text: str) -> dict[str, str]:
             if (m := re.match(r"^#SBATCH --([a-z-]+)(?:=(.*))?$", line))}
 
 
+def test_the_folders_slurm_writes_into_survive_an_s3_sync(rendered):
+    """`aws s3 sync` copies files, not empty folders; Slurm opens --output=logs/... before the script runs."""
+    for name, (target, *_) in rendered.items():
+        for script in (target / "first-job").glob("*.sbatch"):
+            output = sbatch_options(script.read_text())["output"]
+            assert any((target / output).parent.glob("*")), (name, output)
+
+
 def test_every_slurm_orchestrator_has_examples():
     kinds = {config.load(str(p)).project.orchestrator.type for p in SLURM.values()}
     assert kinds == {"parallelcluster", "hyperpod", "pcs"}
