@@ -97,7 +97,7 @@ def test_each_group_gets_all_its_nodes_one_torchrun_each_and_every_gpu(rendered)
             # containers there, the nodes' own torchrun
             image = "" if project.orchestrator.type == "pcs" else VERSIONS[arch]
             assert f'FMC_IMAGE="${{FMC_IMAGE-{image}}}"' in text, name
-            assert f"--peak-tflops-per-gpu {itype.bf16_dense_pflops_per_gpu * 1000:g}" in text, name
+            assert f"--peak-tflops-per-gpu {itype.bf16_dense_pflops_per_gpu * 1000:g} " in text, name
             assert f'FMC_WORK_DIR="${{FMC_WORK_DIR:-{project.storage.fsx.mount_path}/{WORK_DIR_NAME}}}"' in text
 
 
