@@ -212,6 +212,27 @@ class NcclTests(_Frozen):
     repository: str = Field(pattern=r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+\.git$")
 
 
+class NcclSource(_Frozen):
+    """NVIDIA/nccl, built by the acceptance setup job only where the node has no NCCL headers (ParallelCluster)."""
+
+    version: str = Field(pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+-[0-9]+$")
+    commit: str = Field(pattern=r"^[0-9a-f]{40}$")
+    repository: str = Field(pattern=r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+\.git$")
+
+
+class FirstJobImage(_Frozen):
+    """The container image of the first training job (``fmcluster acceptance first-job``), per architecture: a
+    public registry's reference pinned by tag (``versions.yaml`` says why no digest)."""
+
+    x86_64: str = Field(pattern=r"^[a-z0-9.-]+/[a-z0-9._/-]+:[A-Za-z0-9._-]+$")
+    aarch64: str = Field(pattern=r"^[a-z0-9.-]+/[a-z0-9._/-]+:[A-Za-z0-9._-]+$")
+    untested_efa: tuple[Literal["x86_64", "aarch64"], ...] = ()
+    """Architectures whose image's publisher says EFA was not tested in it."""
+
+    def for_arch(self, arch: str) -> str:
+        return {"x86_64": self.x86_64, "aarch64": self.aarch64}[arch]
+
+
 class LustreClient(_Frozen):
     al2023_package: str
     ubuntu_repo_url: str
@@ -237,6 +258,8 @@ class Versions(_Frozen):
     cuda: _Component
     nccl: _Component
     nccl_tests: NcclTests
+    nccl_source: NcclSource
+    first_job_image: FirstJobImage
     gdrcopy: Gdrcopy
     node_exporter: NodeExporter
     prometheus: Prometheus

@@ -22,11 +22,13 @@ class Problem:
     line: int | None = None
     check: str | None = None
     """Name of the check that found it (structure errors have none)."""
+    column: int | None = None
+    """The column (from 1) where the YAML parser gives one."""
 
     def format(self) -> str:
         where = str(self.file) if self.file else "<config>"
         if self.line is not None:
-            where += f":{self.line}"
+            where += f":{self.line}" + (f":{self.column}" if self.column is not None else "")
         text = f"{where}  {self.path or '(top level)'}  {self.message}"
         if self.hint:
             text += f" (hint: {self.hint})"
@@ -39,6 +41,7 @@ class Problem:
             "level": self.level,
             "file": str(self.file) if self.file else None,
             "line": self.line,
+            "column": self.column,
             "path": self.path,
             "message": self.message,
             "hint": self.hint,

@@ -12,6 +12,7 @@ bootstrap   ``fmcluster.bootstrap.bundles.RENDERERS``  ``render_dispatched_bundl
 stacks      ``fmcluster.stacks.cluster.BUILDERS``    ``fmcluster.stacks.parallelcluster.build``
 aws         ``fmcluster.aws.preflight.ORCHESTRATOR_CHECKS``
 cli         ``fmcluster.cli.planservices.ROWS``      ``fmcluster.cli.parallelcluster.plan_rows``
+plan        ``fmcluster.plan.cost.ORCHESTRATORS``    ``fmcluster.plan.parallelcluster.cost_parts``
 ==========  =======================================  ==============================================
 
 ``tests/test_orchestrators.py`` checks that every table names every orchestrator. Checks live in each
@@ -67,6 +68,9 @@ class Orchestrator:
     """The settings path of a switch that keeps ``cdk deploy`` from starting the cluster (``create_cluster``)."""
     login_setting: tuple[str, ...] = field(default=())
     """The settings path of its login nodes (None there: no login nodes); empty: login nodes run no bundle of ours."""
+    efa_file_system_refusal: str = ""
+    """Why its nodes cannot mount an EFA-enabled FSx for Lustre file system (empty: they can; our bundle sets up the
+    LNet-over-EFA client)."""
 
     def has_login(self, cluster: Any) -> bool:
         """Whether ``cluster``'s login nodes run a bundle of ours (:attr:`login_setting`)."""
@@ -117,7 +121,10 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  accounting=("database",),
                  # fair share and TRES through SlurmSettings.CustomSlurmSettings; the QoS by the head node's
                  # bootstrap once slurmdbd answers (a QOS= in slurm.conf before the QoS exists stops slurmctld)
-                 accounting_defaults=("fair_share", "qos_per_partition", "tres")),
+                 accounting_defaults=("fair_share", "qos_per_partition", "tres"),
+                 efa_file_system_refusal="ParallelCluster mounts the file system over TCP; the EFA Lustre client "
+                                         "set-up it needs (FSx guide 'configure EFA clients') is not wired into "
+                                         "ParallelCluster nodes yet"),
     Orchestrator("hyperpod", "SageMaker HyperPod with Slurm", "hyperpod", slurm=True,
                  capacity_types=frozenset({"on-demand", "training-plan"}), unbounded_groups=False,
                  ultraserver_warning=False,
@@ -128,7 +135,9 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  # edit it (no source says which of its lines HyperPod keeps across updates)
                  accounting_defaults=("qos_per_partition",),
                  accounting_defaults_why="HyperPod writes the controller's slurm.conf itself and fmcluster does not "
-                                         "edit it"),
+                                         "edit it",
+                 efa_file_system_refusal="HyperPod mounts the file system itself (FsxLustreConfig) over TCP; the EFA "
+                                         "Lustre client set-up (FSx guide 'configure EFA clients') is not part of it"),
     Orchestrator("pcs", "AWS Parallel Computing Service, managed Slurm", "pcs", slurm=True,
                  unbounded_groups=False,  # at most 10 node groups (pcs-node-groups)
                  # slurmConfiguration.accounting (mode STANDARD): PCS keeps the records itself (botocore pcs)

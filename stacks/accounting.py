@@ -8,7 +8,9 @@ aws-samples/aws-hpc-recipes ``recipes/db/slurm_accounting_db/assets/serverless-d
 can compare. Both engines need a DB subnet group in two Availability Zones.
 
 Everything stateful is retained (``DeletionPolicy``/``UpdateReplacePolicy: Retain``) and the cluster has deletion
-protection: job history is the record of who used what, and ``cdk destroy`` must not take it. No physical name is
+protection: job history is the record of who used what, and a stack delete must not take it. What the retained
+cluster still uses is retained with it (its DB subnet group, cluster parameter group and security group: RDS and EC2
+refuse to delete them under it); the client group and the ingress rules go. No physical name is
 set (``DBClusterIdentifier`` is create-only; a custom name would wedge a replacement).
 """
 
@@ -105,10 +107,10 @@ class SlurmAccountingDatabase(Construct):
         self.secret = secretsmanager.CfnSecret(
             self, "Secret", description="Slurm accounting database password", generate_secret_string=generate)
 
-        subnet_group = rds.CfnDBSubnetGroup(
+        self.subnet_group = subnet_group = rds.CfnDBSubnetGroup(
             self, "SubnetGroup", db_subnet_group_description="Slurm accounting database",
             subnet_ids=list(subnet_ids))
-        parameters = rds.CfnDBClusterParameterGroup(
+        self.parameters = parameters = rds.CfnDBClusterParameterGroup(
             self, "Parameters", description="Slurm accounting database", family=PARAMETER_FAMILY,
             parameters=dict(PARAMETERS))
         self.cluster = rds.CfnDBCluster(
@@ -126,7 +128,13 @@ class SlurmAccountingDatabase(Construct):
         self.writer = rds.CfnDBInstance(
             self, "Writer", db_cluster_identifier=self.cluster.ref, db_instance_class="db.serverless",
             engine=ENGINE, publicly_accessible=False, auto_minor_version_upgrade=True)
-        for resource in (self.cluster, self.writer, self.secret):
+        # Retained with the database: what it still uses. RDS refuses to delete a subnet group or cluster parameter
+        # group a cluster uses (DeleteDBSubnetGroup, DeleteDBClusterParameterGroup) and EC2 a security group its
+        # network interfaces carry, so deleting them under a retained cluster left the stack DELETE_FAILED (FACTS.md
+        # section 5). Retained, they keep the database in the network's VPC: `fmcluster destroy` keeps NAME-network
+        # until the database is deleted (fmcluster/aws/teardown.py).
+        for resource in (self.cluster, self.writer, self.secret, self.subnet_group, self.parameters,
+                         self.security_group):
             resource.apply_removal_policy(RemovalPolicy.RETAIN)
 
         self.contract = AccountingContract(

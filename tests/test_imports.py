@@ -4,7 +4,7 @@ function-local import fails here.
 
 The stages, lowest first (a module may import its own unit and any lower stage):
 
-    facts      errors, facts, catalog, pcluster_facts, contracts, templates, orchestrators
+    facts      errors, facts, catalog, pcluster_facts, contracts, templates, orchestrators, prices
     config     fmcluster.config
     plan       fmcluster.plan
     node plan  bootstrap.versions, bootstrap.flavours,  (pure: what a node runs)
@@ -31,7 +31,7 @@ SOURCES = {"fmcluster": ROOT / "fmcluster", "fmcluster.stacks": ROOT / "stacks",
 
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("facts", ("fmcluster", "fmcluster.errors", "fmcluster.facts", "fmcluster.catalog", "fmcluster.pcluster_facts",
-               "fmcluster.contracts", "fmcluster.templates", "fmcluster.orchestrators")),
+               "fmcluster.contracts", "fmcluster.templates", "fmcluster.orchestrators", "fmcluster.prices")),
     ("config", ("fmcluster.config",)),
     ("plan", ("fmcluster.plan",)),
     ("node plan", ("fmcluster.bootstrap.versions", "fmcluster.bootstrap.flavours", "fmcluster.bootstrap.nodefacts",

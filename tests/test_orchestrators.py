@@ -14,12 +14,13 @@ from fmcluster.aws.preflight import ORCHESTRATOR_CHECKS
 from fmcluster.bootstrap import bundles, flavours
 from fmcluster.cli.planservices import ROWS
 from fmcluster.generate.schedulers import SCHEDULERS
+from fmcluster.plan import cost
 from fmcluster.stacks.cluster import BUILDERS
 
 TABLES = {"generate.schedulers.SCHEDULERS": SCHEDULERS, "bootstrap.bundles.RENDERERS": bundles.RENDERERS,
           "bootstrap.bundles.CONTEXTS": bundles.CONTEXTS,
           "stacks.cluster.BUILDERS": BUILDERS, "aws.preflight.ORCHESTRATOR_CHECKS": ORCHESTRATOR_CHECKS,
-          "cli.planservices.ROWS": ROWS}
+          "cli.planservices.ROWS": ROWS, "plan.cost.ORCHESTRATORS": cost.ORCHESTRATORS}
 
 OWN = {"parallelcluster", "hyperpod", "pcs", "selfmanaged"}
 """Module names of an orchestrator's own modules (``fmcluster/<stage>/<orchestrator>.py``)."""

@@ -42,6 +42,53 @@ COMMAND_ACTIONS: dict[str, tuple[str, ...]] = {
     ),
     "deploy": (
         "cloudformation:GetTemplate",  # the deployed templates the replacement guard compares with
+        "dynamodb:GetItem",            # ParallelCluster: the compute fleet's status, when a change needs it stopped
+        "ec2:DescribeInstances",       # --stop-fleet: the head node, to list its running jobs
+        "ssm:SendCommand",             # --stop-fleet: squeue on the head node
+        "ssm:GetCommandInvocation",
+        "dynamodb:UpdateItem",         # --stop-fleet: STOP_REQUESTED, then START_REQUESTED
+    ),
+    "destroy": (
+        # read what is deployed and what the stacks keep (deleted stacks too: CloudFormation keeps them 90 days)
+        "cloudformation:DescribeStacks",
+        "cloudformation:GetTemplate",
+        "cloudformation:ListStackResources",
+        "cloudformation:ListStacks",
+        "cloudformation:UpdateTerminationProtection",
+        "cloudformation:DeleteStack",          # and what each stack's resources need to be deleted
+        "cloudformation:DescribeStackEvents",  # a DELETE_FAILED's reasons
+        # describe what is kept (its size and state)
+        "s3:ListBucket",                       # HeadBucket (OPERATION_ACTIONS)
+        "s3:GetBucketVersioning",
+        "logs:DescribeLogGroups",
+        "kms:DescribeKey",
+        "aps:DescribeWorkspace",
+        "fsx:DescribeFileSystems",
+        "fsx:DescribeDataRepositoryAssociations",
+        "rds:DescribeDBClusters",
+        "rds:DescribeDBInstances",
+        "rds:DescribeDBSubnetGroups",
+        "rds:DescribeDBClusterParameterGroups",
+        "ec2:DescribeSecurityGroups",
+        "secretsmanager:DescribeSecret",
+    ),
+    "destroy --delete-retained": (
+        "s3:ListBucketVersions",               # ListObjectVersions (OPERATION_ACTIONS)
+        "s3:DeleteObject",                     # DeleteObjects (OPERATION_ACTIONS)
+        "s3:DeleteObjectVersion",
+        "s3:DeleteBucket",
+        "logs:DeleteLogGroup",
+        "kms:ScheduleKeyDeletion",
+        "aps:DeleteWorkspace",
+        "secretsmanager:DeleteSecret",
+        "rds:DeleteDBInstance",
+        "rds:ModifyDBCluster",                 # deletion protection off
+        "rds:DeleteDBCluster",
+        "rds:DeleteDBSubnetGroup",
+        "rds:DeleteDBClusterParameterGroup",
+        "ec2:DeleteSecurityGroup",
+        "fsx:DeleteDataRepositoryAssociation",
+        "fsx:DeleteFileSystem",
     ),
     "hyperpod status": (
         "cloudformation:DescribeStacks",  # the cluster's name: the NAME-cluster stack's HyperPodClusterArn output
@@ -54,3 +101,12 @@ COMMAND_ACTIONS: dict[str, tuple[str, ...]] = {
 }
 """Command -> the IAM actions it may call, in the order it calls them."""
 
+
+OPERATION_ACTIONS: dict[str, tuple[str, ...]] = {
+    # "prefix:Operation" -> the IAM actions it needs, where they are not the operation's own name (Amazon S3 API
+    # Reference, each operation's "Permissions")
+    "s3:HeadBucket": ("s3:ListBucket",),
+    "s3:ListObjectVersions": ("s3:ListBucketVersions",),
+    "s3:DeleteObjects": ("s3:DeleteObject", "s3:DeleteObjectVersion"),  # versions: s3:DeleteObjectVersion
+}
+"""Operations whose IAM actions have other names."""

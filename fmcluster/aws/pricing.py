@@ -166,6 +166,8 @@ class Quote:
     """Why there is no FSx price, when there is none."""
     cache: Path
     hours_per_month: int = HOURS_PER_MONTH
+    fsx_tier: int | None = None
+    """The file system's MB/s per TiB that :attr:`fsx` is the price of."""
 
 
 def quote(region: str, instance_types: Iterable[str], fsx: tuple[str, int | None] | None, *, client: Any = None,
@@ -203,4 +205,4 @@ def quote(region: str, instance_types: Iterable[str], fsx: tuple[str, int | None
                 note = None if fsx_price else f"the Price List has no {fsx[0]} price at {fsx[1]} MB/s per TiB in {region}"
     finally:
         cache.save()
-    return Quote(region, instances, fsx_price, note, cache.path)
+    return Quote(region, instances, fsx_price, note, cache.path, fsx_tier=None if fsx is None else fsx[1])

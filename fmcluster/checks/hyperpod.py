@@ -138,17 +138,6 @@ def lifecycle_bucket(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                       f"name it {BUCKET_PREFIX}{name}, or leave lifecycle_bucket_name out for the default")
 
 
-@check("hyperpod-efa-file-system", "error")
-def efa_file_system(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
-    """HyperPod mounts FSx itself (FsxLustreConfig), without the LNet-over-EFA client set-up."""
-    where = plan.storage.efa_field
-    if _active(loaded) and where is not None:
-        yield Finding(where,
-                      "HyperPod mounts the file system itself (FsxLustreConfig) over TCP; the EFA Lustre client "
-                      "set-up (FSx guide 'configure EFA clients') is not part of it",
-                      "use a file system without EFA for a HyperPod project, or orchestrator.type: none")
-
-
 @check("hyperpod-settings-unused", "warning")
 def settings_unused(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     if loaded.project.orchestrator.hyperpod is not None and not _active(loaded):

@@ -5,8 +5,11 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 
+import ipaddress
+
 from fmcluster.checks.registry import Finding, check
-from fmcluster.config.loader import LoadedProject
+from fmcluster.config import neighbours
+from fmcluster.config.loader import LoadedProject, projects_dir
 from fmcluster.facts import AZ_ID_REGIONS, az_id_prefix, zone_region_prefix
 from fmcluster.plan import Plan
 
@@ -73,3 +76,20 @@ def _zone_in_region(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                       f"which is in {zone_region}",
                       f"set region: {zone_region}, or an AZ ID of {project.region} "
                       f"({az_id_prefix(project.region)}-az1, ...)")
+
+
+@check("vpc-cidr-shared", "warning")
+def _vpc_cidr_shared(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """Two projects of one projects folder whose VPCs overlap cannot be peered or routed to each other (and
+    ``fmcluster new`` never makes them so). Only the projects folder counts: examples share CIDRs on purpose."""
+    network = loaded.project.network
+    if network.existing is not None or loaded.file is None or loaded.file.parent.resolve() != projects_dir().resolve():
+        return
+    mine = ipaddress.IPv4Network(network.vpc_cidr)
+    others = [name for name, cidr in neighbours.vpc_cidrs(loaded.file.parent, loaded.file) if cidr.overlaps(mine)]
+    if others:
+        yield Finding(("network", "vpc_cidr"),
+                      f"{network.vpc_cidr} overlaps the VPC of {', '.join(others)} in {loaded.file.parent}: the two "
+                      "networks cannot be peered or routed to each other later",
+                      "give each project its own range (`fmcluster new` picks a free one), or ignore this if they "
+                      "never meet (suppress_warnings: [vpc-cidr-shared])")

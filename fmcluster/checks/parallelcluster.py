@@ -234,14 +234,3 @@ def retained_cluster_network(loaded: LoadedProject, plan: Plan) -> Iterator[Find
                       "ParallelCluster requires a retained cluster's network and storage to be kept",
                       "use deletion_policy: Delete (the cluster goes with its stack; data stays in FSx and S3), or "
                       "run the cluster in a network you own (network.existing)")
-
-
-@check("parallelcluster-efa-file-system", "error")
-def efa_file_system(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
-    """ParallelCluster mounts FSx itself, without the LNet-over-EFA client set-up: Lustre would run over TCP."""
-    where = plan.storage.efa_field
-    if _active(loaded) and where is not None:
-        yield Finding(where,
-                      "ParallelCluster mounts the file system over TCP; the EFA Lustre client set-up it needs "
-                      "(FSx guide 'configure EFA clients') is not wired into ParallelCluster nodes yet",
-                      "use a file system without EFA for a ParallelCluster project, or orchestrator.type: none")

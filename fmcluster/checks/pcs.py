@@ -25,6 +25,12 @@ ULTRASERVER_SLURM = "25.05"
 instances", prerequisites)."""
 
 
+PCS_OPERATING_SYSTEMS = ("al2023", "ubuntu-24.04")
+"""The systems AWS's image recipe for PCS nodes builds from (aws-samples/aws-hpc-recipes
+recipes/pcs/dlami_for_pcs_imagebuilder: the DLAMI Base GPU on Amazon Linux 2023 and Ubuntu 24.04; FACTS.md section
+5), and so the systems fmcluster's PCS images are profiled on (bootstrap profiles pcs-al2023, pcs-ubuntu-24.04)."""
+
+
 def _active(loaded: LoadedProject) -> bool:
     return loaded.project.orchestrator.type == "pcs"
 
@@ -120,6 +126,17 @@ def images(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                           "which the Deep Learning AMI fmcluster uses elsewhere lacks", hint)
     if plan.cluster.pcs.login is not None and generate.image(plan.cluster, None) is None:
         yield Finding(PCS + ("login",), "no image for the login nodes", hint + " (or login_ami_id)")
+
+
+@check("pcs-os", "error")
+def operating_system(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    project = loaded.project
+    if _active(loaded) and project.os not in PCS_OPERATING_SYSTEMS:
+        written = "os" in project.model_fields_set
+        yield Finding(("os",) if written else ("orchestrator", "type"),
+                      f"no PCS node image is built for {project.os}" + ("" if written else " (the default os)"),
+                      f"set os: {' or os: '.join(PCS_OPERATING_SYSTEMS)} (the systems AWS's PCS image recipe builds "
+                      "from)")
 
 
 @check("pcs-capacity", "error")

@@ -148,3 +148,24 @@ def _time_share(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
         "give FSx that size (storage_capacity_gib, throughput_per_tib), checkpoint less often, or write "
         "asynchronously / to local NVMe first (then suppress checkpoint-time-share)",
     )
+
+
+@check("fsx-efa-orchestrator", "error")
+def _efa_orchestrator(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """An orchestrator that mounts FSx itself, over TCP, cannot use an EFA-enabled file system: said before any
+    detail of the EFA configuration (fsx-efa-metadata), which it makes moot."""
+    where, refusal = plan.storage.efa_field, plan.cluster.driver.efa_file_system_refusal
+    if where is not None and refusal:
+        yield Finding(where, refusal, "use a file system without EFA (efa_enabled: false) for this orchestrator, or "
+                                      "orchestrator.type: none")
+
+
+@check("fsx-efa-metadata", "error")
+def _efa_metadata(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """FSx requires a metadata configuration on an EFA-enabled file system (FSx for Lustre guide, EFA-enabled file
+    systems)."""
+    fsx = loaded.project.storage.fsx
+    where = plan.storage.efa_field
+    if where is not None and not plan.cluster.driver.efa_file_system_refusal and fsx.metadata is None:
+        yield Finding(where, "an EFA-enabled file system needs a metadata configuration",
+                      "add `metadata: {mode: AUTOMATIC}` under storage.fsx")

@@ -1,4 +1,4 @@
-"""The ``fmcluster`` command. Only ``deploy``, ``preflight``, ``capacity search``, ``dashboards push``,
+"""The ``fmcluster`` command. Only ``deploy``, ``destroy``, ``preflight``, ``capacity search``, ``dashboards push``,
 ``hyperpod status``, ``parallelcluster config --from-stacks`` and ``plan --prices`` call AWS, each through the
 one session of :mod:`fmcluster.aws.session` and failing with one line (:mod:`fmcluster.cli.awserrors`);
 everything else works offline."""
@@ -9,6 +9,7 @@ import sys
 from importlib.metadata import version
 
 import typer
+import typer.core
 
 from fmcluster.cli import (
     acceptance,
@@ -16,6 +17,7 @@ from fmcluster.cli import (
     capacity,
     dashboards,
     deploy,
+    destroy,
     diagram,
     hyperpod,
     parallelcluster,
@@ -26,6 +28,16 @@ from fmcluster.cli.project import REPLACEMENT_EXIT
 from fmcluster.errors import ConfigError
 
 __all__ = ["REPLACEMENT_EXIT", "app", "main"]
+
+_type_of = typer.core.TyperOption.display_type_rich
+
+
+def _flags_show_no_type(self: typer.core.TyperOption, ctx: object) -> str | None:
+    """typer 0.29 prints a type beside every option, ``<bool>`` beside a flag that takes no value: none for flags."""
+    return None if self.is_flag else _type_of(self, ctx)
+
+
+typer.core.TyperOption.display_type_rich = _flags_show_no_type  # type: ignore[method-assign]
 
 app = typer.Typer(help="fmcluster: one YAML file per project -> a GPU training cluster on AWS.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
@@ -43,10 +55,30 @@ def _root(_: bool = typer.Option(False, "--version", callback=_version, is_eager
     """fmcluster: one YAML file per project -> a GPU training cluster on AWS."""
 
 
+@app.command("help")
+def help_command(ctx: typer.Context,
+                 command: list[str] = typer.Argument(None, help="A command (and subcommand) to explain.")) -> None:
+    """Show the help of fmcluster, or of a command: `fmcluster help plan`, `fmcluster help bootstrap render`."""
+    root = ctx.find_root()
+    target, parent = root.command, root
+    for word in command or []:
+        group = hasattr(target, "get_command")  # a group (typer 0.29 carries its own click: no isinstance)
+        found = target.get_command(ctx, word) if group else None
+        if found is None:
+            names = ", ".join(sorted(target.list_commands(ctx))) if group else ""
+            print(f"error: no command {word!r}" + (f" (commands: {names})" if names else ""), file=sys.stderr)
+            raise typer.Exit(2)
+        target = found
+    with target.make_context(" ".join(command or []) or "fmcluster", [], parent=parent if command else None,
+                             resilient_parsing=True) as sub:
+        print(target.get_help(sub))
+
+
 app.command()(project.validate)
 app.command()(project.plan)
 app.command()(project.new)
 app.command(context_settings=deploy.CDK_CONTEXT)(deploy.deploy)
+app.command()(destroy.destroy)
 app.command()(preflight.preflight)
 app.command()(diagram.diagram)
 app.add_typer(bootstrap.app, name="bootstrap", help="Node bootstrap: pinned versions, rendered bundles.")

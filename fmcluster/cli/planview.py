@@ -17,10 +17,11 @@ from rich.table import Table
 from rich.text import Text
 
 from fmcluster import catalog
-from fmcluster.cli.plancost import print_cost
+from fmcluster.cli.plancost import live_lookup, print_cost, print_summary
 from fmcluster.cli.planservices import associations_data, print_services
 from fmcluster.cli.plantext import UNCONFIRMED, UNITS, hbm_tb, num, row, settings, share, table
 from fmcluster.plan import Plan
+from fmcluster.plan.cost import cost_summary
 from fmcluster.plan.storage import SCRATCH_2_THROUGHPUT, duration_text, pin_advice
 
 if TYPE_CHECKING:  # the Price List side path loads only with --prices
@@ -30,8 +31,9 @@ _num, _row, _settings, _hbm_tb = num, row, settings, hbm_tb
 
 
 def print_plan(the_plan: Plan, console: Console, *, wide: bool = False, quote: Quote | None = None,
-               capacity_offers: object = None) -> None:
-    """The plan for a person; ``quote`` holds the prices that ``--prices`` read (None: offline)."""
+               capacity_offers: object = None, live_note: str | None = None) -> None:
+    """The plan for a person; ``quote`` holds the prices that ``--prices`` read (None: offline, and ``live_note``
+    says why when ``--prices`` could not read them)."""
     parts: list[RenderableType] = []
     _headline(the_plan, parts)
     _compute(the_plan, parts, wide)
@@ -47,6 +49,7 @@ def print_plan(the_plan: Plan, console: Console, *, wide: bool = False, quote: Q
         for part in parts:
             console.print(part)
         print_services(the_plan, console)
+        print_summary(cost_summary(the_plan, live_lookup(quote)), console, quote, live_note)
         print_cost(the_plan, console, quote, capacity_offers)
     finally:
         console.width = width

@@ -12,7 +12,6 @@ from enum import Enum
 from pathlib import Path
 
 import typer
-import yaml
 from rich.console import Console
 from rich.markup import escape
 from ruamel.yaml import YAML
@@ -20,12 +19,15 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from fmcluster import checks, config
+from fmcluster.config import neighbours
 from fmcluster.cli import plandiff
-from fmcluster.cli.awserrors import account_errors
+from fmcluster.aws import AwsError
+from fmcluster.cli.plancost import LIVE_NOT_READ, live_lookup
 from fmcluster.cli.planservices import plan_json
 from fmcluster.cli.planview import print_plan
 from fmcluster.errors import ConfigError, Problem
 from fmcluster.plan import Plan
+from fmcluster.plan.cost import cost_summary
 
 out = Console()
 err = Console(stderr=True)
@@ -93,7 +95,9 @@ def plan(
     With --prices, also what it costs on demand (the only plan path that calls AWS).
     """
     loaded, the_plan, warnings = _load(project, output)
-    quote = _quote(loaded, the_plan) if prices else None
+    quote, live_note = _quote(loaded, the_plan) if prices else (None, None)
+    if live_note is not None:
+        err.print(f"warning: {LIVE_NOT_READ}: {live_note}", highlight=False, markup=False, soft_wrap=True)
     comparison = None
     if against is not None:
         _load(against, output)  # report a broken OLD file as such
@@ -104,6 +108,8 @@ def plan(
     replacements = None if comparison is None else comparison.replacements
     if output is Output.json:
         data = plan_json(the_plan)
+        data["cost"] = cost_summary(the_plan, live_lookup(quote)).as_dict()
+        data["cost"]["live_prices"] = {"read": quote is not None, "why_not": live_note}
         data["warnings"] = [w.as_dict() for w in warnings]
         if comparison is not None:
             data["replacements"] = [r.__dict__ for r in comparison.replacements]
@@ -116,7 +122,7 @@ def plan(
             for line in plandiff.summary(against, comparison):
                 out.print(line, highlight=False, markup=False, soft_wrap=True)
             out.print()
-        print_plan(the_plan, out, wide=wide, quote=quote)
+        print_plan(the_plan, out, wide=wide, quote=quote, live_note=live_note)
     refuse_replacements(replacements, allow_replace)
 
 
@@ -131,22 +137,27 @@ def refuse_replacements(replacements: list | None, allow_replace: bool) -> None:
         raise typer.Exit(REPLACEMENT_EXIT)
 
 
-def _quote(loaded: config.LoadedProject, the_plan: Plan):  # -> fmcluster.aws.pricing.Quote
-    """The Price List's on-demand prices for the project's instance types and file system, or exit 1."""
+def _quote(loaded: config.LoadedProject, the_plan: Plan) -> tuple[object, str | None]:
+    """The Price List's on-demand prices for the project's instance types and file system (a
+    :class:`fmcluster.aws.pricing.Quote`), or None and why they could not be read (the account, the network, the
+    Price List's answer, in the words every account command uses): the plan then shows the table's figures."""
     st = the_plan.storage
     fsx = (st.deployment_type or "", st.throughput_per_tib) if st.created else None
-    with account_errors():
-        # boto3 loads only here: --prices is the one plan path that calls AWS.
-        from fmcluster.aws import pricing
-        from fmcluster.aws.session import aws_session  # boto3, as above
+    # boto3 loads only here: --prices is the one plan path that calls AWS.
+    from fmcluster.aws import pricing
+    from fmcluster.aws.session import aws_session, translate  # boto3, as above
 
+    try:
         session = aws_session(loaded.project, command="plan --prices")
-        try:
-            with session.errors():
-                return pricing.quote(session.region, [g.instance_type for g in the_plan.groups], fsx, session=session)
-        except pricing.PriceError as exc:
-            err.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
-            raise typer.Exit(1) from None
+        with session.errors():
+            return pricing.quote(session.region, [g.instance_type for g in the_plan.groups], fsx,
+                                 session=session), None
+    except (AwsError, pricing.PriceError) as exc:
+        return None, str(exc)
+    except Exception as exc:
+        if not type(exc).__module__.startswith("botocore"):
+            raise
+        return None, str(translate(exc))
 
 
 def _quote_dict(quote) -> dict:
@@ -158,17 +169,7 @@ def _quote_dict(quote) -> dict:
 
 
 def _used_cidrs(exclude: Path | None = None) -> list[ipaddress.IPv4Network]:
-    used = []
-    for path in sorted(config.projects_dir().glob("*.yaml")):
-        if exclude is not None and path.resolve() == exclude.resolve():
-            continue
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-            cidr = ((data.get("network") or {}).get("vpc_cidr")) or config.Network().vpc_cidr
-            used.append(ipaddress.IPv4Network(cidr))
-        except (yaml.YAMLError, ValueError, AttributeError, TypeError):
-            continue  # a broken neighbour is reported when it is validated, not here
-    return used
+    return [cidr for _, cidr in neighbours.vpc_cidrs(config.projects_dir(), exclude)]
 
 
 def free_cidr(used: list[ipaddress.IPv4Network], prefix: int = 16) -> str:
@@ -195,7 +196,7 @@ def new(
         err.print(f"error: {target} already exists; nothing written (hint: pick another name or edit that file)",
                   highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(1)
-    source, _, _ = _load(from_, output)
+    source, _, _ = _load(_example_or(from_), output)
     shipped = source.file is not None and source.file.resolve() == config.shipped_default().resolve()
     origin = "fmcluster's default project" if shipped else str(source.file)
     text, cidr = copy_project(source.file.read_text(encoding="utf-8"), name,  # type: ignore[union-attr]
@@ -207,6 +208,17 @@ def new(
         print(json.dumps({"ok": True, "file": str(target), "vpc_cidr": cidr}))
     else:
         out.print(f"wrote {target} (VPC {cidr or 'existing'})", highlight=False, markup=False, soft_wrap=True)
+
+
+def _example_or(ref: str) -> str:
+    """``--from NAME``: a project under projects/ first, then an example of that name (``examples/NAME.yaml`` of
+    the folder fmcluster runs in or of its checkout)."""
+    if Path(ref).suffix in (".yaml", ".yml") or "/" in ref or (config.projects_dir() / f"{ref}.yaml").exists():
+        return ref
+    for folder in (Path.cwd() / "examples", Path(__file__).resolve().parents[2] / "examples"):
+        if (folder / f"{ref}.yaml").is_file():
+            return str(folder / f"{ref}.yaml")
+    return ref
 
 
 def _mapping_indent(text: str) -> int:

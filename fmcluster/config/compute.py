@@ -83,6 +83,9 @@ class ComputeGroup(Model):
     @classmethod
     def _known_type(cls, value: str) -> str:
         if value not in catalog.CATALOG:
+            if value.startswith("ml.") and value[3:] in catalog.CATALOG:
+                raise ValueError(f"{value[:60]!r} is HyperPod's name of the type: write instance_type: {value[3:]} "
+                                 "(fmcluster adds the ml. prefix where SageMaker needs it)")
             near = difflib.get_close_matches(value, catalog.CATALOG, n=1)
             hint = f"did you mean {near[0]!r}? " if near else ""
             raise ValueError(f"{value[:60]!r} is not in the catalog; {hint}known types: {', '.join(catalog.CATALOG)}")

@@ -7,7 +7,9 @@ does the capacity fit the orchestrator -- lives in :mod:`fmcluster.checks`.
 from __future__ import annotations
 
 import codecs
+import difflib
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -220,16 +222,47 @@ def _compose(text: str, file: Path | None) -> tuple[yaml.Node | None, Any]:
         raise ConfigError([Problem("error", "", str(exc.problem), exc.hint, file,
                                    exc.problem_mark.line + 1 if exc.problem_mark else 1)]) from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(
-            [Problem("error", "", f"not valid YAML: {problem}", "check indentation and quoting near this line", file,
-                     mark.line + 1 if mark else 1)]
-        ) from None
+        raise ConfigError([_yaml_problem(exc, text, file)]) from None
     finally:
         if loader is not None and hasattr(loader, "dispose"):
             loader.dispose()
     return node, data
+
+
+_NO_SPACE = re.compile(r"^(?P<indent>\s*(?:-\s+)?)(?P<key>[A-Za-z_][A-Za-z0-9_]*):(?P<value>[^\s:/][^#]*?)\s*(?:#.*)?$")
+"""``key:value`` with no space after the colon: YAML reads one plain text, not a key and its value."""
+
+
+def _no_space(text: str, last: int) -> tuple[int, re.Match[str]] | None:
+    """The line (from 1), at or above ``last``, written ``key:value``; None when there is none."""
+    lines = text.splitlines()
+    for number in range(min(last, len(lines)), max(0, last - 3), -1):
+        found = _NO_SPACE.match(lines[number - 1])
+        if found is not None:
+            return number, found
+    return None
+
+
+def _yaml_problem(exc: yaml.YAMLError, text: str, file: Path | None) -> Problem:
+    """The parser's complaint as one located problem, in the words of the mistake that usually causes it."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = str(getattr(exc, "problem", None) or exc)
+    line = mark.line + 1 if mark else 1
+    column = mark.column + 1 if mark else None
+    if "tab" in problem:
+        row = text.splitlines()[line - 1] if 0 < line <= len(text.splitlines()) else ""
+        column = row.index("\t") + 1 if "\t" in row else column
+        return Problem("error", "", "a tab character in the indentation",
+                       "YAML indents with spaces only: replace the tab with spaces (two per level)", file, line,
+                       column=column)
+    found = _no_space(text, line)
+    if found is not None:
+        number, match = found
+        key, value = match.group("key"), match.group("value").strip()
+        return Problem("error", "", f"`{key}:{value}` has no space after the colon, so YAML reads it as one text",
+                       f"write `{key}: {value}`", file, number, column=len(match.group("indent")) + len(key) + 2)
+    return Problem("error", "", f"not valid YAML: {problem}", "check indentation and quoting near this line", file,
+                   line, column=column)
 
 
 def _codepoint(character: Any) -> str:
@@ -259,6 +292,13 @@ def parse(text: str | bytes, file: Path | None = None) -> LoadedProject:
     node, data = _compose(text, file)
     index = _line_index(node)
     if not isinstance(data, dict):
+        found = _no_space(text, len(text.splitlines()))
+        if isinstance(data, str) and found is not None:  # `name:demo` alone is one text, not a mapping
+            number, match = found
+            key, value = match.group("key"), match.group("value").strip()
+            raise ConfigError([Problem("error", "", f"`{key}:{value}` has no space after the colon, so YAML reads it "
+                                       "as one text", f"write `{key}: {value}`", file, number,
+                                       column=len(match.group("indent")) + len(key) + 2)])
         raise ConfigError(
             [Problem("error", "", "a project file must be a mapping of keys to values", "start with `name: my-project`", file, 1)]
         )
@@ -307,7 +347,9 @@ def load(ref: str | Path) -> LoadedProject:
     try:
         if not path.is_file():
             known = sorted(p.stem for p in projects_dir().glob("*.yaml"))
-            hint = f"known projects: {', '.join(known)}" if known else "create one with `fmcluster new NAME`"
+            near = difflib.get_close_matches(path.stem, known, n=1, cutoff=0.6)
+            hint = ((f"did you mean {near[0]!r}? " if near else "") + f"known projects: {', '.join(known)}"
+                    if known else f"create one with `fmcluster new {path.stem}`")
             raise ConfigError([Problem("error", "", f"no project file at {shown}", hint, shown, None)])
         with path.open("rb") as stream:
             data = stream.read(MAX_BYTES + 1)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import types
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Union
 
@@ -19,7 +19,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from fmcluster.config.compute import CAPACITY_TYPES, GROUP_NAME, RESERVATION_ID, TRAINING_PLAN_ARN
-from fmcluster.config.project import AZ_ID, DNS_NAME, Project
+from fmcluster.config.project import AZ_ID, DNS_NAME, REGION, Project
+from fmcluster.facts import REGIONS
 from fmcluster.errors import Problem
 
 REFERENCE = "docs/project-file.md"
@@ -33,8 +34,17 @@ _HINTS: dict[str, str] = {
     DNS_NAME: "2 to 32 characters: lowercase letters, digits and '-', starting with a letter, not ending with '-'",
     GROUP_NAME: "1 to 25 characters: lowercase letters and digits, starting with a letter (no '-' or '_')",
     TRAINING_PLAN_ARN: "arn:aws:sagemaker:REGION:ACCOUNT:training-plan/NAME",
+    REGION: "a Region code like us-east-1 (`aws ec2 describe-regions` lists them)",
 }
 """Hints by the pattern a value failed (the same key name can carry different rules)."""
+
+
+_WORDS: dict[tuple[str, str], str] = {
+    ("orchestrator.type", "slurm"): "parallelcluster, hyperpod and pcs each run Slurm: pick the service that "
+                                    "runs it (parallelcluster: AWS ParallelCluster; hyperpod: SageMaker HyperPod; "
+                                    "pcs: AWS Parallel Computing Service)",
+}
+"""Hints for a word users write where the field takes others: (the key reference's path, the word)."""
 
 
 def generic_path(loc: tuple[Any, ...]) -> str:
@@ -231,6 +241,17 @@ def _misplaced(key: str, raw_parent: tuple[Any, ...], here: tuple[Any, ...]) -> 
     return None
 
 
+def _type_values(loc: tuple[Any, ...]) -> tuple[str, ...]:
+    """The values the ``type`` key of the mapping at ``loc`` takes (``orchestrator: {type: pcs}``)."""
+    values: list[str] = []
+    for model in _models_at(loc):
+        field = model.model_fields.get("type")
+        for arg in _args(field.annotation) if field is not None else ():
+            if typing.get_origin(arg) is Literal:
+                values += [v for v in typing.get_args(arg) if isinstance(v, str)]
+    return tuple(values)
+
+
 def format_path(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
@@ -256,6 +277,7 @@ def _problem(err: dict[str, Any], index: dict, file: Path | None, line_for) -> t
         if moved is not None:
             message = f"{key!r} belongs {moved[0]}"
             hint = f"move it there ({format_path(moved[1])}); {see(moved[1])}"
+
             stands_for = moved[1]
         else:
             valid = [n for m in _container(raw[:-1]) for n in m.model_fields]
@@ -263,6 +285,8 @@ def _problem(err: dict[str, Any], index: dict, file: Path | None, line_for) -> t
             message = f"unknown key {key!r}"
             hint = f"did you mean {near[0]!r}?" if near else (f"valid keys here: {', '.join(valid)}; {see(loc[:-1])}"
                                                            if valid else None)
+            if near:  # the misspelt key stands for the one it resembles: no "required field is missing" for that
+                stands_for = loc[:-1] + (near[0],)
     elif kind == "missing":
         message = "required field is missing"
         if where.field is not None and where.field.description:
@@ -287,10 +311,20 @@ def _problem(err: dict[str, Any], index: dict, file: Path | None, line_for) -> t
     elif kind in ("model_attributes_type", "model_type", "dict_type"):
         value = err.get("input")
         message = f"should be a mapping (key: value lines), not {show(value)}"
-        if isinstance(value, str) and value in _UNION_TAGS:
-            hint = f"write `{loc[-1]}: {{type: {value}}}`"
+        if isinstance(value, str) and (value in _UNION_TAGS or value in _type_values(loc)):
+            hint = f"write `{loc[-1]}: {{type: {value}}}`, or `type: {value}` on the next line, indented under it"
         else:
             hint = f"write it as key: value lines; {see(loc)}"
+    elif kind in ("int_parsing", "int_type") and isinstance(err.get("input"), str) and err["input"].strip()[:1].isdigit():
+        value = err["input"].strip()
+        number = value.split()[0].replace(",", "").replace("_", "")
+        message = f"{show(value)} is not a whole number"
+        hint = (f"write the number alone: `{loc[-1]}: {number}`" if number.isdigit()
+                else f"write a whole number; {see(loc)}")
+    elif kind == "list_type" and isinstance(err.get("input"), (str, int, float)):
+        value = err["input"]
+        message = f"should be a list, not {show(value)}"
+        hint = f"write `{loc[-1]}: [{value}]`, or one `- {value}` line per item under it"
     elif where.branch:
         value = err.get("input")
         choices = _alternatives(where.field)
@@ -300,9 +334,28 @@ def _problem(err: dict[str, Any], index: dict, file: Path | None, line_for) -> t
         message = f"{show(err.get('input'))} is not a valid value"
         pattern = err.get("ctx", {}).get("pattern")
         hint = f"{_HINTS.get(pattern, f'must match {pattern}')}; {see(loc)}"
+        near = difflib.get_close_matches(str(err.get("input")), REGIONS, n=1, cutoff=0.8) if pattern == REGION else []
+        if near:
+            hint = f"did you mean {near[0]!r}? " + hint
     elif kind == "literal_error":
         message = f"{show(err.get('input'))} is not allowed"
         hint = f"expected {err.get('ctx', {}).get('expected')}"
+        allowed = [str(v) for v in typing.get_args(_args(where.field.annotation)[0])] if where.field else []
+        near = difflib.get_close_matches(str(err.get("input")), allowed, n=1, cutoff=0.7)
+        if near:
+            hint = f"did you mean {near[0]!r}? {hint}"
+        hint = _WORDS.get((generic_path(loc), str(err.get("input")).lower()), hint)
+    elif kind == "list_type" and isinstance(err.get("input"), dict):
+        first = next(iter(err["input"]), "name")
+        message = f"should be a list (one `- ` line per item), not {show(err['input'])}"
+        hint = f"write each item as a `- ` line, e.g. `- name: {first}`; {see(loc)}"
+    elif kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        bound = next(iter(err.get("ctx", {}).values()), None)
+        words = {"greater_than_equal": "at least", "greater_than": "more than", "less_than_equal": "at most",
+                 "less_than": "less than"}[kind]
+        shown = (f"{bound:,}" if isinstance(bound, int) else f"{bound:g}" if isinstance(bound, float) else str(bound))
+        message = f"{show(err.get('input'))} is not allowed: {loc[-1]} must be {words} {shown}"
+        hint = where.field.description if where.field is not None and where.field.description else see(loc)
     else:
         message = err["msg"].removeprefix("Value error, ")
         # A rule across fields names its field first ("throughput_per_tib is not allowed ..."):
@@ -323,14 +376,27 @@ def problems(errors: list[dict[str, Any]], index: dict, file: Path | None, line_
     found: list[Problem] = []
     moved: set[str] = set()
     seen: set[tuple[str, int | None]] = set()
+    under: list[tuple[Problem, tuple[Any, ...]]] = []  # keys that belong one level down, and where
     for err in errors:
         problem, stands_for = _problem(err, index, file, line_for)
         if stands_for is not None:
             moved.add(format_path(stands_for))
+            if problem.message.startswith(f"{str(stands_for[-1])!r} belongs under"):
+                under.append((problem, stands_for))
         key = (problem.path, problem.line)
         if locate(tuple(err["loc"])).branch and key in seen:
             continue  # the same union field: reported once, with every value it takes
         seen.add(key)
         found.append(problem)
+    # A mapping left empty because the keys meant for it lost their indentation (`capacity:` then `type: ...` at
+    # the same column): one message, on the key, saying so.
+    empty = {p.path for p in found if p.message.endswith("not null (an empty value)")}
+    for problem, path in under:
+        parent = format_path(path[:-1])
+        if parent in empty:
+            found[found.index(problem)] = replace(
+                problem, message=f"{problem.message.split(' belongs')[0]} belongs under {path[-2]}:, which is empty",
+                hint=f"indent it, and the lines that go with it, two spaces under {path[-2]}:; {see(path)}")
+            found = [p for p in found if not (p.path == parent and p.message.endswith("not null (an empty value)"))]
     kept = [p for p in found if not (p.message == "required field is missing" and p.path in moved)]
     return sorted(kept, key=lambda p: (p.line or 0, p.path))

@@ -24,6 +24,7 @@ from fmcluster.facts import (
 )
 
 DNS_NAME = r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$"
+REGION = r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$"
 AZ_ID = r"^[a-z]{2,5}[0-9](-[a-z]{3}[0-9])?-az[0-9]{1,2}$"
 """An Availability Zone ID (``use1-az6``) or a Local Zone ID (``use1-dfw2-az1``)."""
 MAX_GROUPS = 250
@@ -77,7 +78,7 @@ class Project(Model):
                                                     "and resource.")
     account: str | None = Field(default=None, pattern=r"^[0-9]{12}$", description="AWS account ID (optional).")
     region: str | None = Field(
-        default=None, pattern=r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$", description="AWS Region (optional)."
+        default=None, pattern=REGION, description="AWS Region (optional)."
     )
     availability_zone_id: str = Field(
         pattern=AZ_ID, description="AZ ID (e.g. `use1-az6`), the same in every account, where the capacity is."

@@ -175,9 +175,10 @@ class FileSystem(Model):
                 raise ValueError("data repository associations need PERSISTENT_2")
             if self.metadata is not None:
                 raise ValueError("a metadata configuration needs PERSISTENT_2")
-        if self.efa_enabled and (self.deployment_type != "PERSISTENT_2" or self.metadata is None):
-            raise ValueError("efa_enabled needs deployment_type PERSISTENT_2 and a `metadata` configuration "
-                             "(add `metadata: {mode: AUTOMATIC}`)")
+        if self.efa_enabled and self.deployment_type != "PERSISTENT_2":
+            raise ValueError("efa_enabled needs deployment_type PERSISTENT_2")
+        # the metadata configuration EFA also needs is the check fsx-efa-metadata's: the orchestrator may refuse an
+        # EFA-enabled file system altogether (fsx-efa-orchestrator), which makes the metadata moot
         if self.efa_enabled and self.storage_capacity_gib is not None:
             tiers = [self.throughput_per_tib] if self.throughput_per_tib else sorted(FSX_EFA_STEP_GIB, reverse=True)
             if not any(self.storage_capacity_gib % FSX_EFA_STEP_GIB[t] == 0 for t in tiers):

@@ -22,6 +22,7 @@ from fmcluster.contracts import AccountingContract, MetricsContract, NetworkCont
 from fmcluster.facts import PROJECT_TAG
 from fmcluster.orchestrators import DiagramPart, SlurmTarget
 from fmcluster.plan import ClusterPlan, GroupPlan, Plan
+from fmcluster.plan.parallelcluster import min_count
 
 SHARED_FSX_NAME = "fsx"
 LOGIN_POOL_NAME = "login"
@@ -53,18 +54,6 @@ def queues(cluster: ClusterPlan) -> tuple[Queue, ...]:
     """Queues in file order: the explicit mapping, or one queue per compute group named after it."""
     mapping = cluster.pcluster.queue_mapping([g.name for g in cluster.groups])
     return tuple(Queue(name, tuple(cluster.group(g) for g in members)) for name, members in mapping.items())
-
-
-def min_count(cluster: ClusterPlan, group: GroupPlan) -> int:
-    """Static nodes: all of a capacity block or reservation (paid for anyway), none for on-demand,
-    unless ``orchestrator.parallelcluster.static_nodes`` says otherwise (the parallelcluster-capacity
-    check refuses fewer than all of a capacity block)."""
-    if group.capacity == "capacity-block":
-        return group.count
-    override = cluster.pcluster.static_nodes.get(group.name)
-    if override is not None:
-        return override
-    return group.count if group.capacity == "reservation" else 0
 
 
 def node_policy_statements(bootstrap_read_arns: Sequence[str], metrics: MetricsContract | None) -> list[dict[str, Any]]:

@@ -12,6 +12,8 @@ and :func:`alertmanager_definition` to the workspace's ``AlertManagerDefinition`
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,12 @@ SLURM_GROUP = "fmcluster-slurm"
 SEVERITIES = ("critical", "warning")
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's C loader where PyYAML was built with it (the same documents, several times faster). The rule file is
+dumped by PyYAML's own dumper: libyaml folds long double-quoted scalars at other places, which would change every
+deployed rule namespace's text."""
+
+
 class RuleFileError(ValueError):
     """A rule file that is not a Prometheus rule file."""
 
@@ -38,8 +46,17 @@ def rule_files() -> list[Path]:
 
 
 def _read_groups(path: Path) -> list[dict[str, Any]]:
+    """The groups of one rule file, as a fresh copy (callers may change it)."""
+    stat = path.stat()
+    return copy.deepcopy(_parsed_groups(str(path.resolve()), stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_groups(path_name: str, _mtime_ns: int, _size: int) -> list[dict[str, Any]]:
+    """One parse per file and version per process: every project's synthesis reads the same shipped files."""
+    path = Path(path_name)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
     except yaml.YAMLError as exc:
         raise RuleFileError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("groups"), list):
@@ -91,8 +108,17 @@ def rule_groups(*, fsx: bool = True, slurm: bool = True, extra_files: Iterable[P
 
 def rules_yaml(*, fsx: bool = True, slurm: bool = True, extra_files: Sequence[Path] = ()) -> str:
     """One Prometheus rule file holding every group: the ``Data`` of the rule groups namespace."""
-    groups = rule_groups(fsx=fsx, slurm=slurm, extra_files=extra_files)
-    return yaml.safe_dump({"groups": groups}, sort_keys=False, width=120, allow_unicode=True)
+    files = tuple((str(Path(p).resolve()), Path(p).stat().st_mtime_ns) for p in extra_files)
+    shipped = tuple((str(p), p.stat().st_mtime_ns) for p in rule_files())
+    return _rules_yaml(fsx, slurm, files, shipped)
+
+
+@functools.lru_cache(maxsize=32)
+def _rules_yaml(fsx: bool, slurm: bool, files: tuple[tuple[str, int], ...],
+                _shipped: tuple[tuple[str, int], ...]) -> str:
+    """Most projects share one of four rule files (with or without FSx, Slurm): dumped once per process."""
+    groups = rule_groups(fsx=fsx, slurm=slurm, extra_files=[Path(name) for name, _ in files])
+    return yaml.dump({"groups": groups}, Dumper=yaml.SafeDumper, sort_keys=False, width=120, allow_unicode=True)
 
 
 def alert_rules(groups: Iterable[dict[str, Any]] | None = None) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fmcluster.config.pcs import LOGIN, NAME_PREFIX_MAX, SIZE_NODES
+from fmcluster.plan.costparts import FixedNode, OrchestratorCost
 
 if TYPE_CHECKING:  # pragma: no cover
     from fmcluster.plan.cluster import ClusterPlan
@@ -108,3 +109,12 @@ def image(cluster: ClusterPlan, group: GroupPlan | None) -> str | None:
     if group is None:
         return pcs.login_ami_id or pcs.ami_id
     return group.ami_id or pcs.ami_id
+
+
+def cost_parts(cluster: ClusterPlan) -> OrchestratorCost:
+    """The login node group (always at its count), the static nodes, and PCS's fee for the cluster's controller,
+    by ``Size`` (AWS PCS pricing page), billed while the cluster exists."""
+    login = cluster.pcs.login
+    nodes = () if login is None else (FixedNode("login nodes", f"ec2.{login.instance_type}", login.count),)
+    return OrchestratorCost(nodes=nodes, fees=((f"PCS {size(cluster)} controller", f"pcs.{size(cluster).lower()}"),),
+                            static={g.name: min_count(cluster, g) for g in cluster.groups})

@@ -20,17 +20,23 @@ from fmcluster.plan import make_plan
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PINNED = load_versions().nccl_tests
+NCCL_PIN = load_versions().nccl_source
 
 STUBS = {
-    # git clone ... --branch TAG REPO DIR makes DIR; git -C DIR rev-parse HEAD says GIT_HEAD (default: the pin)
+    # git clone ... --branch TAG REPO DIR makes DIR; git -C DIR rev-parse HEAD says GIT_HEAD (default: the pin),
+    # or NCCL_GIT_HEAD for the NCCL source (DIR .../nccl/src)
     "git": r'''printf 'git %s\n' "$*" >>"${SANDBOX}/calls.log"
 if [[ "$1" == clone ]]; then mkdir -p "${@: -1}"; exit 0; fi
+if [[ "$1" == -C && "$3" == rev-parse && "$2" == */nccl/src ]]; then printf '%s\n' "${NCCL_GIT_HEAD}"; exit 0; fi
 if [[ "$1" == -C && "$3" == rev-parse ]]; then printf '%s\n' "${GIT_HEAD}"; exit 0; fi
 exit 2''',
     # make ... BUILDDIR=D makes D/all_reduce_perf and D/all_gather_perf (scripts that print a real log)
     "make": r'''printf 'make %s\n' "$*" >>"${SANDBOX}/calls.log"
 for a in "$@"; do [[ "$a" == BUILDDIR=* ]] && dir=${a#BUILDDIR=}; done
 mkdir -p "${dir}"
+if [[ " $* " == *" src.build "* ]]; then  # NVIDIA/nccl: headers and library
+  mkdir -p "${dir}/include" "${dir}/lib" && : >"${dir}/include/nccl.h" && : >"${dir}/lib/libnccl.so.2"; exit 0
+fi
 for t in all_reduce_perf all_gather_perf; do
   printf '#!/bin/bash\ngrep -v "^FMC-" "${SANDBOX}/nccl-output.log"\n' >"${dir}/${t}"; chmod +x "${dir}/${t}"
 done''',
@@ -68,7 +74,7 @@ def node(tmp_path: Path) -> dict[str, str]:
     shutil.copy(FIXTURES / "p5-pair/logs/nccl-train-pair-1.log", tmp_path / "nccl-output.log")
     return {"PATH": f"{bin_dir}:/usr/bin:/bin", "SANDBOX": str(tmp_path), "HOME": str(tmp_path),
             "CUDA_HOME": str(tmp_path / "cuda"), "NCCL_HOME": str(tmp_path / "nccl"), "MPI_HOME": str(tmp_path / "openmpi5"),
-            "GIT_HEAD": PINNED.commit, "SLURM_JOB_NODELIST": "ip-10-1-0-[11-12]", "SLURM_JOB_ID": "7"}
+            "GIT_HEAD": PINNED.commit, "NCCL_GIT_HEAD": NCCL_PIN.commit, "SLURM_JOB_NODELIST": "ip-10-1-0-[11-12]", "SLURM_JOB_ID": "7"}
 
 
 def _rendered(tmp_path: Path, example: str = "p5-parallelcluster") -> Path:
@@ -131,13 +137,35 @@ def test_another_commit_at_the_tag_is_refused_and_fails_the_report(tmp_path: Pat
     assert "not the pinned" in failure.message and "refusing to build it" in failure.message
 
 
-def test_a_node_without_nccl_says_what_is_missing(tmp_path: Path, node: dict[str, str]) -> None:
+def test_a_node_without_nccl_headers_builds_the_pinned_nccl_first(tmp_path: Path, node: dict[str, str]) -> None:
+    """ParallelCluster 3.16 images ship no NCCL headers (FACTS.md section 4): the job builds NVIDIA/nccl at its pin
+    and nccl-tests against that build, and reuses both when run again."""
     work = _rendered(tmp_path)
     shutil.rmtree(tmp_path / "nccl")
-    env = node | {"NCCL_HOME": str(tmp_path / "nccl")}
+    env = {k: v for k, v in node.items() if k != "NCCL_HOME"}
+    setup = _run(work, "gpu/setup-nccl-tests.sbatch", env)
+    assert setup.returncode == 0, setup.stderr
+    clones = [c for c in _calls(tmp_path, "git") if " clone " in c]
+    assert f"--branch {NCCL_PIN.version} {NCCL_PIN.repository} {work}/nccl-tests/gpu/nccl/src" in clones[0]
+    nccl_make, tests_make = _calls(tmp_path, "make")
+    home = f"{work}/nccl-tests/gpu/nccl/build"
+    for arg in ("src.build", f"CUDA_HOME={tmp_path}/cuda", f"BUILDDIR={home}",
+                "NVCC_GENCODE=-gencode=arch=compute_90,code=sm_90"):
+        assert arg in nccl_make.split(), arg
+    assert f"NCCL_HOME={home}" in tests_make.split()
+    assert f"{home}/lib" in (work / "nccl-tests/gpu/build/fmc-nccl-tests.env").read_text()
+    assert _run(work, "gpu/setup-nccl-tests.sbatch", env | {"SLURM_JOB_ID": "8"}).returncode == 0
+    assert len(_calls(tmp_path, "make")) == 2  # nothing built twice
+
+
+def test_another_nccl_commit_at_its_tag_is_refused(tmp_path: Path, node: dict[str, str]) -> None:
+    work = _rendered(tmp_path)
+    shutil.rmtree(tmp_path / "nccl")
+    env = {k: v for k, v in node.items() if k != "NCCL_HOME"} | {"NCCL_GIT_HEAD": "0" * 40}
     assert _run(work, "gpu/setup-nccl-tests.sbatch", env).returncode == 1
+    assert not _calls(tmp_path, "make")
     [failure] = [f for f in build_report(work).findings if f.file.startswith("logs/setup-")]
-    assert "no NCCL headers (include/nccl.h)" in failure.message
+    assert f"of {NCCL_PIN.repository} is commit {'0' * 40}, not the pinned {NCCL_PIN.commit}" in failure.message
 
 
 def test_self_managed_nodes_get_a_setup_script_and_mpirun_uses_its_build(tmp_path: Path, node: dict[str, str]) -> None:

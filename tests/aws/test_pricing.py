@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from fmcluster.aws import pricing
 from fmcluster.aws.session import translate
-from fmcluster.cli import app
+from fmcluster.cli import app, plancost
 
 ANSWERS = Path(__file__).with_name("pricing")
 TODAY = date(2026, 11, 3)
@@ -205,7 +205,14 @@ def test_plan_json_gains_prices_only_with_the_flag(stubbed_cli) -> None:
                              request("AmazonFSx", FSX_250))
     priced = json.loads(runner.invoke(app, ["plan", "default", "-o", "json", "--prices"]).stdout)
     assert priced["prices"]["instances"]["p5.48xlarge"]["usd"] == 12.5
-    assert {k: v for k, v in priced.items() if k != "prices"} == plain
+    assert {k: v for k, v in priced.items() if k not in ("prices", "cost")} == {
+        k: v for k, v in plain.items() if k != "cost"}
+    # the cost lays the Price List's figures over the table: 2 nodes x 12.50, 1,200 GiB x 0.123
+    [gpu] = [i for i in priced["cost"]["running_per_hour"]["items"] if i["key"] == "ec2.p5.48xlarge"]
+    [fsx] = [i for i in priced["cost"]["idle_per_month"]["items"] if i["item"] == "FSx for Lustre"]
+    assert gpu["usd"] == 2 * 12.5 and fsx["usd"] == 1200 * 0.123
+    assert priced["cost"]["live_prices"] == {"read": True, "why_not": None}
+    assert plain["cost"]["live_prices"] == {"read": False, "why_not": None}
 
 
 def test_plan_without_prices_never_calls_aws(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -215,12 +222,24 @@ def test_plan_without_prices_never_calls_aws(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(pricing, "make_client", refuse)
     monkeypatch.setenv("FMCLUSTER_PROJECTS_DIR", str(ROOT / "projects"))
     result = runner.invoke(app, ["plan", "default"])
-    assert result.exit_code == 0 and "prices need --prices" in result.stdout
+    assert result.exit_code == 0 and "cost (USD)" in result.stdout and "`plan --prices` reads" in result.stdout
 
 
-def test_plan_prices_errors_exit_1_without_a_traceback(stubbed_cli) -> None:
+def test_plan_prices_errors_print_the_plan_and_one_line(stubbed_cli) -> None:
+    """The Price List failing is not the plan failing: the plan with the table's figures, exit 0, one line."""
     stubbed_cli.add_client_error("get_products", "ThrottlingException", "Rate exceeded")
     result = runner.invoke(app, ["plan", "default", "--prices"])
-    assert result.exit_code == 1 and "Traceback" not in result.output
-    [line] = result.stderr.splitlines()[-1:]
-    assert line.startswith("error: AWS throttled GetProducts in us-east-1") and "standard retry mode" in line
+    assert result.exit_code == 0 and "Traceback" not in result.output
+    [line] = [line for line in result.stderr.splitlines() if "live prices" in line]
+    assert line.startswith(f"warning: {plancost.LIVE_NOT_READ}: AWS throttled GetProducts in us-east-1")
+    assert "standard retry mode" in line
+    assert "cost (USD)" in result.stdout and "prices: AWS Price List API" not in result.stdout
+
+
+def test_plan_prices_that_do_not_agree_print_the_plan_and_one_line(stubbed_cli) -> None:
+    stubbed_cli.add_response("get_products", answer("ec2-p5.48xlarge-two-prices.json"), request("AmazonEC2", EC2_P5))
+    result = runner.invoke(app, ["plan", "default", "--prices"])
+    assert result.exit_code == 0
+    [line] = [line for line in result.stderr.splitlines() if "live prices" in line]
+    assert line.startswith(f"warning: {plancost.LIVE_NOT_READ}: the Price List has 2 different AmazonEC2 prices")
+    assert "cost (USD)" in result.stdout

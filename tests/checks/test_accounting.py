@@ -32,7 +32,7 @@ def test_accounting_is_off_by_default(tmp_path: Path) -> None:
     assert (accounting.fair_share, accounting.qos_per_partition, accounting.tres) == (None, None, None)
 
 
-PCS = "orchestrator:\n  type: pcs\n  pcs: {ami_id: ami-0123456789abcdef0}\n  accounting:\n    enabled: true\n"
+PCS = "os: al2023\norchestrator:\n  type: pcs\n  pcs: {ami_id: ami-0123456789abcdef0}\n  accounting:\n    enabled: true\n"
 
 
 @pytest.mark.parametrize("orchestrator, expected", [
@@ -59,8 +59,8 @@ def test_the_projects_own_policy_wins_where_it_applies(tmp_path: Path) -> None:
     assert (policy.fair_share, policy.qos_per_partition, policy.tres) == (False, False, ("gres/gpu", "license/matlab"))
 
 
-@pytest.mark.parametrize("setting, line", [("fair_share: true", 12), ("qos_per_partition: true", 12),
-                                           ("tres: [gres/gpu]", 12)])
+@pytest.mark.parametrize("setting, line", [("fair_share: true", 13), ("qos_per_partition: true", 13),
+                                           ("tres: [gres/gpu]", 13)])
 def test_a_policy_pcs_cannot_apply_is_refused_naming_it(setting: str, line: int, tmp_path: Path) -> None:
     [p] = _problems(PCS + f"    {setting}\n", tmp_path)
     name = setting.split(":")[0]

@@ -29,6 +29,11 @@ CASES = [
     ("placement-group-with-capacity-block", "warning", BASE + "    placement_group: true\n" + BLOCK,
      "compute_groups[0].placement_group"),
     ("capacity-block-size", "error", BASE.replace("count: 2", "count: 65") + BLOCK, "compute_groups[0].count"),
+    ("capacity-block-count", "warning", BASE.replace("count: 2", "count: 12") + BLOCK, "compute_groups[0].count"),
+    ("training-plan-region", "error",
+     BASE + "    capacity: {type: training-plan, arn: 'arn:aws:sagemaker:us-west-2:111122223333:training-plan/tp1'}\n"
+     + HP, "compute_groups[0].capacity.arn"),
+    ("pcs-os", "error", BASE + "orchestrator: {type: pcs, pcs: {ami_id: ami-0123456789abcdef0}}\n", "orchestrator.type"),
     ("ultraserver-multiple", "warning", BASE.replace("p5.48xlarge", "p6e-gb200.36xlarge").replace("count: 2", "count: 5"),
      "compute_groups[0].count"),
     ("accounting-supported", "error", BASE + "orchestrator: {accounting: {enabled: true}}\n",
@@ -83,7 +88,7 @@ CASES = [
     ("hyperpod-lifecycle-bucket", "error",
      BASE + "orchestrator:\n  type: hyperpod\n  hyperpod: {lifecycle_bucket_name: my-lifecycle-scripts}\n",
      "orchestrator.hyperpod.lifecycle_bucket_name"),
-    ("hyperpod-efa-file-system", "error",
+    ("fsx-efa-orchestrator", "error",
      BASE + HP + "storage: {fsx: {efa_enabled: true, metadata: {mode: AUTOMATIC}}}\n", "storage.fsx.efa_enabled"),
     ("hyperpod-settings-unused", "warning", BASE + "orchestrator: {hyperpod: {node_recovery: None}}\n",
      "orchestrator.hyperpod"),
@@ -96,9 +101,9 @@ CASES = [
     ("parallelcluster-retained-cluster-network", "error",
      BASE + "orchestrator: {type: parallelcluster, parallelcluster: {deletion_policy: Retain}}\n",
      "orchestrator.parallelcluster.deletion_policy"),
-    ("parallelcluster-efa-file-system", "error",
-     BASE + "orchestrator: {type: parallelcluster}\nstorage: {fsx: {efa_enabled: true, metadata: {mode: AUTOMATIC}}}\n",
-     "storage.fsx.efa_enabled"),
+    ("fsx-efa-orchestrator", "error",
+     BASE + "orchestrator: {type: parallelcluster}\nstorage: {fsx: {efa_enabled: true}}\n", "storage.fsx.efa_enabled"),
+    ("fsx-efa-metadata", "error", BASE + "storage: {fsx: {efa_enabled: true}}\n", "storage.fsx.efa_enabled"),
     ("fsx-throughput-low", "warning", BASE, "storage.fsx"),
     # 129 p5 nodes x the FSx guide's 8 EFA interfaces = 1,032 connections, over the 1,024 a file system takes.
     ("fsx-efa-connections", "warning",
@@ -233,3 +238,44 @@ def test_more_than_100_hyperpod_instance_groups_are_refused(tmp_path: Path) -> N
     assert "hyperpod-instance-groups" not in {p.check for p in _problems(project(99), tmp_path)}
     [p] = [p for p in _problems(project(100), tmp_path) if p.check == "hyperpod-instance-groups"]
     assert p.level == "error" and "101 HyperPod instance groups" in p.message and "at most 100" in p.message
+
+
+def test_a_vpc_shared_with_another_project_of_the_folder_is_a_warning(monkeypatch: pytest.MonkeyPatch,
+                                                                       tmp_path: Path) -> None:
+    monkeypatch.setenv("FMCLUSTER_PROJECTS_DIR", str(tmp_path))
+    (tmp_path / "other.yaml").write_text(BASE.replace("name: demo", "name: other")
+                                         + "network: {vpc_cidr: 10.1.0.0/16}\n")
+    (tmp_path / "imported.yaml").write_text(BASE.replace("name: demo", "name: imported") + EXISTING)
+    clash = BASE + "network: {vpc_cidr: 10.1.128.0/17}\n"
+    found = [p for p in _problems(clash, tmp_path) if p.check == "vpc-cidr-shared"]
+    assert [(p.level, p.path, p.line) for p in found] == [("warning", "network.vpc_cidr", 7)]
+    assert "other" in found[0].message and "imported" not in found[0].message
+    apart = BASE + "network: {vpc_cidr: 10.2.0.0/16}\n"
+    assert "vpc-cidr-shared" not in [p.check for p in _problems(apart, tmp_path)]
+    # outside the projects folder (an example, a file given by path), neighbours share ranges freely
+    elsewhere = tmp_path / "examples"
+    elsewhere.mkdir()
+    (elsewhere / "twin.yaml").write_text(BASE.replace("name: demo", "name: twin"))
+    assert "vpc-cidr-shared" not in [p.check for p in _problems(BASE, elsewhere)]
+
+
+@pytest.mark.parametrize("count, fires", [(1, False), (12, True), (16, False), (3, True), (64, False)])
+def test_capacity_block_counts_are_the_sizes_blocks_are_sold_in(count: int, fires: bool, tmp_path: Path) -> None:
+    found = [p for p in _problems(BASE.replace("count: 2", f"count: {count}") + BLOCK, tmp_path)
+             if p.check == "capacity-block-count"]
+    assert bool(found) == fires
+    if count == 12:
+        assert "a block of 16 leaves 4 paid instances idle" in found[0].message
+
+
+def test_an_ultraserver_block_is_not_held_to_instance_block_sizes(tmp_path: Path) -> None:
+    text = BASE.replace("p5.48xlarge", "p6e-gb200.36xlarge").replace("count: 2", "count: 18") + BLOCK
+    assert "capacity-block-count" not in [p.check for p in _problems(text, tmp_path)]
+
+
+def test_pcs_refuses_an_os_written_out_that_no_pcs_image_is_built_for(tmp_path: Path) -> None:
+    pcs = "orchestrator: {type: pcs, pcs: {ami_id: ami-0123456789abcdef0}}\n"
+    found = [p for p in _problems("os: ubuntu-22.04\n" + BASE + pcs, tmp_path) if p.check == "pcs-os"]
+    assert [(p.path, p.line) for p in found] == [("os", 1)] and "(the default os)" not in found[0].message
+    for fine in ("al2023", "ubuntu-24.04"):
+        assert "pcs-os" not in [p.check for p in _problems(f"os: {fine}\n" + BASE + pcs, tmp_path)]

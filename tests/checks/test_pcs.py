@@ -18,7 +18,7 @@ EXAMPLES = [ROOT / "examples" / "p5-pcs.yaml", ROOT / "examples" / "p5en-pcs-cap
 
 def project(groups: int = 1, *, pcs: str = "    ami_id: ami-0123456789abcdef0\n", count: int = 2,
             instance_type: str = "p5.48xlarge", capacity: str = "") -> str:
-    lines = ["name: pcsdemo", "availability_zone_id: use1-az6", "compute_groups:"]
+    lines = ["name: pcsdemo", "availability_zone_id: use1-az6", "os: ubuntu-24.04", "compute_groups:"]
     for i in range(groups):
         lines += [f"  - name: gpu{i:02d}", f"    instance_type: {instance_type}", f"    count: {count}"]
         if capacity:

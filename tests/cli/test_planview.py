@@ -1,6 +1,7 @@
 """`fmcluster plan` as a person reads it: every project and example fits 80 columns without an ellipsis,
 `--wide` keeps the one-row-per-group tables, warnings and errors carry the name `suppress_warnings` takes,
-GB200 figures and the checkpoint bound are shown, and offline the plan says prices need --prices."""
+GB200 figures and the checkpoint bound are shown, and offline the plan shows the table's cost and says what
+--prices adds."""
 
 from __future__ import annotations
 
@@ -161,8 +162,10 @@ def test_a_described_checkpoint_is_shown_as_such() -> None:
     assert "upper bound" not in text
 
 
-def test_offline_the_plan_says_prices_need_the_flag() -> None:
-    assert "cost: prices need --prices" in render(ROOT / "projects" / "default.yaml")
+def test_offline_the_plan_shows_the_tables_cost_and_what_the_flag_adds() -> None:
+    out = " ".join(render(ROOT / "projects" / "default.yaml").split())
+    assert "cost (USD)" in out and "running /h idle /month destroyed /month" in out
+    assert "live prices: `plan --prices` reads the project Region's on-demand prices" in out
 
 
 def test_warnings_print_the_name_suppress_warnings_takes(narrow: None, tmp_path: Path) -> None:

@@ -47,6 +47,9 @@ what CloudFormation does; none of them deploys anything on moto's behalf:
    ``BootstrapVersion``) hands moto the parameter's last *value*, which moto then looks up as an SSM
    parameter name: ``AttributeError`` (a 500) on every second deploy. CloudFormation resolves the parameter
    again from its name; the patch gives moto the name back (the template's default).
+10. Termination protection: moto has no ``UpdateTerminationProtection`` (the CDK CLI calls it for every protected
+   stack) and deletes a protected stack anyway; CloudFormation refuses. ``moto_teardown.py`` adds both, explained
+   there (the unit tests of ``fmcluster destroy`` install the same patch in process).
 5. Stack deletion: moto's CloudFormation models of the route table, its routes and subnet association, the
    internet gateway and its attachment, the NAT gateway, the VPC endpoint and the Elastic IP have
    no ``delete``, so ``DeleteStack`` leaves them and the VPC then refuses to go ("has dependencies")
@@ -77,6 +80,7 @@ from moto.ec2.models.vpcs import VPCEndPoint
 from moto.ec2.models.vpn_gateway import VPCGatewayAttachment
 from moto.kms import models as kms
 from moto.ssm.models import ssm_backends
+from moto_teardown import install as protect_stacks  # beside this file: the script's folder is on sys.path
 
 # --- 1. change sets ------------------------------------------------------------------------------
 
@@ -153,6 +157,7 @@ def delete_stack(self: cfn.CloudFormationBackend, name_or_stack_id: str) -> None
 
 
 cfn.CloudFormationBackend.delete_stack = delete_stack
+protect_stacks()  # --- 10. termination protection, checked before the exports in use
 
 
 cfn.CloudFormationBackend.create_change_set = create_change_set

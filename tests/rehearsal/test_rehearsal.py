@@ -4,16 +4,18 @@ For the default project (ParallelCluster), the first example of each other orche
 together), in a moto server of its own
 (``moto_patched.py``: moto 5.2.5 with three CloudFormation gaps closed, each explained there):
 
-    cdk synth -c project=FILE -c protect=false -c nag=false   the app, run by the CLI, into an assembly
+    cdk synth -c project=FILE -c nag=false                    the app, run by the CLI, into an assembly
     cdk bootstrap --app ASSEMBLY aws://ACCOUNT/REGION
-    cdk deploy --app ASSEMBLY --all --require-approval never
-    cdk destroy --app ASSEMBLY --all --force
+    cdk deploy --app ASSEMBLY --all --require-approval never  termination protection on, as a user deploys
+    fmcluster destroy FILE --yes -o json                      lifts it, deletes, lists what it kept
 
 and checks: every stack reaches CREATE_COMPLETE; the bootstrap bundle asset is in the CDK staging
 bucket under its hash, byte for byte; every export and every cross-stack reference resolves to the
 producer's value (every Fn::ImportValue names a deployed export); for a project whose stacks all
 execute, a day two with `fmcluster deploy` (``day_two``: growth and an in-place change deploy as
-updates, a shrink is refused, the network cannot be deleted under the cluster); after destroy the retained resources remain and the others are gone; no process
+updates, a shrink is refused, the network cannot be deleted under the cluster); `cdk destroy` of a protected stack is
+refused (what README once said to run); after `fmcluster destroy` the retained resources remain and are what it listed,
+the others are gone; no process
 of the rehearsal (CLI, jsii, the app, moto) touched anything but loopback.
 
 What it is not: moto's CloudFormation creates only the resource types it models and skips the rest
@@ -187,7 +189,7 @@ class Rehearsal:
         """The fmcluster CLI of this checkout, as a user runs it (``fmcluster deploy`` then runs the CDK CLI)."""
         return self.run([str(Path(sys.executable).parent / "fmcluster"), *args], expect)
 
-    def run(self, command: list[str], expect: int | None) -> str:
+    def run(self, command: list[str], expect: int | None, stdout_only: bool = False) -> str:
         started = time.monotonic()
         proc = subprocess.run(command, cwd=ROOT, env=self.env(), capture_output=True, text=True, timeout=600,
                               check=False)
@@ -197,7 +199,12 @@ class Rehearsal:
         if expect is not None and proc.returncode != expect:
             pytest.fail(f"`{shown}` exited {proc.returncode}, not {expect}:\n{out[-4000:]}\n--- moto:\n"
                         f"{self.moto_log.read_text()[-3000:]}", pytrace=False)
-        return out
+        return proc.stdout if stdout_only else out
+
+    def destroy(self, project: Path) -> dict:
+        """``fmcluster destroy PROJECT --yes -o json`` as a user runs it: what it deleted and what it says it kept."""
+        return json.loads(self.run([str(Path(sys.executable).parent / "fmcluster"), "destroy", str(project), "--yes",
+                                    "-o", "json", "--wait-minutes", "5"], 0, stdout_only=True))
 
     def boto(self, service: str):
         import boto3  # the rehearsal's own reads of moto's state
@@ -322,7 +329,8 @@ def test_rehearsal(files: tuple[Path, ...], tmp_path: Path) -> None:
 def rehearse(r: Rehearsal, project) -> None:
     # nag=false: cdk-nag only reports (the nag tests gate it) and costs half the synth
     refs = ",".join(str(p) for p in (r.file, *r.together))
-    r.cdk("synth", "--quiet", "-o", str(r.assembly), "-c", f"project={refs}", "-c", "protect=false", "-c", "nag=false")
+    # protection on, as a user deploys: `fmcluster destroy` lifts it (no -c protect=false)
+    r.cdk("synth", "--quiet", "-o", str(r.assembly), "-c", f"project={refs}", "-c", "nag=false")
     stacks = r.stacks()
     blocked = {name: offline_blockers(t) for name, t in stacks.items() if offline_blockers(t)}
     # ParallelCluster's provider template lives in AWS's public bucket; HyperPod's lifecycle scripts are
@@ -364,8 +372,13 @@ def rehearse(r: Rehearsal, project) -> None:
                 for name in executed}
     if not blocked:  # every stack executes: the second deploy, as a user makes it
         day_two(r, stacks, deployed)
-    r.cdk("destroy", *app, "--all", "--force")
-    check_destroyed(r, stacks, deployed)
+    protected = [s["StackName"] for s in cfn.describe_stacks()["Stacks"] if s.get("EnableTerminationProtection")]
+    assert protected, "no stack deployed with termination protection"
+    out = r.cdk("destroy", *app, protected[0], "--exclusively", "--force", expect=None)  # what README said to do
+    assert "cannot be deleted while TerminationProtection is enabled" in out, out[-2000:]
+    reports = [r.destroy(p) for p in (r.file, *r.together)]
+    assert {n for rep in reports for n in rep["termination_protection_lifted"]} >= set(protected)
+    check_destroyed(r, stacks, deployed, reports)
 
     assert not r.net_log.exists(), f"the rehearsal tried to leave loopback:\n{r.net_log.read_text()}"
     print(f"\n{r.file.name}: executed {executed}; change set only {sorted(blocked)} ({blocked}); "
@@ -388,7 +401,7 @@ def day_two(r: Rehearsal, stacks: dict[str, dict], deployed: dict[str, dict]) ->
     text = r.file.read_text()
     day2 = r.work / "day2"
     day2.mkdir()
-    args = ("--all", "--require-approval", "never", "-o", str(r.work / "cdk.out.day2"), "-c", "protect=false",
+    args = ("--all", "--require-approval", "never", "-o", str(r.work / "cdk.out.day2"),
             "-c", "nag=false")
 
     unpinned = re.sub(r"\n    storage_capacity_gib: \d+", "", text)
@@ -506,13 +519,18 @@ def check_references(r: Rehearsal, stacks: dict[str, dict], executed: list[str],
         print(f"\n{r.file.name}: outputs moto cannot compute (they read a skipped resource): {unresolvable}")
 
 
-def check_destroyed(r: Rehearsal, stacks: dict[str, dict], deployed: dict[str, dict]) -> None:
-    """After destroy no stack is left; retained resources remain, the others are gone."""
+def check_destroyed(r: Rehearsal, stacks: dict[str, dict], deployed: dict[str, dict], reports: list[dict]) -> None:
+    """After `fmcluster destroy` no stack is left but a network it said it kept; retained resources remain and are
+    what it listed, the others are gone."""
     cfn = r.boto("cloudformation")
+    kept_networks = {rep["network_kept"].split(" ", 1)[0] for rep in reports if rep["network_kept"]}
     left = [s["StackName"] for s in cfn.describe_stacks()["Stacks"] if s["StackName"] in stacks]
-    assert not left, f"stacks left after destroy: {left}"
+    assert set(left) == kept_networks, f"stacks left after destroy: {left}; it said it kept {kept_networks}"
+    listed = {k["id"] for rep in reports for k in rep["kept"]}
     retained, removed = [], []
     for name, resources in deployed.items():
+        if name in kept_networks:
+            continue
         template = stacks[name]["Resources"]
         for lid, summary in resources.items():
             rtype = template[lid]["Type"]
@@ -524,6 +542,10 @@ def check_destroyed(r: Rehearsal, stacks: dict[str, dict], deployed: dict[str, d
     assert retained, "no retained resource was checked"
     assert [x for x in retained if not x[2]] == [], "retained resources deleted"
     assert [x for x in removed if x[2]] == [], "resources left behind"
+    # nothing left but what destroy listed: each retained resource still there is in its list, and the reverse
+    there = {deployed[n.split("/")[0]][n.split("/")[1]]["PhysicalResourceId"] for n, _, exists in retained if exists}
+    assert there <= listed, f"kept but not listed by destroy: {sorted(there - listed)}"
+    assert all(k["delete"] and k["cost"] for rep in reports for k in rep["kept"]), reports
     unchecked = sorted({t["Type"] for s in stacks.values() for t in s["Resources"].values()
                         if t.get("DeletionPolicy") == "Retain" and t["Type"] not in EXISTS})
     assert set(unchecked) <= set(MOTO_SKIPS), f"retained types moto keeps that EXISTS cannot look up: {unchecked}"

@@ -157,3 +157,37 @@ def test_the_contract_feeds_parallelclusters_database_settings_as_tokens(synth):
     assert database["PasswordSecretArn"] == {"Ref": secret_id} and database["UserName"] == "slurm_admin"
     head = stack.resolve(config["HeadNode"]["Networking"]["SecurityGroups"])
     assert head[-1] == {"Fn::GetAtt": [stack.get_logical_id(construct.client_security_group), "GroupId"]}
+
+
+def _uses(node: object) -> set[str]:
+    """Logical IDs a resource's properties name (Ref, Fn::GetAtt, and Fn::Sub's own ${Ref})."""
+    if isinstance(node, dict):
+        found = {node["Ref"]} if isinstance(node.get("Ref"), str) else set()
+        if "Fn::GetAtt" in node:
+            found.add(node["Fn::GetAtt"][0])
+        return found.union(*(_uses(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_uses(v) for v in node))
+    return set()
+
+
+@pytest.mark.parametrize("name", ["pc", "hp"])
+def test_what_the_retained_database_uses_is_retained_and_nothing_else(synth, name):
+    """A stack delete leaves the database: everything it uses must stay too, or RDS/EC2 refuse to delete it under the
+    database and the stack ends DELETE_FAILED (DeleteDBSubnetGroup, DeleteDBClusterParameterGroup: "in use"; a
+    security group on the database's network interfaces: DependencyViolation). What nothing retained uses goes."""
+    resources = synth[f"{name}-template"]["Resources"]
+    retained = {lid for lid, r in resources.items() if r.get("DeletionPolicy") == "Retain"}
+    needed, todo = set(), [lid for lid in retained if resources[lid]["Type"].startswith("AWS::RDS::DB")]
+    while todo:
+        lid = todo.pop()
+        if lid not in needed:
+            needed.add(lid)
+            todo.extend(u for u in _uses(resources[lid].get("Properties", {})) if u in resources)
+    assert {resources[lid]["Type"] for lid in needed} >= {
+        "AWS::RDS::DBCluster", "AWS::RDS::DBInstance", "AWS::RDS::DBSubnetGroup", "AWS::RDS::DBClusterParameterGroup",
+        "AWS::EC2::SecurityGroup", "AWS::SecretsManager::Secret"}
+    assert needed - retained == set(), "used by the retained database, deleted under it"
+    assert retained == needed, f"retained, used by nothing retained: {sorted(retained - needed)}"
+    for lid in retained:
+        assert resources[lid]["UpdateReplacePolicy"] == "Retain", lid
