@@ -43,3 +43,24 @@ def test_the_builds_are_release_tags_and_cover_the_pin():
     # tags of NVIDIA/dcgm-exporter (versions.yaml names the snapshot and the release pull request)
     assert {f"{d}-{e}" for d, e in v.dcgm_exporter.builds.items()} == {
         "4.4.2-4.7.1", "4.5.1-4.8.0", "4.5.2-4.8.1", "4.5.3-4.8.2", "4.6.0-4.8.3"}
+
+
+def test_on_the_parallelcluster_image_with_its_exporter_nothing_touches_nvidia_s_repository(tmp_path):
+    """The 3.16 image lists no NVIDIA source (its build removes the local repositories): only what is missing may add
+    the network repository. With dcgm-exporter there, no key is fetched and no index refreshed."""
+    from fmcluster.bootstrap import profiles
+
+    (pc,) = [p for p in profiles.load_profiles() if p.name == "parallelcluster-ubuntu-22.04"]
+    ctx = context_for(make_project("p5.48xlarge", "ubuntu-22.04", "parallelcluster"), "gpu", "compute")
+    image = Image.from_profile(pc, "x86_64", dict(pc.variants("x86_64")[0][1], dcgm_exporter=True))
+    sb = build_sandbox(tmp_path / "sb", ctx, image)
+    res = sb.run()
+    assert res.rc == 0, res.out[-2000:]
+    assert not [c for c in calls_of(res, "curl") if "developer.download.nvidia.com" in c]
+    assert not calls_of(res, "apt-get")
+    # without it, the key and one refresh come with the exporter's install, as the boot budget counts them
+    sb = build_sandbox(tmp_path / "sb2", ctx, Image.from_profile(pc, "x86_64"))
+    res = sb.run()
+    assert res.rc == 0, res.out[-2000:]
+    assert len([c for c in calls_of(res, "curl") if "developer.download.nvidia.com" in c]) == 1
+    assert len([c for c in calls_of(res, "apt-get") if " update" in c]) == 1
