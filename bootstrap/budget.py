@@ -260,6 +260,8 @@ def estimate(ctx: BootstrapContext, profile: ImageProfile | None = None,
     retry_total = 0
     repos = {COSTS[c].repo for c in missing if COSTS[c].repo} - {r for r, fact in REPO_KEYS.items()
                                                                  if fact and have.get(fact, False)}
+    if ctx.os_family != "ubuntu":
+        repos.discard("lustre")  # AL2023's Lustre client comes from Amazon Linux's own repository: nothing added
     installs = [s for c in missing for s in COSTS[c].installs]
     # Ubuntu refreshes once per repository added, else once before its first install; dnf only when a repository is
     # added (fmc_pkg_install, fmc_nvidia_repo, the Lustre step).
