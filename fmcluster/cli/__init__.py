@@ -1,6 +1,6 @@
-"""The ``fmcluster`` command. Only ``deploy``, ``preflight``, ``capacity search``, ``dashboards push``,
-``hyperpod status``, ``parallelcluster config --from-stacks`` and ``plan --prices`` call AWS, each through the
-one session of :mod:`fmcluster.aws.session` and failing with one line (:mod:`fmcluster.cli.awserrors`);
+"""The ``fmcluster`` command. Only ``deploy``, ``preflight``, ``status``, ``connect``, ``capacity search``,
+``dashboards push``, ``hyperpod status``, ``parallelcluster config --from-stacks`` and ``plan --prices`` call AWS, each
+through the one session of :mod:`fmcluster.aws.session` and failing with one line (:mod:`fmcluster.cli.awserrors`);
 everything else works offline."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from fmcluster.cli import (
     acceptance,
     bootstrap,
     capacity,
+    connect,
     dashboards,
     deploy,
     diagram,
@@ -21,6 +22,7 @@ from fmcluster.cli import (
     parallelcluster,
     preflight,
     project,
+    status,
 )
 from fmcluster.cli.project import REPLACEMENT_EXIT
 from fmcluster.errors import ConfigError
@@ -48,6 +50,8 @@ app.command()(project.plan)
 app.command()(project.new)
 app.command(context_settings=deploy.CDK_CONTEXT)(deploy.deploy)
 app.command()(preflight.preflight)
+app.command()(status.status)
+app.command()(connect.connect)
 app.command()(diagram.diagram)
 app.add_typer(bootstrap.app, name="bootstrap", help="Node bootstrap: pinned versions, rendered bundles.")
 app.add_typer(dashboards.dashboards_app, name="dashboards")
