@@ -112,7 +112,7 @@ def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState)
     try:
         health = cluster_health(clients("sagemaker"), _arn(plan, stack))
     except HyperPodError as exc:
-        return ClusterStatus(plan.orchestrator, plan.cluster.hyperpod_name_prefix, "unknown", ok=False,
+        return ClusterStatus(plan.cluster.orchestrator, plan.cluster.hyperpod_name_prefix, "unknown", ok=False,
                              problem=str(exc))
     compute = {g.name for g in instance_groups(plan.cluster) if g.node_type == "Compute"}
     facts = {"node recovery": plan.cluster.hyperpod.node_recovery}
@@ -129,7 +129,7 @@ def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState)
         else:
             nodes = ", ".join(f"{n} {s}" for s, n in group.statuses.items()) or "no nodes"
             facts[group.name] = f"{group.current}/{group.target} {group.instance_type}: {nodes}"
-    return ClusterStatus(plan.orchestrator, health.name, health.status, ok=health.status == "InService",
+    return ClusterStatus(plan.cluster.orchestrator, health.name, health.status, ok=health.status == "InService",
                          facts=facts, groups=groups)
 
 

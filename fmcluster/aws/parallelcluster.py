@@ -78,7 +78,7 @@ def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState)
         hint = ("create_cluster is false: create it with `pcluster create-cluster` and the file `fmcluster "
                 "parallelcluster config --from-stacks` writes" if not plan.cluster.pcluster.create_cluster
                 else "the cluster stack's provider has not made it: see the NAME-cluster stack's events")
-        return ClusterStatus(plan.orchestrator, name, "not created", ok=False,
+        return ClusterStatus(plan.cluster.orchestrator, name, "not created", ok=False,
                              problem=f"ParallelCluster cluster {name} has no stack ({hint})")
     fleet = fleet_status(clients("dynamodb"), name) if own.status in WORKING else None
     ec2 = clients("ec2")
@@ -97,7 +97,7 @@ def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState)
                     and tag(i, COMPUTE_RESOURCE_TAG) == group.name]
             groups.append(ec2_group(ec2, group.name, group.instance_type, (min_count(plan.cluster, group), group.count),
                                     mine, detail=f"queue {queue.name}"))
-    return ClusterStatus(plan.orchestrator, name, own.status, ok=own.ok and fleet == RUNNING, facts=facts,
+    return ClusterStatus(plan.cluster.orchestrator, name, own.status, ok=own.ok and fleet == RUNNING, facts=facts,
                          groups=groups)
 
 

@@ -125,7 +125,7 @@ def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState)
     ``aws:pcs:compute-node-group-id`` tag); the login node group as a fact."""
     cluster_id = stack.outputs.get(PCS_CLUSTER_ID_OUTPUT)
     if not cluster_id:
-        return ClusterStatus(plan.orchestrator, stack.name, "unknown", ok=False,
+        return ClusterStatus(plan.cluster.orchestrator, stack.name, "unknown", ok=False,
                              problem=f"stack {stack.name} has no output {PCS_CLUSTER_ID_OUTPUT}")
     client = clients("pcs")
     try:
@@ -136,7 +136,7 @@ def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState)
         details = [client.get_compute_node_group(clusterIdentifier=cluster_id, computeNodeGroupIdentifier=s["id"])
                    ["computeNodeGroup"] for s in summaries]
     except ClientError as exc:
-        return ClusterStatus(plan.orchestrator, cluster_id, "unknown", ok=False,
+        return ClusterStatus(plan.cluster.orchestrator, cluster_id, "unknown", ok=False,
                              problem=_problem(exc, f"PCS cluster {cluster_id}"))
     facts = {"slurm": f"{cluster.get('scheduler', {}).get('version', '?')}, size {cluster.get('size', '?')}",
              "queues": ", ".join(f"{q.get('name')} {q.get('status')}" for q in queues) or "none"}
@@ -158,7 +158,7 @@ def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState)
         else:
             groups.append(status)
     ok = cluster.get("status") == ACTIVE and all(g.get("status") == ACTIVE for g in details)
-    return ClusterStatus(plan.orchestrator, cluster.get("name", cluster_id), cluster.get("status", "?"), ok=ok,
+    return ClusterStatus(plan.cluster.orchestrator, cluster.get("name", cluster_id), cluster.get("status", "?"), ok=ok,
                          facts=facts, groups=groups)
 
 

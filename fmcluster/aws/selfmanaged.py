@@ -32,7 +32,7 @@ def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState)
     found = instances(ec2, [tag_filter(PROJECT_TAG, plan.project)])
     groups = [ec2_group(ec2, g.name, g.instance_type, (0, g.count), [i for i in found if tag(i, GROUP_TAG) == g.name])
               for g in plan.cluster.groups]
-    return ClusterStatus(orchestrator=plan.orchestrator, name=f"{plan.project} (self-managed)",
+    return ClusterStatus(orchestrator=plan.cluster.orchestrator, name=f"{plan.project} (self-managed)",
                          state="launch templates " + ("ready" if stack.ok else stack.status.lower()), ok=stack.ok,
                          facts={"launched by": "you, from the launch templates (nothing launches them)"},
                          groups=groups)

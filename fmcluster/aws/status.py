@@ -62,7 +62,7 @@ def project_status(clients: Callable[[str], Any], plan: Plan, region: str, alert
     stacks = all_stacks(clients("cloudformation"), plan)
     by_name = {state.name: state for state, _ in stacks}
     cluster_stack = by_name[stack_name(plan.project, "cluster")]
-    cluster = CLUSTERS[plan.orchestrator](clients, plan, cluster_stack) if cluster_stack.deployed else None
+    cluster = CLUSTERS[plan.cluster.orchestrator](clients, plan, cluster_stack) if cluster_stack.deployed else None
     observability = by_name.get(stack_name(plan.project, "observability"))
     workspace = observability.outputs.get(PROMETHEUS_WORKSPACE_OUTPUT) if observability else None
     return ProjectStatus(plan.project, region, stacks, cluster, alerts(workspace) if workspace else None)

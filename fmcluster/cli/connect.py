@@ -36,11 +36,11 @@ def connect(
     nodes = plan.cluster.driver.nodes
     chosen = node or nodes[0]
     if chosen not in nodes:
-        typer.echo(f"error: --node {chosen}: {plan.orchestrator} clusters have {', '.join(nodes)} (hint: --node "
+        typer.echo(f"error: --node {chosen}: {plan.cluster.orchestrator} clusters have {', '.join(nodes)} (hint: --node "
                    f"{nodes[0]})", err=True)
         raise typer.Exit(2)
     if group is not None and chosen != "compute":
-        typer.echo(f"error: --group picks a compute group's node, with --node compute; {plan.orchestrator} clusters "
+        typer.echo(f"error: --group picks a compute group's node, with --node compute; {plan.cluster.orchestrator} clusters "
                    f"have {', '.join(nodes)}", err=True)
         raise typer.Exit(2)
     with account_errors():
@@ -58,7 +58,7 @@ def connect(
                            f"{plan.project} --all)", err=True)
                 raise typer.Exit(1)
             try:
-                target = aws_connect.TARGETS[plan.orchestrator](session.client, plan, stack, chosen, group)
+                target = aws_connect.TARGETS[plan.cluster.orchestrator](session.client, plan, stack, chosen, group)
             except ClusterReadError as exc:
                 typer.echo(f"error: {exc}", err=True)
                 raise typer.Exit(exc.exit_code) from None
