@@ -18,9 +18,10 @@ from fmcluster.aws.nodes import Target
 from fmcluster.aws.stackstate import StackState
 from fmcluster.plan import Plan
 
-TargetFinder = Callable[[Callable[[str], Any], Plan, StackState, str, "str | None"], Target]
-"""(clients, the plan, the ``NAME-cluster`` stack, the node (a trait's :attr:`~fmcluster.orchestrators.Orchestrator.
-nodes`), a compute group or None) -> where the session starts."""
+TargetFinder = Callable[[Callable[[str], Any], Plan, Callable[[], StackState], str, "str | None"], Target]
+"""(clients, the plan, a reader of the ``NAME-cluster`` stack, the node (a trait's :attr:`~fmcluster.orchestrators.
+Orchestrator.nodes`), a compute group or None) -> where the session starts. A finder refuses a node the project
+does not have (:class:`~fmcluster.aws.nodes.NodeNotInProject`) before it reads the stack or calls AWS."""
 
 TARGETS: dict[str, TargetFinder] = {
     "none": selfmanaged.target,
@@ -43,6 +44,6 @@ def session_command(target: str, region: str, profile: str | None = None) -> lis
             *(["--profile", profile] if profile else [])]
 
 
-def missing_tools(which: Callable[[str], str | None] = shutil.which) -> Sequence[str]:
+def missing_tools() -> Sequence[str]:
     """What the session needs and PATH lacks: the AWS CLI, the Session Manager plugin."""
-    return [tool for tool in ("aws", PLUGIN) if which(tool) is None]
+    return [tool for tool in ("aws", PLUGIN) if shutil.which(tool) is None]

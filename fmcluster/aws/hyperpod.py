@@ -133,12 +133,14 @@ def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState)
                          facts=facts, groups=groups)
 
 
-def target(clients: Callable[[str], Any], plan: Plan, stack: StackState, node: str, group: str | None) -> Target:
+def target(clients: Callable[[str], Any], plan: Plan, cluster_stack: Callable[[], StackState], node: str,
+           group: str | None) -> Target:
     """The controller or the first running login node, as ``sagemaker-cluster:<id>_<group>-<instance>``."""
     if node == "login" and plan.cluster.hyperpod.login is None:
         raise NodeNotInProject(f"{plan.project} has no login group (orchestrator.hyperpod.login); connect to the "
                                "controller: --node controller")
     name = NODE_GROUPS[node]
+    stack = cluster_stack()
     try:
         arn = _arn(plan, stack)
     except HyperPodError as exc:

@@ -101,12 +101,13 @@ def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState)
                          groups=groups)
 
 
-def target(clients: Callable[[str], Any], plan: Plan, stack: StackState, node: str, group: str | None) -> Target:
+def target(clients: Callable[[str], Any], plan: Plan, cluster_stack: Callable[[], StackState], node: str,
+           group: str | None) -> Target:
     """The running head node or first login node of the cluster, by its tags."""
     if node == "login" and plan.cluster.pcluster.login_nodes is None:
         raise NodeNotInProject(f"{plan.project} has no login nodes (orchestrator.parallelcluster.login_nodes); "
                                "connect to the head node: --node head")
-    name = cluster_name(plan, stack)
+    name = cluster_name(plan, cluster_stack())
     kind = NODE_TYPES[node]
     found = instances(clients("ec2"), [tag_filter(CLUSTER_NAME_TAG, name), tag_filter(NODE_TYPE_TAG, kind)])
     instance = first_running(found, f"{node} node of ParallelCluster cluster {name}",

@@ -162,12 +162,14 @@ def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState)
                          facts=facts, groups=groups)
 
 
-def target(clients: Callable[[str], Any], plan: Plan, stack: StackState, node: str, group: str | None) -> Target:
+def target(clients: Callable[[str], Any], plan: Plan, cluster_stack: Callable[[], StackState], node: str,
+           group: str | None) -> Target:
     """A running login node: an instance tagged with the login node group's ID (``NAME-cluster``'s
     ``PcsLoginNodeGroupId``; a stack deployed before that output: the group named ``login`` of the cluster)."""
     if plan.cluster.pcs.login is None:
         raise NodeNotInProject(f"{plan.project} has no login nodes (orchestrator.pcs.login is null) and AWS runs "
                                "the controller: there is no node to connect to (set orchestrator.pcs.login)")
+    stack = cluster_stack()
     group_id = stack.outputs.get(PCS_LOGIN_GROUP_ID_OUTPUT)
     if not group_id:
         cluster_id = stack.outputs.get(PCS_CLUSTER_ID_OUTPUT, "")

@@ -38,12 +38,14 @@ def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState)
                          groups=groups)
 
 
-def target(clients: Callable[[str], Any], plan: Plan, stack: StackState, node: str, group: str | None) -> Target:
+def target(clients: Callable[[str], Any], plan: Plan, cluster_stack: Callable[[], StackState], node: str,
+           group: str | None) -> Target:
     """A running instance of ``group`` (the first compute group by default) launched from its template."""
     names = [g.name for g in plan.cluster.groups]
     chosen = group or names[0]
     if chosen not in names:
         raise NodeNotInProject(f"{plan.project} has no compute group {chosen!r}; its groups: {', '.join(names)}")
+    cluster_stack()  # the launch templates are deployed (else it says so)
     found = instances(clients("ec2"), [tag_filter(PROJECT_TAG, plan.project), tag_filter(GROUP_TAG, chosen)])
     instance = first_running(found, f"instance of compute group {chosen}",
                              f"EC2 instances tagged {PROJECT_TAG}={plan.project}, {GROUP_TAG}={chosen}")

@@ -48,17 +48,20 @@ def connect(
         from fmcluster.aws import connect as aws_connect
         from fmcluster.aws.nodes import ClusterReadError  # boto3, as above
         from fmcluster.aws.session import aws_session  # boto3, as above
-        from fmcluster.aws.stackstate import stack_state  # boto3, as above
+        from fmcluster.aws.stackstate import StackState, stack_state  # boto3, as above
 
         session = aws_session(loaded.project, region=region, command="connect")
-        with session.errors():
+        def cluster_stack() -> StackState:
             stack = stack_state(session.client("cloudformation"), stack_name(plan.project, "cluster"))
             if not stack.deployed:
-                typer.echo(f"error: stack {stack.name} is not deployed in {session.region} (hint: fmcluster deploy "
-                           f"{plan.project} --all)", err=True)
-                raise typer.Exit(1)
+                raise ClusterReadError(f"stack {stack.name} is not deployed in {session.region} (hint: fmcluster "
+                                       f"deploy {plan.project} --all)")
+            return stack
+
+        with session.errors():
             try:
-                target = aws_connect.TARGETS[plan.cluster.orchestrator](session.client, plan, stack, chosen, group)
+                target = aws_connect.TARGETS[plan.cluster.orchestrator](session.client, plan, cluster_stack, chosen,
+                                                                        group)
             except ClusterReadError as exc:
                 typer.echo(f"error: {exc}", err=True)
                 raise typer.Exit(exc.exit_code) from None

@@ -75,12 +75,13 @@ def _cluster(cluster: Any, project: str) -> list[str]:
         lines.append(f"  !! {cluster.problem}")
     lines += [f"  {key:<16} {value}" for key, value in cluster.facts.items()]
     if cluster.groups:
-        lines.append(f"     {'group':<14} {'instance type':<20} {'expected':>8} {'running':>7} {'pending':>7} "
+        lines.append(f"     {'group':<12} {'instance type':<18} {'expected':>8} {'running':>7} {'pending':>7} "
                      f"{'failing':>7}")
     for g in cluster.groups:
-        detail = f"  {g.detail}" if g.detail else ""
-        lines.append(f"  {MARK[g.healthy]} {g.name:<14} {g.instance_type:<20} {g.expected:>8} {g.running:>7} "
-                     f"{g.pending:>7} {g.failing:>7}{detail}")
+        lines.append(f"  {MARK[g.healthy]} {g.name:<12} {g.instance_type:<18} {g.expected:>8} {g.running:>7} "
+                     f"{g.pending:>7} {g.failing:>7}")
+        if g.detail:  # its own line: the table stays within 80 columns
+            lines.append(f"     {'':<12} {g.detail}")
     return lines
 
 
