@@ -11,6 +11,8 @@ generate    ``fmcluster.generate.schedulers``        ``fmcluster.generate.parall
 bootstrap   ``fmcluster.bootstrap.bundles.RENDERERS``  ``render_dispatched_bundles``
 stacks      ``fmcluster.stacks.cluster.BUILDERS``    ``fmcluster.stacks.parallelcluster.build``
 aws         ``fmcluster.aws.preflight.ORCHESTRATOR_CHECKS``
+aws         ``fmcluster.aws.status.CLUSTERS``        ``fmcluster.aws.parallelcluster.cluster_status``
+aws         ``fmcluster.aws.connect.TARGETS``        ``fmcluster.aws.parallelcluster.target``
 cli         ``fmcluster.cli.planservices.ROWS``      ``fmcluster.cli.parallelcluster.plan_rows``
 ==========  =======================================  ==============================================
 
