@@ -137,7 +137,11 @@ def fetch(url: str, region: str, credentials: Any, http: Any = None, sleep: Call
         else:
             text = response.content.decode("utf-8", "replace")
             if response.status_code < 300:
-                return json.loads(text) if text else []
+                try:
+                    return json.loads(text) if text else []
+                except ValueError:  # not the alert manager (an endpoint override pointing elsewhere)
+                    raise _error(response.status_code, {"x-amzn-ErrorType": "NotAlertManagerJson"},
+                                 f"the answer from {url} is not JSON") from None
             error = _error(response.status_code, response.headers, text)
             code = error.response["Error"]["Code"]
             if last or (response.status_code not in RETRIED_STATUS and code not in THROTTLED):

@@ -4,6 +4,9 @@ session's endpoint, retries and one-line failures."""
 
 from __future__ import annotations
 
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import pytest
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
@@ -83,3 +86,28 @@ def test_access_denied_is_the_sessions_one_line_naming_the_action(manager: Alert
         alerts.reader(session)(WORKSPACE)
     assert str(caught.value).startswith("access denied to aps:ListAlertManagerAlerts in us-east-1")
     assert "`fmcluster status` needs cloudformation:DescribeStacks" in str(caught.value)
+
+
+def test_an_answer_that_is_not_json_is_a_problem_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An endpoint override that points at something else (a local stand-in of other services) answers 200 with
+    HTML: the section says so."""
+    class Html(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            body = b"<html>not here</html>"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Html)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_AMP", f"http://127.0.0.1:{server.server_address[1]}")
+        status = alerts.reader(aws_session(config.parse(BASE).project, command="status"))(WORKSPACE)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert status.problem.startswith(f"cannot read the alerts of workspace {WORKSPACE}: NotAlertManagerJson: ")
