@@ -113,7 +113,7 @@ class HyperPodCluster(Construct):
         # Session Manager target names it: `fmcluster connect` starts a session on the controller or a login node.
         CfnOutput(stack, HYPERPOD_CLUSTER_ID_OUTPUT,
                   value=Fn.select(1, Fn.split("/", self.cluster.attr_cluster_arn)),
-                  description="SageMaker HyperPod cluster ID (fmcluster connect: sagemaker-cluster:<id>_<group>-<node>)")
+                  description="SageMaker HyperPod cluster ID (fmcluster connect: sagemaker-cluster:<id>_<group>-<i>)")
         CfnOutput(stack, "HyperPodLifecycleUri", value=f"s3://{self.bucket.bucket_name}/{LIFECYCLE_PREFIX}/",
                   description="Lifecycle bundles, one prefix per instance group")
 

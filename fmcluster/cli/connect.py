@@ -35,13 +35,14 @@ def connect(
     loaded, plan, _ = _load(project, Output.text)
     nodes = plan.cluster.driver.nodes
     chosen = node or nodes[0]
+    kind = plan.cluster.orchestrator
     if chosen not in nodes:
-        typer.echo(f"error: --node {chosen}: {plan.cluster.orchestrator} clusters have {', '.join(nodes)} (hint: --node "
-                   f"{nodes[0]})", err=True)
+        typer.echo(f"error: --node {chosen}: {kind} clusters have {', '.join(nodes)} (hint: --node {nodes[0]})",
+                   err=True)
         raise typer.Exit(2)
     if group is not None and chosen != "compute":
-        typer.echo(f"error: --group picks a compute group's node, with --node compute; {plan.cluster.orchestrator} clusters "
-                   f"have {', '.join(nodes)}", err=True)
+        typer.echo(f"error: --group picks a compute group's node, with --node compute; {kind} clusters have "
+                   f"{', '.join(nodes)}", err=True)
         raise typer.Exit(2)
     with account_errors():
         # boto3 and botocore load for the commands that call AWS only.

@@ -44,9 +44,9 @@ def deploy(name: str, outputs: dict[str, str] | None = None, protect: bool = Fal
 def launch(tags: dict[str, str], count: int = 1, instance_type: str = "p5.48xlarge") -> list[str]:
     ec2 = client("ec2")
     # moto takes any image ID (reading its default images takes 20 s)
-    made = ec2.run_instances(ImageId="ami-0123456789abcdef0", MinCount=count, MaxCount=count, InstanceType=instance_type,
-                             TagSpecifications=[{"ResourceType": "instance",
-                                                 "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}])
+    made = ec2.run_instances(ImageId="ami-0123456789abcdef0", MinCount=count, MaxCount=count,
+                             InstanceType=instance_type, TagSpecifications=[
+                                 {"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}])
     return [i["InstanceId"] for i in made["Instances"]]
 
 

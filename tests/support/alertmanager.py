@@ -10,8 +10,9 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-SIGNATURE = re.compile(r"^AWS4-HMAC-SHA256 Credential=(?P<key>[^/]+)/(?P<date>\d{8})/(?P<region>[^/]+)/(?P<service>[^/]+)"
-                       r"/aws4_request, SignedHeaders=(?P<headers>[^,]+), Signature=(?P<sig>[0-9a-f]{64})$")
+SIGNATURE = re.compile(r"^AWS4-HMAC-SHA256 Credential=(?P<key>[^/]+)/(?P<date>\d{8})/(?P<region>[^/]+)"
+                       r"/(?P<service>[^/]+)/aws4_request, SignedHeaders=(?P<headers>[^,]+), "
+                       r"Signature=(?P<sig>[0-9a-f]{64})$")
 
 
 class AlertManager:
