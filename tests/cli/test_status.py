@@ -120,3 +120,28 @@ def test_a_bad_project_file_is_exit_2(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text(PROJECT.replace("count: 2", "count: two"))
     result = runner.invoke(app, ["status", str(tmp_path / "bad.yaml")])
     assert result.exit_code == 2 and "compute_groups[0].count" in result.output
+
+
+def test_hyperpod_status_through_the_same_command(tmp_path: Path) -> None:
+    """The cluster part is the orchestrator's (here HyperPod's DescribeCluster and ListClusterNodes); the command and
+    the stacks part are the same."""
+    (tmp_path / "hp.yaml").write_text(BASE.replace("p5.48xlarge", "p4d.24xlarge")
+                                      + "region: us-east-1\norchestrator: {type: hyperpod}\n"
+                                      "observability: {prometheus: false, grafana: {enabled: false}}\n")
+    with mock_aws():
+        sagemaker = boto3.client("sagemaker", region_name="us-east-1")
+        made = sagemaker.create_cluster(ClusterName="demo-hyperpod-0123456789abcdef0", InstanceGroups=[
+            {"InstanceGroupName": g, "InstanceType": t, "InstanceCount": n, "ThreadsPerCore": 1,
+             "ExecutionRole": "arn:aws:iam::123456789012:role/exec",
+             "LifeCycleConfig": {"SourceS3Uri": f"s3://sagemaker-demo/lifecycle/{g}/", "OnCreate": "bootstrap.sh"}}
+            for g, t, n in (("controller", "ml.m5.12xlarge", 1), ("train", "ml.p4d.24xlarge", 2))],
+            VpcConfig={"SecurityGroupIds": ["sg-0123456789abcdef0"], "Subnets": ["subnet-0123456789abcdef0"]})
+        for stack in ("network", "storage"):
+            deploy(f"demo-{stack}")
+        deploy("demo-cluster", {"HyperPodClusterArn": made["ClusterArn"]}, protect=True)
+        result = runner.invoke(app, ["status", str(tmp_path / "hp.yaml"), "-o", "json"])
+    data = json.loads(result.stdout)
+    assert [s["name"] for s in data["stacks"]] == ["demo-network", "demo-storage", "demo-cluster"]
+    assert (data["cluster"]["state"], data["cluster"]["orchestrator"]) == ("InService", "hyperpod")
+    assert [(g["name"], g["running"], g["expected_max"]) for g in data["cluster"]["groups"]] == [("train", 2, 2)]
+    assert data["alerts"] is None and result.exit_code == 0
