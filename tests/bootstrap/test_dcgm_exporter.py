@@ -29,11 +29,14 @@ def test_the_exporter_is_the_release_built_for_the_node_s_dcgm(tmp_path, dcgm, e
     assert f"dcgm-exporter {exporter} installed on DCGM {dcgm}" in res.log
 
 
-def test_a_dcgm_with_no_known_exporter_release_stops_the_step(tmp_path):
+def test_a_dcgm_with_no_known_exporter_release_installs_none_and_says_so(tmp_path):
+    """The node boots (it trains; the health check reads DCGM itself): no exporter built for another DCGM, and a
+    warning that names what is missing and what the monitoring will show."""
     res, installs = _boot(tmp_path, "4.7.0")  # the DLAMI's DCGM: no exporter release for 4.7 yet
-    assert res.rc != 0
+    assert res.rc == 0, res.out[-2000:]
     assert installs == []  # nothing paired by guess
-    assert "[90-exporters] FAILED: no dcgm-exporter release is known for this node's DCGM 4.7.0" in res.out
+    assert "[90-exporters] WARNING: no dcgm-exporter release is known for this node's DCGM 4.7.0" in res.out
+    assert "dcgm-exporter NOT installed" in res.out and "ExporterTargetDown" in res.out
     assert "4.6.0-4.8.3" in res.out and "add its release to dcgm_exporter.builds in versions.yaml" in res.out
 
 

@@ -148,12 +148,9 @@ def test_boots_on_the_image(tmp_path, key, variant, profile_name, present):
     res = sb.run()
     unpaired = _unpaired_dcgm(ctx, profile_name, present)
     if unpaired is not None:
-        # NVIDIA has published no dcgm-exporter for this image's DCGM (versions.yaml dcgm_exporter.builds): the
-        # exporters step stops with the reason instead of pairing an exporter built for another DCGM
-        assert res.rc != 0
-        assert f"[90-exporters] FAILED: no dcgm-exporter release is known for this node's DCGM {unpaired}" in res.out
-        assert "== 80-containers ok" in res.out or "80-containers" not in [s.name for s in ctx.steps()]
-        return
+        # NVIDIA has published no dcgm-exporter for this image's DCGM (versions.yaml dcgm_exporter.builds): the node
+        # boots without one, saying so, instead of pairing an exporter built for another DCGM
+        assert f"[90-exporters] WARNING: no dcgm-exporter release is known for this node's DCGM {unpaired}" in res.out
     assert res.rc == 0, res.out[-3000:]
     assert (sb.root / "var/lib/fmcluster/health").read_text() == "healthy\n"
     # one source for NVIDIA's CUDA repository (apt's stub refuses two; dnf's would take both)
