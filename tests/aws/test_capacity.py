@@ -88,7 +88,7 @@ def test_the_command_prints_the_purchase_and_the_block(monkeypatch: pytest.Monke
     assert data["offerings"][0]["per_gpu_hour"] == pytest.approx(5.6) and data["offerings"][0]["gpus"] == 32
 
 
-def test_a_bad_duration_exits_1_with_a_hint() -> None:
+def test_a_bad_duration_exits_2_with_a_hint_before_any_call() -> None:
     result = runner.invoke(app, ["capacity", "search", "--instance-type", "p5.48xlarge", "--count", "4", "--days", "15",
                                  "--region", "us-east-1"])
-    assert result.exit_code == 1 and "15 days is not a capacity block duration" in result.stderr
+    assert result.exit_code == 2 and "--days 15 is not a capacity block duration" in result.stderr

@@ -41,7 +41,8 @@ def launch(tags: dict[str, str], state: str = "running") -> str:
 
 
 def project(tmp_path: Path, orchestrator: str) -> str:
-    (tmp_path / "demo.yaml").write_text(BASE + f"region: us-east-1\norchestrator: {orchestrator}\n")
+    os_line = "os: ubuntu-24.04\n" if "type: pcs" in orchestrator else ""  # the systems PCS images are built on
+    (tmp_path / "demo.yaml").write_text(BASE + f"region: us-east-1\n{os_line}orchestrator: {orchestrator}\n")
     return str(tmp_path / "demo.yaml")
 
 
