@@ -20,6 +20,7 @@ from dataclasses import replace
 from aws_cdk import App, Environment, Fn, Stack, Tags, Token, Validations
 from cdk_nag import AwsSolutionsChecks
 from fmcluster.bootstrap import bundles
+from fmcluster.stacks import _project_node
 from fmcluster.stacks.accounting import AccountingStack
 from fmcluster.stacks.cluster import ClusterStack
 from fmcluster.stacks.network import NetworkStack
@@ -235,14 +236,7 @@ def synthesize(ref: str | Path, outdir: Path, context: dict[str, str] | None = N
     return {stack.stack_name: stack.template for stack in assembly.stacks}
 
 
-def _use_project_node() -> None:
-    """jsii needs Node >= 22: prefer the one `npm ci` put in node_modules (as `make` does)."""
-    for base in (Path.cwd(), Path(__file__).resolve().parents[1]):
-        node_bin = base / "node_modules" / ".bin"
-        if (node_bin / "node").exists():
-            if str(node_bin) not in os.environ.get("PATH", "").split(os.pathsep):
-                os.environ["PATH"] = f"{node_bin}{os.pathsep}{os.environ.get('PATH', '')}"
-            return
+_use_project_node = _project_node  # the Node 22 of node_modules first on PATH (fmcluster.stacks, before aws_cdk)
 
 
 def main() -> None:

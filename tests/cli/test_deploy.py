@@ -232,3 +232,23 @@ def test_an_output_folder_that_is_not_an_assembly_is_left_alone(run_cdk, monkeyp
     result = _deploy(tmp_path, OLD, "--all", "-o", str(tmp_path / "notes"))
     assert result.exit_code == 2 and "holds no cloud assembly" in result.output, result.output
     assert (tmp_path / "notes" / "keep.txt").read_text() == "mine" and run_cdk == []
+
+
+def test_jsii_and_cdk_get_the_pinned_node_even_when_only_the_virtual_environment_is_on_path(tmp_path) -> None:
+    """jsii starts Node when aws_cdk is imported: with only .venv/bin on PATH the machine's Node 20 printed a page
+    of end-of-life lines on every deploy. Importing fmcluster.stacks puts node_modules' Node 22 first."""
+    import os
+    import subprocess
+    import sys
+
+    from support import ROOT
+
+    if not (ROOT / "node_modules" / ".bin" / "node").exists():
+        raise AssertionError("node_modules/.bin/node missing: run `npm ci` (make setup)")
+    code = ("import os, shutil; import fmcluster.stacks, aws_cdk; "
+            "print(shutil.which('node')); print(os.environ['PATH'].split(os.pathsep)[0])")
+    env = {"PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "end-of-life" not in done.stderr and "end-of-life" not in done.stdout
+    assert done.stdout.splitlines()[0] == str(ROOT / "node_modules" / ".bin" / "node")
