@@ -19,6 +19,7 @@ from fmcluster.bootstrap.acceptance import render_acceptance
 from fmcluster.bootstrap.context import bundle_mounts_fsx
 from fmcluster.bootstrap.versions import BootstrapError
 from fmcluster.cli.bootstrap import _deployed_fsx
+from fmcluster.cli.outdir import default_out
 from fmcluster.cli.firstjob import first_job_cmd
 from fmcluster.errors import ConfigError
 
@@ -36,8 +37,8 @@ def _group() -> None:
 @app.command("render")
 def render_cmd(
     project: Annotated[str, typer.Argument(help="A project name under projects/, or a path to a YAML file.")],
-    out: Annotated[Path, typer.Option("--out", help="Directory to write the jobs into (copy it to shared storage).")]
-    = Path("acceptance"),
+    out: Annotated[Path | None, typer.Option("--out", help="Directory to write the jobs into (copy it to shared "
+                                                          "storage). Default: out/PROJECT/acceptance.")] = None,
     image: Annotated[str | None, typer.Option(
         "--image", help="Container image with nccl-tests, run through pyxis (srun --container-image).")] = None,
     nccl_tests_dir: Annotated[str | None, typer.Option(
@@ -60,6 +61,7 @@ def render_cmd(
         typer.echo(f"--nccl-tests-dir {nccl_tests_dir!r}: give an absolute path without quotes, spaces or $", err=True)
         raise typer.Exit(USAGE_EXIT)
     cluster = plan.cluster
+    out = out or default_out(loaded.project.name, "acceptance")
     fsx = _deployed_fsx(plan.storage.spec) if bundle_mounts_fsx(cluster.driver.flavour) else None
     try:
         rendered = render_acceptance(cluster, out, image=image, nccl_tests_dir=nccl_tests_dir, fsx=fsx)

@@ -12,6 +12,7 @@ import typer
 from fmcluster import catalog, config, orchestrators
 from fmcluster.bootstrap import budget, bundles, context, profiles, render
 from fmcluster.bootstrap import versions as pinned
+from fmcluster.cli.outdir import OUTPUT_ROOT, default_out
 from fmcluster.errors import ConfigError
 from fmcluster.plan import make_plan
 
@@ -38,7 +39,8 @@ def versions() -> None:
 @app.command(name="render")
 def render_cmd(
     project: Annotated[Optional[str], typer.Argument(help="A project name under projects/, or a path to a YAML file.")] = None,
-    out: Annotated[Path, typer.Option("--out", help="Directory to write the bundles into.")] = Path("bundles"),
+    out: Annotated[Optional[Path], typer.Option("--out", help="Directory to write the bundles into. Default: "
+                                                "out/PROJECT/bundles (out/matrix with --matrix).")] = None,
     group: Annotated[Optional[list[str]], typer.Option("--group", help="Only these compute groups (repeatable).")] = None,
     role: Annotated[Optional[list[str]], typer.Option("--role", help="Only these roles: head, login, compute.")] = None,
     flavour: Annotated[Optional[str], typer.Option(help="Override the flavour: self-managed, parallelcluster, hyperpod, "
@@ -59,6 +61,7 @@ def render_cmd(
             typer.echo("--matrix renders every OS, instance type and flavour; give no PROJECT, --group, --role or --flavour",
                        err=True)
             raise typer.Exit(2)
+        out = out or OUTPUT_ROOT / "matrix"
         try:
             rows = render_matrix(out)
         except pinned.BootstrapError as exc:
@@ -75,6 +78,7 @@ def render_cmd(
         typer.echo(exc.report(), err=True)
         raise typer.Exit(exc.exit_code) from None
     proj = loaded.project
+    out = out or default_out(proj.name, "bundles")
     plan = make_plan(proj)
     cluster = plan.cluster
     for r in role or ():

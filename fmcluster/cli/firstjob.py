@@ -15,6 +15,7 @@ import typer
 from fmcluster import checks, config
 from fmcluster.bootstrap.context import bundle_mounts_fsx
 from fmcluster.bootstrap.first_job import FOLDER, FirstJob, FirstJobError, render_first_job
+from fmcluster.cli.outdir import default_out
 from fmcluster.cli.bootstrap import _deployed_fsx
 from fmcluster.contracts import stack_name
 from fmcluster.errors import ConfigError
@@ -28,8 +29,8 @@ BUCKET_OUTPUT = "BucketName"
 
 def first_job_cmd(
     project: Annotated[str, typer.Argument(help="A project name under projects/, or a path to a YAML file.")],
-    out: Annotated[Path, typer.Option("--out", help="The folder `acceptance render` wrote (first-job/ goes in it).")]
-    = Path("acceptance"),
+    out: Annotated[Path | None, typer.Option("--out", help="The folder `acceptance render` wrote (first-job/ goes "
+                                                          "in it). Default: out/PROJECT/acceptance.")] = None,
     image: Annotated[str | None, typer.Option(
         "--image", help="Container image with PyTorch, EFA and aws-ofi-nccl, run through pyxis. Default: the AWS Deep "
                         "Learning Container bootstrap/versions.yaml pins (first_job_image), by tag.")] = None,
@@ -47,6 +48,7 @@ def first_job_cmd(
         typer.echo(f"--image {image!r}: give an image reference or a .sqsh path without quotes, spaces or $", err=True)
         raise typer.Exit(USAGE_EXIT)
     cluster = plan.cluster
+    out = out or default_out(loaded.project.name, "acceptance")
     fsx = _deployed_fsx(plan.storage.spec) if bundle_mounts_fsx(cluster.driver.flavour) else None
     try:
         rendered = render_first_job(cluster, out, image=image, fsx=fsx)

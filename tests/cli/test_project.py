@@ -252,3 +252,23 @@ def test_new_from_finds_an_example_by_name(tmp_path: Path, monkeypatch) -> None:
     assert result.exit_code == 0, result.output
     assert "created from" in (tmp_path / "projects" / "trial.yaml").read_text().splitlines()[0]
     assert "p5en-hyperpod.yaml" in (tmp_path / "projects" / "trial.yaml").read_text().splitlines()[0]
+
+
+def test_commands_write_under_one_ignored_folder_by_default(tmp_path: Path, monkeypatch) -> None:
+    """diagram aside (graphviz), every command that writes files writes under out/PROJECT/ unless told otherwise;
+    out/ is git-ignored, so nothing lands in the checkout's root."""
+    from typer.testing import CliRunner
+
+    from fmcluster.cli import app
+    from support import ROOT
+
+    monkeypatch.chdir(tmp_path)
+    project = str(ROOT / "projects" / "default.yaml")
+    runner = CliRunner()
+    for args in (["acceptance", "render", project], ["acceptance", "first-job", project],
+                 ["bootstrap", "render", project], ["parallelcluster", "config", project]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, (args, result.output)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert sorted(p.name for p in (tmp_path / "out" / "default").iterdir()) == ["acceptance", "bundles", "cluster.yaml"]
+    assert "out/" in (ROOT / ".gitignore").read_text().splitlines()
