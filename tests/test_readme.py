@@ -94,3 +94,47 @@ def _make_targets() -> set[str]:
 def test_every_make_command_is_a_target(line: str) -> None:
     words = [w for w in line.split()[1:] if "=" not in w]
     assert words and all(w in _make_targets() for w in words), f"{line!r}: targets are {sorted(_make_targets())}"
+
+
+QUICK_PATH = next(body for lang, body in BLOCKS if "fmcluster new llama-pretrain" in body and "destroy" in body)
+"""The block of README's "From a new project to a first job, and back": one command a step."""
+
+
+def test_the_first_screen_says_what_it_is_and_how_to_set_up() -> None:
+    first = README.split("\n## ", 2)
+    assert first[0].lstrip().startswith("# fmcluster") and "training cluster on AWS" in first[0]
+    assert first[1].startswith("Set up") and "make synth" in first[1] and "make test" in first[1]
+    assert README.index("## From a new project to a first job") < README.index("## A project file")
+
+
+def test_the_quick_path_walks_from_new_to_destroy_in_order() -> None:
+    steps = [line.split("#", 1)[0].split() for line in QUICK_PATH.splitlines() if line.strip()]
+    words = [" ".join(s[:3]) if s[1] in ("acceptance", "dashboards") else " ".join(s[:2]) for s in steps]
+    assert words == ["fmcluster new", "fmcluster validate", "fmcluster plan", "fmcluster preflight", "cdk bootstrap",
+                     "fmcluster deploy", "fmcluster status", "fmcluster connect", "fmcluster acceptance render",
+                     "fmcluster acceptance first-job", "fmcluster dashboards push", "fmcluster destroy"]
+
+
+def test_the_quick_path_s_offline_steps_run_as_written_on_a_fresh_folder(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """new, validate, plan (with its cost, no credentials), acceptance render and first-job, literally as README
+    writes them, in an empty folder: the steps that call AWS are rehearsed against moto (tests/rehearsal) and by
+    their own tests."""
+    from typer.testing import CliRunner
+
+    from fmcluster.cli import app as cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FMCLUSTER_PROJECTS_DIR", str(tmp_path / "projects"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    runner = CliRunner()
+    offline = ("new", "validate", "plan", "acceptance")
+    for line in QUICK_PATH.splitlines():
+        words = line.split("#", 1)[0].split()
+        if not words or words[0] != "fmcluster" or words[1] not in offline:
+            continue
+        result = runner.invoke(cli, words[1:])
+        assert result.exit_code == 0, (line, result.output)
+    assert (tmp_path / "projects" / "llama-pretrain.yaml").is_file()
+    assert (tmp_path / "acceptance" / "first-job").is_dir()
