@@ -71,8 +71,10 @@ def plan_rows(plan: Plan, data: dict, lines: Table) -> None:
         if group["deep_health_checks"]:
             detail += f"; deep health checks {', '.join(group['deep_health_checks'])}"
         row(lines, f"group {group['name']}", detail)
-        if group["training_plan_arn"]:
-            row(lines, "  training plan", group["training_plan_arn"])
+        if group["training_plan_arn"]:  # arn:aws:sagemaker:REGION:ACCOUNT:training-plan/NAME, in words that wrap
+            # between identifiers, never inside one (the whole ARN is in `plan -o json` and the project file)
+            _, _, _, region, account, resource = group["training_plan_arn"].split(":", 5)
+            row(lines, "  training plan", f"{resource.split('/', 1)[-1]} in {region}, account {account}")
         u = group["ultraservers"]
         if u:
             row(lines, "  UltraServers", f"{u['servers']} x {u['type']} ({u['instances_per_server']} instances "

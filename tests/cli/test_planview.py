@@ -270,3 +270,22 @@ def test_the_checkpoint_share_of_wall_time_is_shown(tmp_path: Path) -> None:
         assert "0.16 node failures a day over 32 nodes: <0.1% restoring (48 s each), 0.2% redoing lost work" in text
         assert "checkpoint share 2.7% writing and restoring (within 5%)" in text
         assert re.search(r"under 5% from [\d,]+ GiB at \d+ MB/s per TiB \(the smallest file system\)", text)
+
+
+def test_a_training_plan_is_named_in_words_never_cut_inside_its_arn() -> None:
+    """At 60 columns the ARN (one 60-character token) was folded in the middle of its ID; the plan names the plan,
+    its Region and account instead, each a short word (the ARN stays in -o json)."""
+    import os
+
+    from typer.testing import CliRunner
+
+    from fmcluster.cli import app
+    from support import ROOT
+
+    path = str(ROOT / "examples" / "p6e-gb200-hyperpod-training-plan.yaml")
+    text = CliRunner().invoke(app, ["plan", path], env={**os.environ, "COLUMNS": "60"}).output
+    [line] = [line for line in text.splitlines() if "training plan " in line]
+    assert "gb200 in us-east-1, account 111122223333" in line
+    assert "arn:aws:sagemaker" not in text
+    data = CliRunner().invoke(app, ["plan", path, "-o", "json"]).output
+    assert "arn:aws:sagemaker:us-east-1:111122223333:training-plan/gb200" in data
