@@ -255,7 +255,7 @@ def dispatcher_script(project: str, sums_by_instance_type: dict[str, str], metri
 
 
 LAUNCHER_NAME = "fmcluster-launch.sh"
-LAUNCHER_SHA256 = "0" * 64
+LAUNCHER_SHA256 = "088cee4572c907b086bf01dd66943d7e89278152996f8e720586a3ad1c51d4e4"
 """The sha256 of :func:`launcher_script`. Every deployed ParallelCluster cluster names the launcher's asset (its
 content hash) in OnNodeConfigured, which ParallelCluster never updates: a launcher with other content makes every
 cluster's next deploy a change ParallelCluster refuses. A test holds the launcher to this digest; change both only
