@@ -2,7 +2,8 @@
 
 Self-managed nodes (``orchestrator.type: none``) get one bundle per compute group, run by
 the launch template's user data. ParallelCluster nodes get one archive holding a bundle per
-instance type, and a dispatcher run as ``OnNodeConfigured`` that picks and checks its own.
+instance type, a dispatcher per node role that picks and checks its own, and the launcher, their
+custom action, which runs the dispatcher their role's bootstrap pointer names.
 HyperPod instance groups get one lifecycle bundle each, uploaded under the group's prefix.
 Bundles go to a folder of the cloud assembly (``cdk.out/fmcluster-bundles/PROJECT/``), from
 which CDK publishes them as assets.
@@ -10,6 +11,7 @@ which CDK publishes them as assets.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,12 +21,14 @@ from fmcluster.bootstrap.context import BootstrapContext, FsxMount, context_for
 from fmcluster.bootstrap.render import (
     ENTRY_NAME,
     HEAD_NODE_BUNDLE,
+    LAUNCHER_NAME,
     dispatcher_script,
     entry_script,
+    launcher_script,
     render_bundle,
 )
 
-from fmcluster.contracts import MountContract
+from fmcluster.contracts import COMPUTE_POINTER_ROLE, HEAD_POINTER_ROLE, MountContract
 from fmcluster.generate import schedulers
 from fmcluster.generate.hyperpod import instance_groups
 from fmcluster.plan import ClusterPlan
@@ -52,10 +56,14 @@ class GroupBundle:
 
 @dataclass(frozen=True)
 class DispatchedBundles:
-    """ParallelCluster: one bundle per instance type in ``bundles``, and the dispatcher script."""
+    """ParallelCluster: one bundle per instance type (and the head node's) in ``bundles``; per node role
+    (``fmcluster.contracts.HEAD_POINTER_ROLE``, ``COMPUTE_POINTER_ROLE``) a dispatcher that knows only that role's
+    bundles, and its sha256 (what the role's bootstrap pointer names); the launcher, every node's custom action."""
 
     bundles: Path
-    dispatcher: Path
+    dispatchers: dict[str, Path]
+    digests: dict[str, str]
+    launcher: Path
 
 
 def qos_partitions(cluster: ClusterPlan) -> tuple[str, ...]:
@@ -150,16 +158,26 @@ def render_group_bundles(cluster: ClusterPlan, fsx: MountContract | None, fsx_at
     return bundles
 
 
-def render_dispatched_bundles(cluster: ClusterPlan, out_dir: Path) -> DispatchedBundles:
-    """One bundle per instance type and the head node's (:func:`dispatched_contexts`), and the dispatcher, which
-    every node runs."""
+def render_dispatched_bundles(cluster: ClusterPlan, out_dir: Path, metrics: bool = False) -> DispatchedBundles:
+    """One bundle per instance type (ParallelCluster mounts FSx itself, so the bundles do not), the head node's
+    (pyxis in the shared plugstack.conf; its exporters, the Slurm exporter among them), a dispatcher per node role
+    (``metrics``: the project's metrics workspace is on, so the dispatchers need its URL), and the launcher."""
     root = _fresh(out_dir)
     sums = {name: render_bundle(ctx, root / "bundles" / name).sums_sha256
             for name, ctx in dispatched_contexts(cluster).items()}
-    dispatcher = root / "dispatch" / "on-node-configured.sh"
-    dispatcher.parent.mkdir(parents=True)
-    dispatcher.write_text(dispatcher_script(cluster.project, sums))
-    return DispatchedBundles(bundles=root / "bundles", dispatcher=dispatcher)
+    (root / "dispatch").mkdir(parents=True)
+    by_role = {HEAD_POINTER_ROLE: {HEAD_NODE_BUNDLE: sums[HEAD_NODE_BUNDLE]},
+               COMPUTE_POINTER_ROLE: {k: v for k, v in sums.items() if k != HEAD_NODE_BUNDLE}}
+    dispatchers, digests = {}, {}
+    for role, role_sums in by_role.items():
+        text = dispatcher_script(cluster.project, role_sums, metrics=metrics).encode()
+        dispatchers[role] = root / "dispatch" / f"{role}.sh"
+        dispatchers[role].write_bytes(text)
+        digests[role] = hashlib.sha256(text).hexdigest()
+    launcher = root / "launch" / LAUNCHER_NAME
+    launcher.parent.mkdir(parents=True)
+    launcher.write_text(launcher_script())
+    return DispatchedBundles(bundles=root / "bundles", dispatchers=dispatchers, digests=digests, launcher=launcher)
 
 
 def _fresh(folder: Path) -> Path:
@@ -194,7 +212,7 @@ Renderer = Callable[[ClusterPlan, Path, "MountContract | None", bool, "str | Non
 
 RENDERERS: dict[str, Renderer] = {
     "none": lambda cluster, out, fsx, at_boot, url: render_group_bundles(cluster, fsx, at_boot, out, url),
-    "parallelcluster": lambda cluster, out, fsx, at_boot, url: render_dispatched_bundles(cluster, out),
+    "parallelcluster": lambda cluster, out, fsx, at_boot, url: render_dispatched_bundles(cluster, out, url is not None),
     "hyperpod": lambda cluster, out, fsx, at_boot, url: render_lifecycle_bundles(cluster, out),
     # PCS runs each group's bundle from the node group's launch template, as self-managed nodes do, and one on its
     # login nodes
@@ -203,8 +221,8 @@ RENDERERS: dict[str, Renderer] = {
 }
 """The bootstrap stage's table of orchestrators (:mod:`fmcluster.orchestrators`): how each renders its nodes'
 bundles, from the cluster, the folder, the FSx mount contract (its identity known only at boot when ``at_boot``)
-and the metrics workspace's remote-write URL. Where the orchestrator mounts FSx or configures the agents itself,
-its renderer ignores them."""
+and the metrics workspace's remote-write URL (ParallelCluster's: only whether there is one). Where the orchestrator
+mounts FSx or configures the agents itself, its renderer ignores them."""
 
 
 def render_bundles(cluster: ClusterPlan, out_dir: Path, fsx: MountContract | None, fsx_at_boot: bool,

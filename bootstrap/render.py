@@ -243,13 +243,30 @@ HEAD_NODE_BUNDLE = "head-node"
 """ParallelCluster: the folder (and dispatcher key) of the head node's bundle, beside the instance types'."""
 
 
-def dispatcher_script(project: str, sums_by_instance_type: dict[str, str]) -> str:
+def dispatcher_script(project: str, sums_by_instance_type: dict[str, str], metrics: bool = False) -> str:
     """One script for nodes of several instance types: fetches an archive holding one bundle per
     instance type (each in a folder named after it), checks this node's bundle against its
-    rendered :attr:`Manifest.sums_sha256`, and runs it. Takes the archive's S3 URI as ``$1``."""
+    rendered :attr:`Manifest.sums_sha256`, and runs it. Takes the archive's S3 URI as ``$1``; with ``metrics``
+    (the project's metrics workspace is on) it needs the workspace's remote-write URL as ``$2``, so the script's
+    digest tells a cluster with metrics from one without."""
     for itype, digest in sums_by_instance_type.items():
         if not re.fullmatch(r"[a-z0-9.-]+", itype) or not re.fullmatch(r"[0-9a-f]{64}", digest):
             raise BootstrapError(f"dispatcher: bad bundle entry {itype!r}: {digest!r}")
     return _environment().get_template("dispatch.sh.j2").render(
         project=project, sums=sorted(sums_by_instance_type.items()), entry=ENTRY_NAME,
-        head_bundle=HEAD_NODE_BUNDLE)
+        head_bundle=HEAD_NODE_BUNDLE, metrics=metrics)
+
+
+LAUNCHER_NAME = "fmcluster-launch.sh"
+LAUNCHER_SHA256 = "088cee4572c907b086bf01dd66943d7e89278152996f8e720586a3ad1c51d4e4"
+"""The sha256 of :func:`launcher_script`. Every deployed ParallelCluster cluster names the launcher's asset (its
+content hash) in OnNodeConfigured, which ParallelCluster never updates: a launcher with other content makes every
+cluster's next deploy a change ParallelCluster refuses. A test holds the launcher to this digest; change both only
+with a release note that deployed clusters must be recreated."""
+
+
+def launcher_script() -> str:
+    """The launcher (``templates/bootstrap/launch.sh.j2``): the same text for every project and setting. It reads a
+    bootstrap pointer (an SSM parameter: ``<s3 URL> <sha256> [args...]``), downloads the script it names, checks the
+    digest and runs it (see the script's header)."""
+    return _environment().get_template("launch.sh.j2").render()

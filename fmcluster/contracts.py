@@ -75,8 +75,25 @@ CLUSTER_NAME_OUTPUT = "ParallelClusterName"
 makes and the ``parallelcluster:cluster-name`` tag of its instances (``fmcluster status``, ``connect``)."""
 HEAD_NODE_IP_OUTPUT = "HeadNodePrivateIp"
 BOOTSTRAP_OUTPUT = "BootstrapEntryUri"
+"""The launcher, every ParallelCluster node's custom action (its content never changes, nor its URL)."""
 BOOTSTRAP_ARGS_OUTPUT = "BootstrapBundlesUri"
-"""The argument of the OnNodeConfigured script: the archive of per-instance-type bundles."""
+"""The archive of per-instance-type bundles the pointers' dispatchers fetch (for a person to read; no action names
+it)."""
+BOOTSTRAP_POINTER_OUTPUTS = {
+    # output key -> BootstrapContract field
+    "BootstrapHeadPointerArn": "head_pointer_arn",
+    "BootstrapComputePointerArn": "compute_pointer_arn",
+    "BootstrapHeadDigest": "head_digest",
+}
+
+
+HEAD_POINTER_ROLE, COMPUTE_POINTER_ROLE = "head-node", "compute"
+"""ParallelCluster's node roles with a bootstrap pointer each: the head node; every queue's compute nodes."""
+
+
+def bootstrap_pointer_name(project: str, role: str) -> str:
+    """The SSM parameter naming what a ParallelCluster node role (``head-node``, ``compute``) runs at boot."""
+    return f"/fmcluster/{project}/bootstrap/{role}"
 
 
 def export_name(project: str, output_key: str) -> str:
@@ -159,3 +176,19 @@ class AccountingContract:
     secret_arn: str
     client_security_group_id: str
     """Put this group on slurmdbd's host (the head node or controller): the database admits it alone."""
+
+
+@dataclass(frozen=True)
+class BootstrapContract:
+    """From ``NAME-cluster`` (ParallelCluster): the custom actions' launcher and what it reads.
+
+    Each node role has a pointer (an SSM parameter, :func:`bootstrap_pointer_name`) that every deploy rewrites with
+    the S3 URL and sha256 of the role's current dispatcher and its arguments; the launcher and the pointers' ARNs,
+    all ParallelCluster's configuration names, never change. ``head_digest`` is the sha256 the head node's pointer
+    names: the head node's OnNodeUpdated carries it, so a new head-node bundle is a change ParallelCluster applies
+    (SUPPORTED) by running the launcher there again."""
+
+    launcher_uri: str
+    head_pointer_arn: str
+    compute_pointer_arn: str
+    head_digest: str

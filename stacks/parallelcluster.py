@@ -1,16 +1,22 @@
-"""The ParallelCluster cluster inside ``NAME-cluster``: the node policy, and (``create_cluster``)
-ParallelCluster's CloudFormation provider with a ``Custom::PclusterCluster`` resource.
+"""The ParallelCluster cluster inside ``NAME-cluster``: the bootstrap pointers, the node policy, and
+(``create_cluster``) ParallelCluster's CloudFormation provider with a ``Custom::PclusterCluster`` resource.
 
 Used by :class:`fmcluster.stacks.cluster.ClusterStack` when ``orchestrator.type`` is
 ``parallelcluster``. The configuration is :func:`fmcluster.generate.parallelcluster.cluster_config`
-with tokens for the subnet, security groups, file system, policy and bootstrap object.
+with tokens for the subnet, security groups, file system, policy, launcher and pointers.
+
+Every node's custom action is the launcher, whose URL (its content hash) never changes; what it runs is named by
+the node role's pointer, an SSM parameter this stack rewrites on every deploy (CloudFormation updates a parameter's
+value in place). A new bundle changes the pointers, and the head node's OnNodeUpdated digest -- never a key
+ParallelCluster refuses to update (:func:`fmcluster.generate.parallelcluster.custom_actions`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import (
@@ -27,19 +33,25 @@ from aws_cdk import (
     aws_iam as iam,
 )
 from aws_cdk import aws_s3_assets as s3_assets
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 from fmcluster.bootstrap.bundles import DispatchedBundles
 
 from fmcluster.contracts import (
     BOOTSTRAP_ARGS_OUTPUT,
     BOOTSTRAP_OUTPUT,
+    BOOTSTRAP_POINTER_OUTPUTS,
     CLUSTER_NAME_OUTPUT,
+    COMPUTE_POINTER_ROLE,
+    HEAD_POINTER_ROLE,
     HEAD_NODE_IP_OUTPUT,
     NODE_POLICY_OUTPUT,
     AccountingContract,
+    BootstrapContract,
     MetricsContract,
     NetworkContract,
     StorageContract,
+    bootstrap_pointer_name,
     export_name,
     node_policy_name,
 )
@@ -50,27 +62,64 @@ PROVIDER_TEMPLATE = ("https://${AWS::Region}-aws-parallelcluster.s3.${AWS::Regio
                      "/parallelcluster/%s/templates/custom_resource/cluster.yaml")
 
 
-class ParallelClusterCluster(Construct):
-    """The node policy, its output, and -- unless ``create_cluster: false`` -- the cluster itself.
+@dataclass(frozen=True)
+class Pointer:
+    """What a node role's launcher runs: a script's S3 URL, its sha256, and its arguments (tokens allowed)."""
 
-    ``bootstrap_uri``: S3 URI of the bundle's entry script, run by every compute node as
-    ``OnNodeConfigured``. ``bootstrap_read_arns``: the S3 object ARNs (or ``<bucket-arn>/<prefix>/*``)
-    the nodes must read to run it. ``scripts_bucket_arn``: the bucket the cluster's custom-action scripts are
-    assets in (CDK's asset bucket); the provider may read its ``*.sh`` objects, every custom action's script.
+    script_uri: str
+    sha256: str
+    args: Sequence[str] = ()
+
+    def value(self) -> str:
+        """The parameter's value, as the launcher reads it: ``<s3 URL> <sha256> [args...]``."""
+        return Fn.join(" ", [self.script_uri, self.sha256, *self.args])
+
+
+POINTER_IDS = {HEAD_POINTER_ROLE: "BootstrapPointerHeadNode", COMPUTE_POINTER_ROLE: "BootstrapPointerCompute"}
+POINTER_OUTPUTS_TEXT = {
+    "head_pointer_arn": "SSM parameter naming what the head node's launcher runs (its custom actions' argument)",
+    "compute_pointer_arn": "SSM parameter naming what compute nodes' launcher runs (the queues' custom action argument)",
+    "head_digest": "sha256 of the head node's dispatcher (the argument of its OnNodeUpdated)",
+}
+
+
+class ParallelClusterCluster(Construct):
+    """The bootstrap pointers, the node policy, their outputs, and -- unless ``create_cluster: false`` -- the
+    cluster itself.
+
+    ``launcher_uri``: S3 URI of the launcher, every node's custom action. ``pointers``: per node role
+    (``HEAD_POINTER_ROLE``, ``COMPUTE_POINTER_ROLE``) what the launcher runs there; each becomes an SSM parameter.
+    ``bootstrap_read_arns``: the S3 object ARNs (or ``<bucket-arn>/<prefix>/*``) the nodes must read to run them.
+    ``launcher_read_arn``: the launcher's object ARN, which ParallelCluster's provider checks (the only script a
+    custom action names).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, plan: ClusterPlan,
-                 network: NetworkContract, storage: StorageContract | None, bootstrap_uri: str,
-                 bootstrap_read_arns: Sequence[str], metrics: MetricsContract | None = None,
-                 bootstrap_args: Sequence[str] = (), scripts_bucket_arn: str | None = None,
+                 network: NetworkContract, storage: StorageContract | None, launcher_uri: str,
+                 pointers: Mapping[str, Pointer], bootstrap_read_arns: Sequence[str],
+                 metrics: MetricsContract | None = None, launcher_read_arn: str | None = None,
                  accounting: AccountingContract | None = None) -> None:
         super().__init__(scope, construct_id)
         settings = plan.pcluster
         project = plan.project
         stack = Stack.of(self)
         self.cluster_name = plan.pcluster_name
-        self.scripts_bucket_arn = scripts_bucket_arn
+        self.launcher_read_arn = launcher_read_arn
         self.accounting = accounting
+        self.pointers = {role: ssm.StringParameter(
+            self, POINTER_IDS[role],
+            parameter_name=bootstrap_pointer_name(project, role),
+            string_value=pointers[role].value(),
+            # names the role alone, never the bundle: the value is what deploys change
+            description=f"fmcluster {project}: what the {role} nodes' launcher runs (<s3 URL> <sha256> [args])",
+            tier=ssm.ParameterTier.STANDARD,
+        ) for role in (HEAD_POINTER_ROLE, COMPUTE_POINTER_ROLE)}
+        self.bootstrap = BootstrapContract(
+            launcher_uri=launcher_uri,
+            head_pointer_arn=self.pointers[HEAD_POINTER_ROLE].parameter_arn,
+            compute_pointer_arn=self.pointers[COMPUTE_POINTER_ROLE].parameter_arn,
+            head_digest=pointers[HEAD_POINTER_ROLE].sha256,
+        )
 
         self.node_policy = iam.ManagedPolicy(
             self, "NodePolicy",
@@ -80,7 +129,8 @@ class ParallelClusterCluster(Construct):
             description=f"fmcluster {project}: what ParallelCluster nodes need (bootstrap bundle, metrics)",
             document=iam.PolicyDocument.from_json({
                 "Version": "2012-10-17",
-                "Statement": generate.node_policy_statements(bootstrap_read_arns, metrics),
+                "Statement": generate.node_policy_statements(
+                    bootstrap_read_arns, metrics, [p.parameter_arn for p in self.pointers.values()]),
             }),
         )
         for arn in bootstrap_read_arns:
@@ -95,9 +145,11 @@ class ParallelClusterCluster(Construct):
                   export_name=export_name(project, NODE_POLICY_OUTPUT))
         CfnOutput(stack, CLUSTER_NAME_OUTPUT, value=self.cluster_name,
                   description="ParallelCluster cluster name (and its stack's; fmcluster status reads both)")
+        for key, field in BOOTSTRAP_POINTER_OUTPUTS.items():
+            CfnOutput(stack, key, value=getattr(self.bootstrap, field), description=POINTER_OUTPUTS_TEXT[field])
 
         self.configuration = generate.cluster_config(
-            plan, network=network, storage=storage, bootstrap_uri=bootstrap_uri, bootstrap_args=bootstrap_args,
+            plan, network=network, storage=storage, bootstrap=self.bootstrap,
             node_policy_arns=[self.node_policy.managed_policy_arn], region=Aws.REGION, partition=Aws.PARTITION,
             accounting=accounting,
         )
@@ -115,14 +167,13 @@ class ParallelClusterCluster(Construct):
             resources=[roles],
             conditions={"ArnEquals": {"iam:PolicyARN": [self.node_policy.managed_policy_arn, *extra_policies]}},
         )]
-        scripts = None
-        if self.scripts_bucket_arn is not None:
+        if self.launcher_read_arn is not None:
             # The provider's Lambda reads only parallelcluster-* buckets (aws-parallelcluster
             # cloudformation/custom_resource/cluster.yaml, its policies; FACTS.md section 5): without this its check
-            # of the custom actions' script URLs gets a 403 and reports a validation warning.
-            scripts = f"{self.scripts_bucket_arn}/*.sh"
+            # of the custom actions' script URL (the launcher, every action's script) gets a 403 and reports a
+            # validation warning.
             statements.append(iam.PolicyStatement(sid="ReadCustomActionScripts", actions=["s3:GetObject"],
-                                                  resources=[scripts]))
+                                                  resources=[self.launcher_read_arn]))
         if self.accounting is not None:
             # ParallelCluster validates SlurmSettings.Database.PasswordSecretArn with secretsmanager:DescribeSecret
             # (PasswordSecretArnValidator, pcluster/validators/directory_service_validators.py, 3.16.1); without it
@@ -137,12 +188,6 @@ class ParallelClusterCluster(Construct):
             description=f"fmcluster {project}: let the ParallelCluster provider attach the node policies",
             statements=statements,
         )
-        if scripts is not None:
-            Validations.of(attach).acknowledge(Acknowledgment(
-                id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag_text(Stack.of(self), scripts)}]",
-                reason="Read-only: the shell scripts (content-hashed assets) in CDK's asset bucket, which ParallelCluster's "
-                       "provider checks for every custom action; nothing else of the bucket.",
-            ))
         Validations.of(attach).acknowledge(Acknowledgment(
             id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag_text(Stack.of(self), roles)}]",
             reason="ParallelCluster names the node roles when it creates the cluster; the path is this cluster's "
@@ -163,6 +208,8 @@ class ParallelClusterCluster(Construct):
                 "DeletionPolicy": deletion_policy,
             },
         )
+        # The configuration names the pointers (a Ref each, in their ARNs): CloudFormation writes their new values
+        # before ParallelCluster runs the head node's OnNodeUpdated.
         stack = Stack.of(self)
         CfnOutput(stack, HEAD_NODE_IP_OUTPUT, value=self.cluster.get_att_string("headNode.privateIpAddress"),
                   description="Private IP of the ParallelCluster head node; `fmcluster connect PROJECT` starts "
@@ -196,19 +243,23 @@ def _nag_text(stack: Stack, value: str) -> str:
 
 
 def build(stack: Any, bundles: DispatchedBundles, metrics: MetricsContract | None) -> None:
-    """The archive of per-instance-type bundles, and the dispatcher as the OnNodeConfigured action, in ``stack``
-    (:data:`fmcluster.stacks.cluster.BUILDERS`)."""
+    """The archive of per-instance-type bundles, a dispatcher per node role, and the launcher every node runs as its
+    custom action, in ``stack`` (:data:`fmcluster.stacks.cluster.BUILDERS`)."""
     archive = s3_assets.Asset(stack, "BootstrapBundles", path=str(bundles.bundles))
-    dispatcher = s3_assets.Asset(stack, "BootstrapDispatcher", path=str(bundles.dispatcher))
+    launcher = s3_assets.Asset(stack, "BootstrapLauncher", path=str(bundles.launcher))
+    dispatchers = {role: s3_assets.Asset(stack, POINTER_IDS[role].replace("Pointer", "Dispatcher"), path=str(path))
+                   for role, path in bundles.dispatchers.items()}
+    # the archive of bundles, and the metrics workspace the nodes' agents remote-write to
+    args = [archive.s3_object_url, *([metrics.remote_write_url] if metrics else [])]
+    reads = [a.bucket.arn_for_objects(a.s3_object_key) for a in (launcher, *dispatchers.values(), archive)]
     ParallelClusterCluster(
         stack, "ParallelCluster", plan=stack.plan, network=stack.network, storage=stack.storage,
-        bootstrap_uri=dispatcher.s3_object_url,
-        # the archive of bundles, and the metrics workspace the nodes' agents remote-write to
-        bootstrap_args=[archive.s3_object_url, *([metrics.remote_write_url] if metrics else [])],
-        bootstrap_read_arns=[a.bucket.arn_for_objects(a.s3_object_key) for a in (dispatcher, archive)],
-        metrics=metrics, scripts_bucket_arn=dispatcher.bucket.bucket_arn, accounting=stack.accounting,
+        launcher_uri=launcher.s3_object_url,
+        pointers={role: Pointer(a.s3_object_url, bundles.digests[role], args) for role, a in dispatchers.items()},
+        bootstrap_read_arns=reads, metrics=metrics, accounting=stack.accounting,
+        launcher_read_arn=launcher.bucket.arn_for_objects(launcher.s3_object_key),
     )
-    CfnOutput(stack, BOOTSTRAP_OUTPUT, value=dispatcher.s3_object_url,
-              description="OnNodeConfigured script; its argument is BootstrapBundlesUri")
+    CfnOutput(stack, BOOTSTRAP_OUTPUT, value=launcher.s3_object_url,
+              description="The custom actions' script (the launcher); its arguments are the Bootstrap*Pointer outputs")
     CfnOutput(stack, BOOTSTRAP_ARGS_OUTPUT, value=archive.s3_object_url,
-              description="Archive of the bootstrap bundles, one per instance type")
+              description="Archive of the bootstrap bundles, one per instance type (the pointers name it)")

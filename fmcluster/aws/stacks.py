@@ -15,8 +15,8 @@ from fmcluster.aws.session import is_account_problem
 from fmcluster.contracts import (
     ACCOUNTING_OUTPUTS,
     ACCOUNTING_USER,
-    BOOTSTRAP_ARGS_OUTPUT,
     BOOTSTRAP_OUTPUT,
+    BOOTSTRAP_POINTER_OUTPUTS,
     BUCKET_OUTPUTS,
     FILE_SYSTEM_OUTPUTS,
     GRAFANA_WORKSPACE_OUTPUT,
@@ -24,6 +24,7 @@ from fmcluster.contracts import (
     NODE_POLICY_OUTPUT,
     PROMETHEUS_WORKSPACE_OUTPUT,
     AccountingContract,
+    BootstrapContract,
     MountContract,
     NetworkContract,
     StorageContract,
@@ -85,14 +86,16 @@ def accounting_contract(cfn: Any, project: str) -> AccountingContract:
 
 
 def contracts_from_stacks(cfn: Any, project: str, storage: StoragePlan | None = None,
-                          ) -> tuple[NetworkContract, StorageContract, str, list[str], str]:
-    """Network and storage contracts, bootstrap URI and arguments, node policy ARN from the deployed stacks."""
+                          ) -> tuple[NetworkContract, StorageContract, BootstrapContract, str]:
+    """Network and storage contracts, the custom actions' launcher and pointers, node policy ARN from the deployed
+    stacks."""
     network = network_contract(cfn, project)
     contract = storage_contract(cfn, project, storage)
     name = stack_name(project, "cluster")
     clu = stack_outputs(cfn, name)
-    return (network, contract, _need(clu, name, BOOTSTRAP_OUTPUT), [_need(clu, name, BOOTSTRAP_ARGS_OUTPUT)],
-            _need(clu, name, NODE_POLICY_OUTPUT))
+    bootstrap = BootstrapContract(launcher_uri=_need(clu, name, BOOTSTRAP_OUTPUT),
+                                  **{field: _need(clu, name, key) for key, field in BOOTSTRAP_POINTER_OUTPUTS.items()})
+    return network, contract, bootstrap, _need(clu, name, NODE_POLICY_OUTPUT)
 
 
 def grafana_workspace_id(cfn: Any, project: str) -> str:

@@ -19,8 +19,8 @@ from fmcluster.generate import pcluster_update as pu
 
 HINTS = {
     "HeadNode.CustomActions.OnNodeConfigured":
-        "the head node's bootstrap (its script or bundle) changed; ParallelCluster runs OnNodeConfigured only when "
-        "the head node is created",
+        "the head node's custom action changed: a cluster deployed before fmcluster's bootstrap launcher names its "
+        "old script; ParallelCluster runs OnNodeConfigured only when the head node is created",
 }
 """Why a change ParallelCluster refuses happens, for the paths fmcluster writes whose reason is not obvious."""
 

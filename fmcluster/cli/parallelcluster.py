@@ -36,14 +36,13 @@ def render(loaded: config.LoadedProject, plan: Plan, *, cfn: Any | None = None, 
     name = plan.project
     if cfn is None:
         network, storage = placeholders.NETWORK, placeholders.storage(plan.storage)
-        bootstrap, policy = placeholders.bootstrap_uri(name), placeholders.node_policy_arn(name)
-        args = placeholders.bootstrap_args(name)
+        bootstrap, policy = placeholders.bootstrap(name), placeholders.node_policy_arn(name)
         origin = "placeholders (all-zero IDs): run with --from-stacks after `npx cdk deploy` for real ones"
     else:
         # Heavy, and needed only here: botocore loads for the commands that call AWS.
         from fmcluster.aws.stacks import contracts_from_stacks
 
-        network, storage, bootstrap, args, policy = contracts_from_stacks(cfn, name, plan.storage)
+        network, storage, bootstrap, policy = contracts_from_stacks(cfn, name, plan.storage)
         origin = f"the outputs of the deployed {name}-network, -storage and -cluster stacks"
     cluster = plan.cluster
     accounting = None
@@ -56,9 +55,8 @@ def render(loaded: config.LoadedProject, plan: Plan, *, cfn: Any | None = None, 
 
             accounting = accounting_contract(cfn, name)
             origin = origin.replace(" and -cluster", ", -accounting and -cluster")
-    data = generate.cluster_config(cluster, network=network, storage=storage, bootstrap_uri=bootstrap,
-                                   bootstrap_args=args, node_policy_arns=[policy], region=region or cluster.region,
-                                   accounting=accounting)
+    data = generate.cluster_config(cluster, network=network, storage=storage, bootstrap=bootstrap,
+                                   node_policy_arns=[policy], region=region or cluster.region, accounting=accounting)
     header = (f"# ParallelCluster {cluster.pcluster.version} configuration for fmcluster project "
               f"{name}, generated from {loaded.file or 'the project'}.\n# IDs: {origin}.\n"
               + "".join(f"# {line}\n" for line in next_steps(name, cluster.pcluster_name,

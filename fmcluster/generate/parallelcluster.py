@@ -18,7 +18,13 @@ from fmcluster.config.parallelcluster import (
     ParallelClusterSettings,
 )
 from fmcluster.config.accounting import DEFAULT_TRES, SlurmPolicy
-from fmcluster.contracts import AccountingContract, MetricsContract, NetworkContract, StorageContract
+from fmcluster.contracts import (
+    AccountingContract,
+    BootstrapContract,
+    MetricsContract,
+    NetworkContract,
+    StorageContract,
+)
 from fmcluster.facts import PROJECT_TAG
 from fmcluster.orchestrators import DiagramPart, SlurmTarget
 from fmcluster.plan import ClusterPlan, GroupPlan, Plan
@@ -56,14 +62,19 @@ def queues(cluster: ClusterPlan) -> tuple[Queue, ...]:
     return tuple(Queue(name, tuple(cluster.group(g) for g in members)) for name, members in mapping.items())
 
 
-def node_policy_statements(bootstrap_read_arns: Sequence[str], metrics: MetricsContract | None) -> list[dict[str, Any]]:
+def node_policy_statements(bootstrap_read_arns: Sequence[str], metrics: MetricsContract | None,
+                           pointer_arns: Sequence[str] = ()) -> list[dict[str, Any]]:
     """What every cluster node may do besides ParallelCluster's own policies: read the bootstrap
-    bundle (``bootstrap_read_arns``: its object ARNs, or ``<bucket-arn>/<prefix>/*``) and
-    remote-write metrics to the project's Prometheus workspace."""
+    bundle (``bootstrap_read_arns``: its object ARNs, or ``<bucket-arn>/<prefix>/*``) and the bootstrap pointers
+    (``pointer_arns``: the SSM parameters the launcher reads), and remote-write metrics to the project's Prometheus
+    workspace."""
     statements: list[dict[str, Any]] = [
         {"Sid": "ReadBootstrapBundle", "Effect": "Allow", "Action": "s3:GetObject",
          "Resource": list(bootstrap_read_arns)},
     ]
+    if pointer_arns:
+        statements.append({"Sid": "ReadBootstrapPointers", "Effect": "Allow", "Action": "ssm:GetParameter",
+                           "Resource": list(pointer_arns)})
     if metrics is not None:
         statements.append({"Sid": "RemoteWriteMetrics", "Effect": "Allow", "Action": "aps:RemoteWrite",
                            "Resource": metrics.workspace_arn})
@@ -75,8 +86,7 @@ def cluster_config(
     *,
     network: NetworkContract,
     storage: StorageContract | None,
-    bootstrap_uri: str,
-    bootstrap_args: Sequence[str] = (),
+    bootstrap: BootstrapContract,
     node_policy_arns: Sequence[str] = (),
     region: str | None = None,
     partition: str = "aws",
@@ -86,6 +96,9 @@ def cluster_config(
 
     ``accounting``: the accounting database (``stacks/accounting.py``), given when the project's accounting is on;
     it becomes ``SlurmSettings.Database`` and its client group joins the head node's (where slurmdbd runs).
+
+    ``bootstrap``: the launcher every node runs as its custom action, and the pointers it reads
+    (:func:`custom_actions`).
 
     ``node_policy_arns``: managed policies fmcluster made for the nodes (see
     :func:`node_policy_statements`); the project's ``extra_iam_policy_arns`` and SSM's
@@ -111,9 +124,9 @@ def cluster_config(
             security_groups if accounting is None else [*security_groups, accounting.client_security_group_id])},
         "LocalStorage": {"RootVolume": {**_root_volume(settings.head_node_root_volume_gib), "DeleteOnTermination": True}},
         "Imds": {"Secured": True},
-        # The dispatcher every node runs: on the head node it runs the head-node bundle, which puts pyxis in the
+        # The launcher every node runs: on the head node it runs the head-node bundle, which puts pyxis in the
         # shared /opt/slurm/etc/plugstack.conf (ParallelCluster ships it disabled) and runs `scontrol reconfigure`.
-        "CustomActions": {"OnNodeConfigured": _action(bootstrap_uri, bootstrap_args)},
+        "CustomActions": custom_actions(bootstrap, head=True),
         "Iam": {"AdditionalIamPolicies": list(policies)},
     }
     config["Scheduling"] = {
@@ -121,7 +134,7 @@ def cluster_config(
         "SlurmSettings": _slurm_settings(settings, imex=any(g.needs_imex for g in cluster.groups),
                                          accounting=accounting, policy=cluster.slurm_policy),
         "SlurmQueues": [
-            _queue(cluster, queue, network, security_groups, policies, bootstrap_uri, bootstrap_args)
+            _queue(cluster, queue, network, security_groups, policies, bootstrap)
             for queue in queues(cluster)
         ],
     }
@@ -149,7 +162,7 @@ def tags(cluster: ClusterPlan) -> dict[str, str]:
 
 
 def _queue(cluster: ClusterPlan, queue: Queue, network: NetworkContract, security_groups: list[str],
-           policies: list[dict[str, str]], bootstrap_uri: str, bootstrap_args: Sequence[str] = ()) -> dict[str, Any]:
+           policies: list[dict[str, str]], bootstrap: BootstrapContract) -> dict[str, Any]:
     amis = {g.ami_id for g in queue.groups}
     out: dict[str, Any] = {
         "Name": queue.name,
@@ -157,7 +170,7 @@ def _queue(cluster: ClusterPlan, queue: Queue, network: NetworkContract, securit
         "Networking": {"SubnetIds": [network.compute_subnet_id], "SecurityGroups": list(security_groups)},
         "ComputeSettings": {"LocalStorage": {"RootVolume": _root_volume(
             max(g.root_volume_gib for g in queue.groups))}},
-        "CustomActions": {"OnNodeConfigured": _action(bootstrap_uri, bootstrap_args)},
+        "CustomActions": custom_actions(bootstrap, head=False),
         "Iam": {"AdditionalIamPolicies": list(policies)},
         "ComputeResources": [_compute_resource(cluster, g) for g in queue.groups],
     }
@@ -166,8 +179,26 @@ def _queue(cluster: ClusterPlan, queue: Queue, network: NetworkContract, securit
     return out
 
 
-def _action(script: str, args: Sequence[str]) -> dict[str, Any]:
-    return {"Script": script, **({"Args": list(args)} if args else {})}
+LAUNCH_CONFIGURE, LAUNCH_UPDATE = "configure", "update"
+"""The launcher's modes (``templates/bootstrap/launch.sh.j2``)."""
+
+
+def custom_actions(bootstrap: BootstrapContract, *, head: bool) -> dict[str, Any]:
+    """A node role's ``CustomActions``: the launcher, reading the role's pointer, as ``OnNodeConfigured``.
+
+    ParallelCluster 3.16.1 never applies a change of ``HeadNode.CustomActions.OnNodeConfigured`` (update policy
+    UNSUPPORTED) and a queue's only under its QueueUpdateStrategy (``fmcluster.pcluster_update_policies``), so
+    neither names anything a deploy changes: the launcher's URL is its content hash, fixed, and the pointer's ARN
+    is fixed; the pointer's value, the current dispatcher, is what deploys change. The head node also runs the
+    launcher as ``OnNodeUpdated`` (SUPPORTED; ParallelCluster runs it after every update of the head node) with the
+    digest its pointer names: a new head-node bundle changes that digest, so ParallelCluster applies the update
+    and the head node re-runs its bundle, whose steps are idempotent; the launcher refuses any other digest."""
+    pointer = bootstrap.head_pointer_arn if head else bootstrap.compute_pointer_arn
+    out: dict[str, Any] = {"OnNodeConfigured": {"Script": bootstrap.launcher_uri, "Args": [LAUNCH_CONFIGURE, pointer]}}
+    if head:
+        out["OnNodeUpdated"] = {"Script": bootstrap.launcher_uri,
+                                "Args": [LAUNCH_UPDATE, pointer, bootstrap.head_digest]}
+    return out
 
 
 def _compute_resource(cluster: ClusterPlan, group: GroupPlan) -> dict[str, Any]:

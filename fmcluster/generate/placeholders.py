@@ -7,11 +7,15 @@ all zeros, so nobody mistakes it for a real resource; ``--from-stacks`` replaces
 from __future__ import annotations
 
 from fmcluster.contracts import (
+    COMPUTE_POINTER_ROLE,
+    HEAD_POINTER_ROLE,
     AccountingContract,
+    BootstrapContract,
     MetricsContract,
     MountContract,
     NetworkContract,
     StorageContract,
+    bootstrap_pointer_name,
     node_policy_name,
 )
 from fmcluster.plan import StoragePlan
@@ -46,12 +50,14 @@ def storage(plan: StoragePlan) -> StorageContract:
     )
 
 
-def bootstrap_uri(project: str) -> str:
-    return f"s3://{project}-bootstrap-placeholder/bootstrap/on-node-configured.sh"
+def bootstrap(project: str) -> BootstrapContract:
+    """The launcher and the two pointers (an all-zero digest: no bundle was rendered)."""
+    def pointer(role: str) -> str:
+        return f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter{bootstrap_pointer_name(project, role)}"
 
-
-def bootstrap_args(project: str) -> list[str]:
-    return [f"s3://{project}-bootstrap-placeholder/bootstrap/bundles.zip"]
+    return BootstrapContract(launcher_uri=f"s3://{project}-bootstrap-placeholder/bootstrap/fmcluster-launch.sh",
+                             head_pointer_arn=pointer(HEAD_POINTER_ROLE), compute_pointer_arn=pointer(COMPUTE_POINTER_ROLE),
+                             head_digest="0" * 64)
 
 
 def node_policy_arn(project: str) -> str:

@@ -69,3 +69,15 @@ def test_refuses_an_unknown_type_and_a_tampered_bundle(tmp_path: Path) -> None:
 def test_rejects_bad_entries() -> None:
     with pytest.raises(versions.BootstrapError):
         render.dispatcher_script("demo", {"p5.48xlarge; rm -rf /": "0" * 64})
+
+
+def test_with_metrics_it_needs_the_remote_write_url(tmp_path: Path) -> None:
+    """The head node's OnNodeUpdated digest is its dispatcher's: metrics turned on or off changes the dispatcher,
+    so ParallelCluster re-runs the head node's bundle, whose agent then starts (or not)."""
+    archive, sums = _archive(tmp_path, {"p5.48xlarge": "p5"})
+    script = render.dispatcher_script("demo", sums, metrics=True)
+    assert script != render.dispatcher_script("demo", sums)
+    checked = subprocess.run([SHELLCHECK, "-s", "bash", "-"], input=script, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout
+    result = _run(tmp_path, script, archive, "p5.48xlarge")
+    assert result.returncode == 1 and "no remote-write URL came" in result.stderr

@@ -6,6 +6,7 @@ included pyxis.conf at the same path."""
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import zipfile
 from pathlib import Path
@@ -56,9 +57,10 @@ def test_parallelcluster_head_node_runs_its_bundle_and_reconfigures_slurm(tmp_pa
     plugstack = sb.root / "opt/slurm/etc/plugstack.conf"
     plugstack.parent.mkdir(parents=True, exist_ok=True)
     plugstack.write_text(WILDCARD + "\n")
-    dispatcher = dispatched.dispatcher.read_text()
-    assert subprocess.run([SHELLCHECK, "-s", "bash", "-"], input=dispatcher, capture_output=True, text=True).returncode == 0
-    res = subprocess.run(["bash", str(dispatched.dispatcher), "s3://bucket/bundles.zip"], env=sb.env, cwd=sb.path,
+    dispatcher = dispatched.dispatchers["head-node"]
+    assert subprocess.run([SHELLCHECK, "-s", "bash", "-"], input=dispatcher.read_text(), capture_output=True,
+                          text=True).returncode == 0
+    res = subprocess.run(["bash", str(dispatcher), "s3://bucket/bundles.zip"], env=sb.env, cwd=sb.path,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "role head, flavour parallelcluster" in res.stderr + res.stdout
@@ -76,16 +78,28 @@ def test_parallelcluster_head_node_runs_its_bundle_and_reconfigures_slurm(tmp_pa
     assert (sb.root / "etc/systemd/system/fmcluster-slurm-metrics.service").exists()
 
 
-def test_the_head_node_runs_the_same_action_as_the_queues() -> None:
+def test_the_head_node_runs_the_same_launcher_as_the_queues_with_its_own_pointer() -> None:
     from fmcluster.generate import placeholders
 
+    plan = make_plan(make_project("p5.48xlarge", "ubuntu-22.04", "parallelcluster"))
+    bootstrap = placeholders.bootstrap(plan.project)
+    config = generate.cluster_config(plan.cluster, network=placeholders.NETWORK,
+                                     storage=placeholders.storage(plan.storage), bootstrap=bootstrap)
+    head = config["HeadNode"]["CustomActions"]["OnNodeConfigured"]
+    assert head == {"Script": bootstrap.launcher_uri, "Args": ["configure", bootstrap.head_pointer_arn]}
+    assert all(q["CustomActions"] == {"OnNodeConfigured": {"Script": bootstrap.launcher_uri, "Args": [
+        "configure", bootstrap.compute_pointer_arn]}} for q in config["Scheduling"]["SlurmQueues"])
+
+
+def test_each_role_s_dispatcher_knows_only_that_role_s_bundles(tmp_path: Path) -> None:
+    """A compute-only change leaves the head node's dispatcher, and so its OnNodeUpdated digest, as it was."""
     cluster = make_plan(make_project("p5.48xlarge", "ubuntu-22.04", "parallelcluster")).cluster
-    config = generate.cluster_config(cluster, network=placeholders.NETWORK, storage=placeholders.storage(
-        make_plan(make_project("p5.48xlarge", "ubuntu-22.04", "parallelcluster")).storage),
-        bootstrap_uri="s3://b/dispatch.sh", bootstrap_args=["s3://b/bundles.zip"])
-    action = {"Script": "s3://b/dispatch.sh", "Args": ["s3://b/bundles.zip"]}
-    assert config["HeadNode"]["CustomActions"] == {"OnNodeConfigured": action}
-    assert all(q["CustomActions"] == {"OnNodeConfigured": action} for q in config["Scheduling"]["SlurmQueues"])
+    out = render_dispatched_bundles(cluster, tmp_path / "assets")
+    head, compute = out.dispatchers["head-node"].read_text(), out.dispatchers["compute"].read_text()
+    assert f"[{HEAD_NODE_BUNDLE}]=" in head and "[p5.48xlarge]=" not in head
+    assert "[p5.48xlarge]=" in compute and f"[{HEAD_NODE_BUNDLE}]=" not in compute
+    assert out.digests == {role: hashlib.sha256(path.read_bytes()).hexdigest()
+                           for role, path in out.dispatchers.items()}
 
 
 def _hyperpod(tmp_path: Path, role: str) -> tuple[Sandbox, subprocess.CompletedProcess]:

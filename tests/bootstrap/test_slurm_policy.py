@@ -313,7 +313,7 @@ def test_the_step_adds_only_itself_to_an_accounting_example_s_bundles(tmp_path, 
     assert sorted(Path(p).name for p in added) == [f"{STEP}.sh", "fmcluster-partition-qos"]
     assert not set(off_files) - set(on_files)
     changed = {Path(p).name for p in off_files if off_files[p] != on_files[p]}
-    assert changed <= {"SHA256SUMS", "manifest.json", "bootstrap.sh", "on-node-configured.sh"}
+    assert changed <= {"SHA256SUMS", "manifest.json", "bootstrap.sh", "head-node.sh"}  # the head node's dispatcher
 
 
 PROFILE_CASES = [p for p in profiles.load_profiles() if p.flavour in ("parallelcluster", "hyperpod")]

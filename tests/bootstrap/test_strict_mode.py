@@ -38,6 +38,9 @@ def _scripts(project) -> dict[str, str]:
             out[f"{flavour}/{group}/{role}/bootstrap.sh"] = render.entry_script(ctx, "0" * 64, require_boot_env=False)
     cluster = make_plan(project).cluster
     out["parallelcluster/dispatch.sh"] = render.dispatcher_script(cluster.project, {g.instance_type: "0" * 64 for g in cluster.groups})
+    out["parallelcluster/dispatch-metrics.sh"] = render.dispatcher_script(cluster.project, {"head-node": "0" * 64},
+                                                                          metrics=True)
+    out["parallelcluster/launch.sh"] = render.launcher_script()
     return out
 
 

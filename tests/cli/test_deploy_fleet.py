@@ -229,18 +229,30 @@ def test_a_fleet_that_never_stops_is_not_deployed_over(aws, deployed, run_cdk, m
     assert run_cdk == []
 
 
-@pytest.mark.parametrize("extra", [(), ("--stop-fleet", "--yes")])
-def test_turning_accounting_on_is_refused_before_the_stack_can_roll_back(aws, deployed, run_cdk, tmp_path: Path,
-                                                                         extra: tuple[str, ...]) -> None:
-    """SlurmSettings.Database needs the fleet stopped, and the head node's OnNodeConfigured (its bundle changes
-    with accounting) ParallelCluster never updates: nothing deploys, with or without --stop-fleet."""
-    result = _deploy(tmp_path, ACCOUNTING, "--all", "-c", "nag=false", *extra)
+def test_turning_accounting_on_needs_only_the_fleet_stopped(aws, deployed, run_cdk, tmp_path: Path) -> None:
+    """SlurmSettings.Database needs the fleet stopped; the head node's bundle changes with accounting, which only
+    changes its pointer and its OnNodeUpdated digest (SUPPORTED), never a key ParallelCluster refuses: without
+    --stop-fleet the deploy is refused for the fleet alone."""
+    result = _deploy(tmp_path, ACCOUNTING, "--all", "-c", "nag=false")
     assert result.exit_code == REPLACEMENT_EXIT, result.output
     text = " ".join(result.output.split())
-    assert "Scheduling.SlurmSettings.Database added (update policy COMPUTE_FLEET_STOP" in text  # named all the same
-    assert "HeadNode.CustomActions.OnNodeConfigured.Args changes (update policy UNSUPPORTED" in text
-    assert "CloudFormation roll the cluster stack back" in text
+    name = cluster_name(deployed)
+    assert (f"{name}: Scheduling.SlurmSettings.Database added (update policy COMPUTE_FLEET_STOP: needs the compute "
+            "fleet stopped)") in text
+    assert "UNSUPPORTED" not in text and "CustomActions" not in text
+    assert f"fmcluster deploy {tmp_path / 'demo.yaml'} --stop-fleet --all -c nag=false" in text
     assert run_cdk == [] and fleet_status(aws, deployed) == "RUNNING"
+
+
+def test_turning_accounting_on_deploys_with_the_fleet_stopped(aws, deployed, run_cdk, clustermgtd,
+                                                             tmp_path: Path) -> None:
+    stubs = _head_node_and_jobs(aws, deployed, [])
+    result = _deploy(tmp_path, ACCOUNTING, "--all", "-c", "nag=false", "--stop-fleet", "--yes")
+    assert result.exit_code == 0, result.output
+    assert [during for _, during in run_cdk] == ["STOPPED"]  # cdk deployed with the fleet stopped
+    assert fleet_status(aws, deployed) == "RUNNING"  # and started again after
+    for stub in stubs:
+        stub.assert_no_pending_responses()
 
 
 def test_an_update_parallelcluster_applies_running_deploys(aws, deployed, run_cdk, tmp_path: Path) -> None:

@@ -20,8 +20,11 @@ NETWORK = {"VpcId": "vpc-0a1b2c3d4e5f60718", "ComputeSubnetId": "subnet-0a1b2c3d
 STORAGE = {"BucketName": "pc-data", "BucketArn": "arn:aws:s3:::pc-data", "FileSystemId": "fs-0123456789abcdef0",
            "FileSystemDnsName": "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com", "FileSystemMountName": "abcdefgh",
            "FileSystemMountPath": "/fsx", "FileSystemEfaEnabled": "true"}
-CLUSTER = {"BootstrapEntryUri": "s3://cdk-assets/abc/on-node-configured.sh",
+CLUSTER = {"BootstrapEntryUri": "s3://cdk-assets/abc/fmcluster-launch.sh",
            "BootstrapBundlesUri": "s3://cdk-assets/def/bundles.zip",
+           "BootstrapHeadPointerArn": "arn:aws:ssm:us-east-1:123456789012:parameter/fmcluster/pc/bootstrap/head-node",
+           "BootstrapComputePointerArn": "arn:aws:ssm:us-east-1:123456789012:parameter/fmcluster/pc/bootstrap/compute",
+           "BootstrapHeadDigest": "ab" * 32,
            "ParallelClusterNodePolicyArn": "arn:aws:iam::123456789012:policy/parallelcluster-pc-nodes"}
 
 
@@ -45,13 +48,14 @@ def _stubbed(*stacks: tuple[str, dict[str, str] | None]):
 
 def test_contracts_come_from_the_three_stacks_outputs():
     client, stubber = _stubbed(("pc-network", NETWORK), ("pc-storage", STORAGE), ("pc-cluster", CLUSTER))
-    network, storage, uri, args, policy = contracts_from_stacks(client, "pc")
-    assert args == [CLUSTER["BootstrapBundlesUri"]]
+    network, storage, bootstrap, policy = contracts_from_stacks(client, "pc")
+    assert (bootstrap.head_pointer_arn, bootstrap.compute_pointer_arn, bootstrap.head_digest) == (
+        CLUSTER["BootstrapHeadPointerArn"], CLUSTER["BootstrapComputePointerArn"], CLUSTER["BootstrapHeadDigest"])
     stubber.assert_no_pending_responses()
     assert network.compute_subnet_id == "subnet-0a1b2c3d4e5f60718"
     assert network.efa_security_group_id == "sg-0aaaaaaaaaaaaaaaa"
     assert storage.fsx is not None and storage.fsx.file_system_id == "fs-0123456789abcdef0" and storage.fsx.efa_enabled
-    assert (uri, policy) == (CLUSTER["BootstrapEntryUri"], CLUSTER["ParallelClusterNodePolicyArn"])
+    assert (bootstrap.launcher_uri, policy) == (CLUSTER["BootstrapEntryUri"], CLUSTER["ParallelClusterNodePolicyArn"])
 
 
 def test_storage_without_a_file_system_has_no_mount():
@@ -97,7 +101,9 @@ def test_config_from_stacks_writes_real_ids(project_file, tmp_path, monkeypatch)
     assert data["HeadNode"]["Networking"]["SubnetId"] == "subnet-0a1b2c3d4e5f60718"
     assert data["SharedStorage"][0]["FsxLustreSettings"]["FileSystemId"] == "fs-0123456789abcdef0"
     assert data["Scheduling"]["SlurmQueues"][0]["CustomActions"]["OnNodeConfigured"] == \
-        {"Script": CLUSTER["BootstrapEntryUri"], "Args": [CLUSTER["BootstrapBundlesUri"]]}
+        {"Script": CLUSTER["BootstrapEntryUri"], "Args": ["configure", CLUSTER["BootstrapComputePointerArn"]]}
+    assert data["HeadNode"]["CustomActions"]["OnNodeUpdated"] == {"Script": CLUSTER["BootstrapEntryUri"], "Args": [
+        "update", CLUSTER["BootstrapHeadPointerArn"], CLUSTER["BootstrapHeadDigest"]]}
     assert {"Policy": CLUSTER["ParallelClusterNodePolicyArn"]} in data["HeadNode"]["Iam"]["AdditionalIamPolicies"]
     stubber.assert_no_pending_responses()
 

@@ -114,14 +114,18 @@ def test_no_shared_storage_without_a_file_system():
     assert "SharedStorage" not in generated(project_dict(), fsx=False)
 
 
-def test_every_queue_runs_the_bootstrap_entry_script_on_node_configured():
+def test_every_queue_runs_the_launcher_on_node_configured_with_the_compute_pointer():
     cfg = generated(project_dict(compute_groups=GROUPS))
+    launcher = "s3://pc-bootstrap-placeholder/bootstrap/fmcluster-launch.sh"
+    compute = "arn:aws:ssm:us-east-1:000000000000:parameter/fmcluster/pc/bootstrap/compute"
+    head = "arn:aws:ssm:us-east-1:000000000000:parameter/fmcluster/pc/bootstrap/head-node"
     for queue in cfg["Scheduling"]["SlurmQueues"]:
-        assert queue["CustomActions"] == {
-            "OnNodeConfigured": {"Script": "s3://pc-bootstrap-placeholder/bootstrap/on-node-configured.sh"}}
-    # the head node runs the same dispatcher, which picks its head-node bundle (pyxis in the shared plugstack.conf)
+        assert queue["CustomActions"] == {"OnNodeConfigured": {"Script": launcher, "Args": ["configure", compute]}}
+    # the head node runs the same launcher with its own pointer (its dispatcher runs the head-node bundle: pyxis in
+    # the shared plugstack.conf), and again after every update with the digest its pointer names
     assert cfg["HeadNode"]["CustomActions"] == {
-        "OnNodeConfigured": {"Script": "s3://pc-bootstrap-placeholder/bootstrap/on-node-configured.sh"}}
+        "OnNodeConfigured": {"Script": launcher, "Args": ["configure", head]},
+        "OnNodeUpdated": {"Script": launcher, "Args": ["update", head, "0" * 64]}}
 
 
 def test_head_node_is_private_ssm_only_imdsv2_and_nothing_is_open_to_the_world():

@@ -150,7 +150,8 @@ def test_the_contract_feeds_parallelclusters_database_settings_as_tokens(synth):
     project = load(project_dict(orchestrator={"type": "parallelcluster", "accounting": {"enabled": True}})).project
     plan = make_plan(project)
     config = parallelcluster.cluster_config(plan.cluster, network=placeholders.NETWORK, storage=None,
-                                            bootstrap_uri="s3://b/k.sh", accounting=construct.contract)
+                                            bootstrap=placeholders.bootstrap(plan.project),
+                                            accounting=construct.contract)
     database = stack.resolve(config["Scheduling"]["SlurmSettings"]["Database"])
     cluster_id, secret_id = stack.get_logical_id(construct.cluster), stack.get_logical_id(construct.secret)
     assert database["Uri"] == {"Fn::Join": ["", [{"Fn::GetAtt": [cluster_id, "Endpoint.Address"]}, ":3306"]]}

@@ -74,6 +74,10 @@ def test_stable_logical_ids(synthesized: Synthesized) -> None:
     cluster = set(synthesized.template("p6-b200-mixed-cluster")["Resources"])
     assert {"TrainLaunchTemplate", "EvalLaunchTemplate", "EvalPlacementGroup"} <= cluster
     assert "TrainPlacementGroup" not in cluster  # a reservation launches into its own group, never a new one
+    # ParallelCluster's bootstrap pointers are custom-named (/fmcluster/NAME/bootstrap/ROLE): under a new logical ID
+    # CloudFormation would create the name again before deleting the old one, and fail
+    pointers = {"ParallelClusterBootstrapPointerHeadNode78591E35", "ParallelClusterBootstrapPointerComputeA55EA359"}
+    assert pointers <= set(synthesized.template("default-cluster")["Resources"])
 
 
 def test_stacks_with_data_or_a_running_cluster_are_protected_from_deletion(tmp_path: Path) -> None:

@@ -127,7 +127,8 @@ def _pcluster(synthesized: Synthesized, project: str) -> dict:
     return next(r for r in resources.values() if r["Type"] == "Custom::PclusterCluster")["Properties"]
 
 
-def test_parallelcluster_nodes_run_the_dispatcher_on_their_bundle(synthesized: Synthesized) -> None:
+def test_parallelcluster_nodes_run_the_launcher_which_their_pointer_sends_to_their_bundle(
+        synthesized: Synthesized) -> None:
     props = _pcluster(synthesized, "p5-parallelcluster")
     # deleted with its stack: a retained cluster would outlive the network it runs in
     assert props["DeletionPolicy"] == "Delete" and props["ClusterName"] != "p5-parallelcluster-cluster"
@@ -135,8 +136,14 @@ def test_parallelcluster_nodes_run_the_dispatcher_on_their_bundle(synthesized: S
     [queue] = config["Scheduling"]["SlurmQueues"]
     action = queue["CustomActions"]["OnNodeConfigured"]
     assert str(action["Script"]).endswith(".sh'}")
-    assert len(action["Args"]) == 2 and ".zip" in str(action["Args"][0])
-    endpoint, path = action["Args"][1]["Fn::Join"][1]
+    assert action["Args"][0] == "configure" and "ssm:" in str(action["Args"][1])
+    resources = synthesized.template("p5-parallelcluster-cluster")["Resources"]
+    [compute] = [r["Properties"] for r in resources.values()
+                 if r["Type"] == "AWS::SSM::Parameter" and r["Properties"]["Name"].endswith("/compute")]
+    # the dispatcher, its digest, the archive of bundles, the metrics workspace's remote-write URL
+    script, digest, archive, remote_write = compute["Value"]["Fn::Join"][1]
+    assert str(script).endswith(".sh'}") and len(digest) == 64 and ".zip" in str(archive)
+    endpoint, path = remote_write["Fn::Join"][1]
     assert "PrometheusEndpoint" in str(endpoint) and path == "api/v1/remote_write"
     [resource] = queue["ComputeResources"]
     assert resource["Efa"] == {"Enabled": True, "GdrSupport": True}
@@ -147,7 +154,8 @@ def test_parallelcluster_nodes_run_the_dispatcher_on_their_bundle(synthesized: S
     policies = [r for r in synthesized.template("p5-parallelcluster-cluster")["Resources"].values()
                 if r["Type"] == "AWS::IAM::ManagedPolicy" and "ReadBootstrapBundle" in str(r)]
     [read] = [s for s in policies[0]["Properties"]["PolicyDocument"]["Statement"] if s["Sid"] == "ReadBootstrapBundle"]
-    assert len(read["Resource"]) == 2 and "*" not in str(read["Resource"]).replace("${AWS::", "")
+    # the launcher, the two dispatchers, the archive
+    assert len(read["Resource"]) == 4 and "*" not in str(read["Resource"]).replace("${AWS::", "")
 
 
 def test_parallelcluster_capacity_block_queue(synthesized: Synthesized) -> None:

@@ -24,7 +24,7 @@ GROUPS = [
 def synth(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """One app, two stacks: a cluster created by CDK (with metrics), and a config-only one."""
     from aws_cdk import App, Aws, Fn, Stack
-    from fmcluster.stacks.parallelcluster import ParallelClusterCluster
+    from fmcluster.stacks.parallelcluster import ParallelClusterCluster, Pointer
 
     outdir = tmp_path_factory.mktemp("cdk.out")
     app = App(outdir=str(outdir))
@@ -42,15 +42,18 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> dict:
                                   MountContract(imp("FileSystemId"), imp("FileSystemDnsName"), imp("FileSystemMountName"),
                                                 "/fsx", True), None)
         metrics = placeholders.metrics() if name == "pcdemo" else None
+        # as the real stack passes them: objects of CDK's asset bucket, a token
+        assets = Fn.sub("cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}")
+        args = [f"s3://{name}-bundles/bootstrap/bundles.zip", *([metrics.remote_write_url] if metrics else [])]
         construct = ParallelClusterCluster(
             stack, "ParallelCluster", plan=make_plan(project).cluster, network=network, storage=storage,
-            bootstrap_uri=f"s3://{name}-bundles/bootstrap/on-node-configured.sh",
+            launcher_uri=f"s3://{name}-bundles/bootstrap/fmcluster-launch.sh",
+            pointers={"head-node": Pointer(f"s3://{name}-bundles/bootstrap/head-node.sh", "a" * 64, args),
+                      "compute": Pointer(f"s3://{name}-bundles/bootstrap/compute.sh", "c" * 64, args)},
             # one literal ARN, one token (the storage bucket's, imported)
             bootstrap_read_arns=[f"arn:aws:s3:::{name}-bundles/bootstrap/*"] if name == "pcdemo"
             else [Fn.join("", [imp("BucketArn"), "/bootstrap/*"])], metrics=metrics,
-            # as the real stack passes it: CDK's asset bucket, a token
-            scripts_bucket_arn=Fn.join("", ["arn:", Aws.PARTITION, ":s3:::",
-                                            Fn.sub("cdk-hnb659fds-assets-${AWS::AccountId}-${AWS::Region}")]))
+            launcher_read_arn=Fn.join("", ["arn:", Aws.PARTITION, ":s3:::", assets, "/launcher-hash.sh"]))
         out[name] = {"stack": stack, "construct": construct}
     out["error"], out["report"] = synth_with_nag(app, outdir)
     for name in ("pcdemo", "pcfile"):
@@ -86,7 +89,7 @@ def test_cluster_resource_takes_the_service_token_name_config_and_is_deleted_wit
     assert queues["block"]["CapacityType"] == "CAPACITY_BLOCK"
     assert queues["block"]["ComputeResources"][0]["Networking"]["PlacementGroup"] == {"Enabled": False}
     assert queues["ondemand"]["CustomActions"]["OnNodeConfigured"]["Script"] == \
-        "s3://pcdemo-bundles/bootstrap/on-node-configured.sh"
+        "s3://pcdemo-bundles/bootstrap/fmcluster-launch.sh"
 
 
 def test_nodes_get_the_node_policy_by_reference(synth):
@@ -97,7 +100,7 @@ def test_nodes_get_the_node_policy_by_reference(synth):
     head = cluster["Properties"]["ClusterConfiguration"]["HeadNode"]["Iam"]["AdditionalIamPolicies"]
     assert {"Policy": {"Ref": node_id}} in head
     statements = policies[node_id]["Properties"]["PolicyDocument"]["Statement"]
-    assert [s["Action"] for s in statements] == ["s3:GetObject", "aps:RemoteWrite"]
+    assert [s["Action"] for s in statements] == ["s3:GetObject", "ssm:GetParameter", "aps:RemoteWrite"]
 
 
 def test_provider_may_attach_only_the_node_policies_to_this_clusters_roles(synth):
@@ -108,7 +111,9 @@ def test_provider_may_attach_only_the_node_policies_to_this_clusters_roles(synth
     assert statement["Action"] == ["iam:AttachRolePolicy", "iam:DetachRolePolicy"]
     # ...and read the custom actions' scripts in CDK's asset bucket (its URL check got a 403 before)
     assert read["Action"] == "s3:GetObject" and read["Sid"] == "ReadCustomActionScripts"
-    assert json.dumps(read["Resource"]).endswith('"/*.sh"]]}') and "cdk-hnb659fds-assets-" in json.dumps(read["Resource"])
+    # the launcher alone: the only script a custom action names
+    assert json.dumps(read["Resource"]).endswith('"/launcher-hash.sh"]]}')
+    assert "cdk-hnb659fds-assets-" in json.dumps(read["Resource"]) and "*" not in json.dumps(read["Resource"])
     assert "role/parallelcluster/pcdemo-slurm/*" in json.dumps(statement["Resource"])
     assert "iam:PolicyARN" in statement["Condition"]["ArnEquals"]
 
@@ -150,3 +155,66 @@ def test_the_node_policy_description_does_not_follow_settings(synth):
                                if "ManagedPolicyName" in r["Properties"])["Properties"]["Description"]
                     for name in ("pcdemo", "pcfile")}  # metrics on, metrics off
     assert descriptions["pcdemo"].replace("pcdemo", "NAME") == descriptions["pcfile"].replace("pcfile", "NAME")
+
+
+# --- the bootstrap pointers ------------------------------------------------------------------------------------------
+
+def _pointers(template: dict) -> dict[str, tuple[str, dict]]:
+    return {r["Properties"]["Name"]: (lid, r) for lid, r in _of_type(template, "AWS::SSM::Parameter").items()}
+
+
+def _arn(logical_id: str) -> dict:
+    """A parameter's ARN as CDK writes it in its own stack: a Ref to the parameter, so CloudFormation orders it."""
+    return {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":ssm:", {"Ref": "AWS::Region"}, ":",
+                              {"Ref": "AWS::AccountId"}, ":parameter", {"Ref": logical_id}]]}
+
+
+@pytest.mark.parametrize("name", ["pcdemo", "pcfile"])
+def test_a_pointer_per_node_role_holds_its_dispatcher_digest_and_arguments(synth, name):
+    pointers = _pointers(synth[name]["template"])
+    assert set(pointers) == {f"/fmcluster/{name}/bootstrap/head-node", f"/fmcluster/{name}/bootstrap/compute"}
+    for role, digest in (("head-node", "a"), ("compute", "c")):
+        _, resource = pointers[f"/fmcluster/{name}/bootstrap/{role}"]
+        props = resource["Properties"]
+        assert props["Type"] == "String" and props["Tier"] == "Standard"
+        assert "DeletionPolicy" not in resource  # nothing stateful: every deploy rewrites it
+        value = props["Value"]  # all literal here: CDK joins them itself
+        assert isinstance(value, str)
+        parts = value.split(" ")
+        assert parts[:3] == [f"s3://{name}-bundles/bootstrap/{role}.sh", digest * 64,
+                             f"s3://{name}-bundles/bootstrap/bundles.zip"]
+        # with metrics, the remote-write URL
+        assert parts[3:] == ([placeholders.metrics().remote_write_url] if name == "pcdemo" else [])
+
+
+def test_the_nodes_may_read_exactly_the_two_pointers(synth):
+    template = synth["pcdemo"]["template"]
+    ids = sorted(lid for lid, _ in _pointers(template).values())
+    node = next(r for r in _of_type(template, "AWS::IAM::ManagedPolicy").values()
+                if r["Properties"].get("ManagedPolicyName") == "parallelcluster-pcdemo-nodes")
+    [read] = [s for s in node["Properties"]["PolicyDocument"]["Statement"] if s["Sid"] == "ReadBootstrapPointers"]
+    assert read["Effect"] == "Allow" and read["Action"] == "ssm:GetParameter"
+    assert sorted(read["Resource"], key=json.dumps) == sorted((_arn(i) for i in ids), key=json.dumps)
+    # and nobody else: no other statement of the stack names them
+    others = [s for r in _of_type(template, "AWS::IAM::ManagedPolicy").values()
+              for s in r["Properties"]["PolicyDocument"]["Statement"] if "ssm:" in json.dumps(s["Action"])]
+    assert others == [read]
+
+
+def test_the_custom_actions_name_the_launcher_and_the_pointers_never_the_bundle(synth):
+    template = synth["pcdemo"]["template"]
+    pointers = {name.rsplit("/", 1)[1]: lid for name, (lid, _) in _pointers(template).items()}
+    (cluster,) = _of_type(template, "Custom::PclusterCluster").values()
+    config = cluster["Properties"]["ClusterConfiguration"]
+    launcher = "s3://pcdemo-bundles/bootstrap/fmcluster-launch.sh"
+    assert config["HeadNode"]["CustomActions"] == {
+        "OnNodeConfigured": {"Script": launcher, "Args": ["configure", _arn(pointers["head-node"])]},
+        "OnNodeUpdated": {"Script": launcher, "Args": ["update", _arn(pointers["head-node"]), "a" * 64]}}
+    for queue in config["Scheduling"]["SlurmQueues"]:
+        assert queue["CustomActions"] == {
+            "OnNodeConfigured": {"Script": launcher, "Args": ["configure", _arn(pointers["compute"])]}}
+    assert "bundles.zip" not in json.dumps(config)
+    outputs = template["Outputs"]
+    assert outputs["BootstrapHeadPointerArn"]["Value"] == _arn(pointers["head-node"])
+    assert outputs["BootstrapComputePointerArn"]["Value"] == _arn(pointers["compute"])
+    assert outputs["BootstrapHeadDigest"]["Value"] == "a" * 64

@@ -176,7 +176,7 @@ def generated(data: Any, *, fsx: bool = True, metrics: bool = False,
         storage = StorageContract(storage.bucket_name, storage.bucket_arn, None, None)
     return generate.cluster_config(
         plan.cluster, network=placeholders.NETWORK, storage=storage,
-        bootstrap_uri=placeholders.bootstrap_uri(plan.project), node_policy_arns=[placeholders.node_policy_arn(plan.project)],
+        bootstrap=placeholders.bootstrap(plan.project), node_policy_arns=[placeholders.node_policy_arn(plan.project)],
         region=region, accounting=accounting,
     )
 

@@ -177,6 +177,8 @@ TABLE: dict[str, tuple[str, dict[str, Target]]] = {
         "CustomLaunchTemplate.TemplateId": "pcs:CreateComputeNodeGroup.customLaunchTemplate.id"}),
     "AWS::PCS::Queue": ("pcs:CreateQueue", {
         "Name": "pcs:CreateQueue.queueName", "ClusterId": "pcs:CreateQueue.clusterIdentifier"}),
+    # ParallelCluster's bootstrap pointers (stacks/parallelcluster.py): PutParameter's members mirror the properties
+    "AWS::SSM::Parameter": ("ssm:PutParameter", {}),
 }
 
 EXTERNAL_APIS = {"pcluster": "the ParallelCluster API and custom resource (not in botocore): DOCUMENTED rules only",
@@ -198,6 +200,9 @@ NOT_API: dict[str, dict[str, str]] = {
         "ServiceToken": "the provider's Lambda ARN, a CloudFormation custom-resource field"},
     "AWS::Lambda::Function": {
         "Environment.Variables": "the function's own variable names (a map), set by aws-cdk-lib for its handler"},
+    "AWS::SSM::Parameter": {
+        "Tags": "CloudFormation's tag map (key: value) where ssm:AddTagsToResource takes a Tag list; the same project "
+                "tag is checked on every other resource that carries it"},
     "Custom::CDKBucketDeployment": {
         key: "aws-cdk-lib's bucket-deployment handler reads it (CDK writes every one); its S3 calls use them as given"
         for key in ("DestinationBucketKeyPrefix", "DestinationBucketName", "OutputObjectKeys", "Prune", "RetainOnDelete",

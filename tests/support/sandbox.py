@@ -325,6 +325,34 @@ case "$1 $2" in
     exit 0 ;;
   "autoscaling describe-auto-scaling-instances") cat "${state}/asg" 2>/dev/null || echo None; exit 0 ;;
   "ec2 create-tags"|"autoscaling set-instance-health") exit 0 ;;
+  # SSM parameters (the launcher's bootstrap pointers): ssm/<name or ARN, ':' and '/' as '_'> holds the value.
+  # The options are the real CLI's; exit 252 a bad command line, 253 no Region, 254 the service's error (AWS CLI
+  # user guide, "Command line return codes"); fail/ssm-get-parameter: that many calls fail first (throttled).
+  "ssm get-parameter")
+    name=""; region=""; query=""; output=""
+    set -- "${@:3}"
+    while (( $# )); do
+      case "$1" in
+        --name|--region|--query|--output) [[ $# -ge 2 ]] || { echo "aws: error: argument $1: expected one argument" >&2; exit 252; } ;;&
+        --name) name=$2; shift 2 ;;
+        --region) region=$2; shift 2 ;;
+        --query) query=$2; shift 2 ;;
+        --output) output=$2; shift 2 ;;
+        *) echo "aws: error: unrecognized arguments: $1" >&2; exit 252 ;;
+      esac
+    done
+    [[ -n "${name}" ]] || { echo "aws: error: the following arguments are required: --name" >&2; exit 252; }
+    [[ -n "${region}" ]] || { echo "You must specify a region." >&2; exit 253; }
+    [[ "${query}" == Parameter.Value && "${output}" == text ]] \
+      || { echo "sandbox aws: only --query Parameter.Value --output text is modelled" >&2; exit 252; }
+    fail="${SANDBOX}/fail/ssm-get-parameter"
+    if [[ -f "${fail}" ]] && (( $(<"${fail}") > 0 )); then
+      echo $(($(<"${fail}") - 1)) >"${fail}"
+      echo "An error occurred (ThrottlingException) when calling the GetParameter operation: Rate exceeded" >&2; exit 254
+    fi
+    value="${SANDBOX}/ssm/${name//[:\/]/_}"
+    [[ -f "${value}" ]] || { echo "An error occurred (ParameterNotFound) when calling the GetParameter operation: " >&2; exit 254; }
+    cat "${value}"; exit 0 ;;
   "s3 cp") ;;
   *) exit 1 ;;
 esac
