@@ -174,6 +174,10 @@ def render_acceptance(cluster: ClusterPlan, out: Path, *, image: str | None = No
     each group gets a setup job that builds nccl-tests into ``out`` (:data:`BUILT_NCCL_TESTS_DIR`)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "logs").mkdir(exist_ok=True)
+    # sbatch --output=logs/... needs the folder on the cluster, and `aws s3 sync` (README: through the bucket) copies
+    # files, not empty folders
+    (out / "logs" / "README.txt").write_text("Slurm's output of the jobs (sbatch --output) and the acceptance logs.\n",
+                                             encoding="utf-8")
     files, manifest, steps, all_jobs = [], [], [], []
     for t in targets(cluster):
         folder = out / t.group.name

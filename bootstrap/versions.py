@@ -216,6 +216,19 @@ class NcclSource(_Frozen):
     repository: str = Field(pattern=r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+\.git$")
 
 
+class FirstJobImage(_Frozen):
+    """The container image of the first training job (``fmcluster acceptance first-job``), per architecture: a
+    public registry's reference pinned by tag (``versions.yaml`` says why no digest)."""
+
+    x86_64: str = Field(pattern=r"^[a-z0-9.-]+/[a-z0-9._/-]+:[A-Za-z0-9._-]+$")
+    aarch64: str = Field(pattern=r"^[a-z0-9.-]+/[a-z0-9._/-]+:[A-Za-z0-9._-]+$")
+    untested_efa: tuple[Literal["x86_64", "aarch64"], ...] = ()
+    """Architectures whose image's publisher says EFA was not tested in it."""
+
+    def for_arch(self, arch: str) -> str:
+        return {"x86_64": self.x86_64, "aarch64": self.aarch64}[arch]
+
+
 class LustreClient(_Frozen):
     al2023_package: str
     ubuntu_repo_url: str
@@ -242,6 +255,7 @@ class Versions(_Frozen):
     nccl: _Component
     nccl_tests: NcclTests
     nccl_source: NcclSource
+    first_job_image: FirstJobImage
     gdrcopy: Gdrcopy
     node_exporter: NodeExporter
     prometheus: Prometheus

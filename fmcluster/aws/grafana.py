@@ -1,15 +1,18 @@
 """Push dashboards to an Amazon Managed Grafana workspace with a short-lived service-account token.
 
 The flow: find the workspace's endpoint (``DescribeWorkspace``), make sure the ``fmcluster``
-service account exists (EDITOR role), mint a token that lives ``token_ttl_seconds`` (10 minutes
-by default), create the project's folder if it is missing, upload every dashboard with
-``overwrite``, and delete the token whatever happened. The token is never printed or written.
+service account exists with the ADMIN role (Grafana's Editor "cannot add, edit, or delete data sources":
+Grafana docs, "Organization roles"; an account made by an older fmcluster as EDITOR is replaced), mint a
+token that lives ``token_ttl_seconds`` (10 minutes by default), create or update the data sources by their
+fixed UIDs (``GET``, then ``POST /api/datasources`` or ``PUT /api/datasources/uid/UID``) before anything
+that reads them, create the project's folder if it is missing, upload every dashboard with ``overwrite``,
+and delete the token whatever happened. The token is never printed or written.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +20,7 @@ from grafana_client import GrafanaApi
 from grafana_client.client import GrafanaClientError
 
 SERVICE_ACCOUNT = "fmcluster"
-SERVICE_ACCOUNT_ROLE = "EDITOR"
+SERVICE_ACCOUNT_ROLE = "ADMIN"
 DEFAULT_TOKEN_TTL_SECONDS = 600
 
 
@@ -33,6 +36,8 @@ class PushResult:
     folder_uid: str
     dashboards: list[str] = field(default_factory=list)
     """UIDs uploaded, in order."""
+    datasources: list[tuple[str, str]] = field(default_factory=list)
+    """``(uid, "created" | "updated")`` per data source, in order."""
 
 
 def folder_uid(project: str) -> str:
@@ -59,7 +64,13 @@ def _service_account_id(grafana: Any, workspace_id: str) -> str:
         page = grafana.list_workspace_service_accounts(**paginator_kwargs)
         for account in page.get("serviceAccounts", []):
             if account["name"] == SERVICE_ACCOUNT:
-                return str(account["id"])
+                if account.get("grafanaRole") == SERVICE_ACCOUNT_ROLE:
+                    return str(account["id"])
+                # made by an older fmcluster as EDITOR: the AMG API cannot change a service account's role
+                grafana.delete_workspace_service_account(workspaceId=workspace_id, serviceAccountId=str(account["id"]))
+                created = grafana.create_workspace_service_account(
+                    workspaceId=workspace_id, name=SERVICE_ACCOUNT, grafanaRole=SERVICE_ACCOUNT_ROLE)
+                return str(created["id"])
         if not page.get("nextToken"):
             break
         paginator_kwargs["nextToken"] = page["nextToken"]
@@ -72,11 +83,13 @@ def push_dashboards(
     project: str,
     models: Mapping[str, dict[str, Any]],
     *,
+    datasources: Sequence[dict[str, Any]] = (),
     token_ttl_seconds: int = DEFAULT_TOKEN_TTL_SECONDS,
     scheme: str = "https",
     api_factory: Callable[[str, str], GrafanaApi] | None = None,
 ) -> PushResult:
-    """Upload ``models`` (Grafana dashboard JSON keyed by UID) into the project's folder.
+    """Create or update ``datasources`` (Grafana data source JSON, each with a ``uid``), then upload ``models``
+    (Grafana dashboard JSON keyed by UID) into the project's folder.
 
     ``grafana`` is a boto3 ``grafana`` client. ``scheme`` and ``api_factory`` exist for tests
     (a local plain-HTTP stub); real workspaces are HTTPS.
@@ -95,6 +108,8 @@ def push_dashboards(
     try:
         factory = api_factory or (lambda u, key: GrafanaApi.from_url(u, credential=key, timeout=30.0))
         api = factory(url, token["key"])
+        for source in datasources:  # before the dashboards that select them
+            result.datasources.append((source["uid"], _upsert_datasource(api, source)))
         _ensure_folder(api, result.folder_uid, f"fmcluster {project}")
         for uid, model in models.items():
             body = {k: v for k, v in model.items() if k != "id"}
@@ -120,3 +135,17 @@ def _ensure_folder(api: GrafanaApi, uid: str, title: str) -> None:
         if getattr(exc, "status_code", None) != 404:
             raise
         api.folder.create_folder(title, uid=uid)
+
+
+def _upsert_datasource(api: GrafanaApi, source: dict[str, Any]) -> str:
+    """Create the data source, or update the one with its UID in place (its id and users' links stay)."""
+    uid = source["uid"]
+    try:
+        api.datasource.get_datasource_by_uid(uid)
+    except GrafanaClientError as exc:
+        if getattr(exc, "status_code", None) != 404:
+            raise
+        api.datasource.create_datasource(source)
+        return "created"
+    api.datasource.update_datasource_by_uid(uid, source)
+    return "updated"

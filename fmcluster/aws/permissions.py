@@ -42,6 +42,11 @@ COMMAND_ACTIONS: dict[str, tuple[str, ...]] = {
     ),
     "deploy": (
         "cloudformation:GetTemplate",  # the deployed templates the replacement guard compares with
+        "dynamodb:GetItem",            # ParallelCluster: the compute fleet's status, when a change needs it stopped
+        "ec2:DescribeInstances",       # --stop-fleet: the head node, to list its running jobs
+        "ssm:SendCommand",             # --stop-fleet: squeue on the head node
+        "ssm:GetCommandInvocation",
+        "dynamodb:UpdateItem",         # --stop-fleet: STOP_REQUESTED, then START_REQUESTED
     ),
     "destroy": (
         # read what is deployed and what the stacks keep (deleted stacks too: CloudFormation keeps them 90 days)

@@ -194,7 +194,10 @@ def resolve_region(core: Any, flag: str | None, project_region: str | None, zone
              (zone_region, f"availability_zone_id {zone_id}")]
     region, source = next(((r.strip(), s) for r, s in found if r and r.strip()), (None, ""))
     if region is None:
-        raise AwsError(f"no AWS Region: fmcluster looks at {', '.join(REGION_ORDER)}, and found none "
+        # only the places this command has: a command that takes no project has no project's region or zone
+        looked = [where for where in REGION_ORDER
+                  if "project" not in where or project_region is not None or zone_id is not None]
+        raise AwsError(f"no AWS Region: fmcluster looks at {', '.join(looked)}, and found none "
                        "(hint: pass --region REGION, or set AWS_REGION)", INPUT_EXIT)
     if zone_region and region != zone_region:
         raise AwsError(f"Region {region} (from {source}) does not contain the project's availability_zone_id "

@@ -22,6 +22,7 @@ from fmcluster.contracts import (
     GRAFANA_WORKSPACE_OUTPUT,
     NETWORK_OUTPUTS,
     NODE_POLICY_OUTPUT,
+    PROMETHEUS_WORKSPACE_OUTPUT,
     AccountingContract,
     MountContract,
     NetworkContract,
@@ -95,12 +96,22 @@ def contracts_from_stacks(cfn: Any, project: str, storage: StoragePlan | None = 
 
 
 def grafana_workspace_id(cfn: Any, project: str) -> str:
+    return observability_workspace_ids(cfn, project, grafana=True)[0] or ""
+
+
+def observability_workspace_ids(cfn: Any, project: str, *, grafana: bool = True, prometheus: bool = False,
+                                ) -> tuple[str | None, str | None]:
+    """``(Grafana workspace ID, Prometheus workspace ID)`` from ``NAME-observability``, in one call; each asked-for
+    one missing is a :class:`StackOutputsError`."""
     name = stack_name(project, "observability")
     outputs = stack_outputs(cfn, name)
-    if GRAFANA_WORKSPACE_OUTPUT not in outputs:
+    if grafana and GRAFANA_WORKSPACE_OUTPUT not in outputs:
         raise StackOutputsError(f"stack {name} has no output {GRAFANA_WORKSPACE_OUTPUT} (is Grafana enabled? "
                                 "or pass --workspace-id)")
-    return outputs[GRAFANA_WORKSPACE_OUTPUT]
+    if prometheus and PROMETHEUS_WORKSPACE_OUTPUT not in outputs:
+        raise StackOutputsError(f"stack {name} has no output {PROMETHEUS_WORKSPACE_OUTPUT} (is Prometheus enabled? "
+                                "or pass --prometheus-workspace-id)")
+    return outputs.get(GRAFANA_WORKSPACE_OUTPUT), outputs.get(PROMETHEUS_WORKSPACE_OUTPUT)
 
 
 def deployed_templates(cfn: Any, stack_names: list[str]) -> dict[str, dict]:

@@ -1,7 +1,8 @@
 """`fmcluster acceptance ...`: after deploy, is the cluster fit to train?
 
 ``render PROJECT --out DIR`` writes the jobs (Slurm batch scripts, or per-node scripts for
-self-managed nodes); ``report DIR_OR_LOGS`` judges what they logged (exit 1 on a failed check).
+self-managed nodes); ``report DIR_OR_LOGS`` judges what they logged (exit 1 on a failed check);
+``first-job PROJECT --out DIR`` writes the first training job beside them (:mod:`fmcluster.cli.firstjob`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from fmcluster.bootstrap.acceptance import render_acceptance
 from fmcluster.bootstrap.context import bundle_mounts_fsx
 from fmcluster.bootstrap.versions import BootstrapError
 from fmcluster.cli.bootstrap import _deployed_fsx
+from fmcluster.cli.firstjob import first_job_cmd
 from fmcluster.errors import ConfigError
 
 app = typer.Typer(help="Acceptance: NCCL, EFA and GPU checks as jobs, and their report.", no_args_is_help=True)
@@ -67,6 +69,9 @@ def render_cmd(
     typer.echo(f"{out}: {len(rendered.files)} files for {len(cluster.groups)} compute group(s); "
                f"what to run is in {out / 'README.md'}:\n")
     typer.echo(rendered.instructions)
+
+
+app.command("first-job")(first_job_cmd)
 
 
 @app.command("report")

@@ -38,7 +38,7 @@ def _now() -> datetime:
 
 
 def argument_problems(instance_type: str, start: datetime | None, end: datetime | None, ultraserver: str | None,
-                      now: datetime) -> list[str]:
+                      now: datetime, days: int | None = None) -> list[str]:
     """What is wrong with the arguments, in the user's words with a hint; checked before any AWS call."""
     problems = []
     if instance_type not in catalog.CATALOG:
@@ -53,6 +53,13 @@ def argument_problems(instance_type: str, start: datetime | None, end: datetime 
         if ultraserver not in offered:
             problems.append(f"--ultraserver {ultraserver[:60]!r} is not an UltraServer of {instance_type} (hint: "
                             + (f"one of {', '.join(offered)})" if offered else "leave --ultraserver out)"))
+    from fmcluster.aws.capacity import MAX_DAYS, valid_days  # the durations' one statement (botocore loads here)
+
+    if days is not None and not valid_days(days):
+        near = sorted({d for d in (days - days % 7, days - days % 7 + 7, 14) if valid_days(d)},
+                      key=lambda d: (abs(d - days), d))[:2]
+        problems.append(f"--days {days} is not a capacity block duration (hint: 1 to 14 days, or a multiple of 7 up "
+                        f"to {MAX_DAYS}; nearest: {' or '.join(map(str, sorted(near)))})")
     today = now.date().isoformat()
     for option, when in (("--start-after", start), ("--end-before", end)):
         if when is not None and when < now and when.date() < now.date():
@@ -86,7 +93,7 @@ def search(
     Example: fmcluster capacity search --instance-type p5.48xlarge --count 4 --days 7 --start-after 2026-12-01
     """
     start, end = _date(start_after, "--start-after"), _date(end_before, "--end-before")
-    problems = argument_problems(instance_type, start, end, ultraserver, _now())
+    problems = argument_problems(instance_type, start, end, ultraserver, _now(), days)
     for problem in problems:
         err.print(f"error: {problem}", highlight=False, markup=False, soft_wrap=True)
     if problems:

@@ -16,6 +16,7 @@ from diagrams.aws.network import Endpoint, NATGateway
 from diagrams.aws.storage import FsxForLustre, SimpleStorageServiceS3Bucket
 from rich.console import Console
 
+from fmcluster.cli.outdir import default_out
 from fmcluster.cli.project import PROJECT_ARG, Output, _load
 from fmcluster.generate import diagram as model
 
@@ -58,7 +59,7 @@ def render(graph: model.Graph, target: Path) -> Path:
 
 def diagram(
     project: str = PROJECT_ARG,
-    out_file: Path = typer.Option(None, "--out", help="A .png or .svg file. Default: PROJECT-diagram.png here."),
+    out_file: Path = typer.Option(None, "--out", help="A .png or .svg file. Default: out/PROJECT/diagram.png."),
 ) -> None:
     """Draw the project: VPC and subnets by zone, placement groups and nodes per group (GPUs, EFA), each UltraServer's
     NVLink domain, FSx and its S3 associations (a team's bucket drawn as itself), the Slurm head node or HyperPod's
@@ -67,7 +68,8 @@ def diagram(
     Example: fmcluster diagram default --out docs/default.png
     """
     _, plan, _ = _load(project, Output.text)
-    target = out_file or Path(f"{plan.project}-diagram.png")
+    target = out_file or default_out(plan.project, "diagram.png")
+    target.parent.mkdir(parents=True, exist_ok=True)
     if target.suffix.lower() not in (".png", ".svg"):
         err.print(f"error: {target} must end in .png or .svg", highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(2)

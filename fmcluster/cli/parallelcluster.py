@@ -14,6 +14,7 @@ from rich.table import Table
 from fmcluster import checks, config
 from fmcluster.aws import StackOutputsError
 from fmcluster.cli.awserrors import account_errors
+from fmcluster.cli.outdir import default_out
 from fmcluster.cli.plantext import row
 from fmcluster.contracts import stack_name
 from fmcluster.errors import ConfigError
@@ -87,7 +88,8 @@ def next_steps(project: str, cluster_name: str, created_by_cdk: bool, target: st
 @app.command("config")
 def config_command(
     project: str = typer.Argument(..., help="Project name (under projects/) or path to a project file."),
-    out: str = typer.Option("cluster.yaml", "--out", "-o", help="Where to write the configuration; `-` for stdout."),
+    out: str | None = typer.Option(None, "--out", help="Where to write the configuration (default: "
+                                   "out/PROJECT/cluster.yaml); `-` for stdout."),
     from_stacks: bool = typer.Option(False, "--from-stacks",
                                      help="Read real IDs from the deployed stacks' outputs (needs AWS credentials)."),
     region: str | None = typer.Option(None, "--region", help="AWS Region of the stacks (default: the project's)."),
@@ -106,6 +108,7 @@ def config_command(
             typer.echo(f"{where}  orchestrator.type  is {loaded.project.orchestrator.type!r}, not 'parallelcluster' "
                        "(hint: set orchestrator.type: parallelcluster)", err=True)
             raise typer.Exit(2)
+        out = out or str(default_out(loaded.project.name, "cluster.yaml"))
         if from_stacks:
             with account_errors():
                 # heavy, and needed only with --from-stacks
@@ -128,6 +131,7 @@ def config_command(
         sys.stdout.write(text)
         return
     target = Path(out)
+    target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
     steps = next_steps(plan.project, plan.cluster.pcluster_name, plan.cluster.pcluster.create_cluster, out)
     typer.echo(f"wrote {target.resolve()}: ParallelCluster configuration of {plan.cluster.pcluster_name}")

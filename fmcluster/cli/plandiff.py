@@ -5,6 +5,10 @@ every other difference between the two synthesized projects, so a reader sees th
 a resource whose changed properties are all updatable changes in place; one with a changed create-only
 property (the CloudFormation resource schemas cfn-lint ships, :func:`fmcluster.guard.create_only_paths`)
 is replaced by CloudFormation -- harmless for what holds no data (a launch template, a role).
+
+A ParallelCluster cluster's configuration is compared key by key too (:mod:`fmcluster.generate.pcluster_update`,
+ParallelCluster's own update policies): each change it applies only with the compute fleet (or the login nodes)
+stopped, or not at all, is named with its policy, as ``fmcluster deploy`` will judge it.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fmcluster import config, guard
+from fmcluster.generate import pcluster_update
 
 SHOWN = 8
 """Entries shown per list; the rest are counted ("and 5 more")."""
@@ -42,13 +47,17 @@ class Comparison:
     """Replaced by CloudFormation, holding no data (the guard's own findings are in ``replacements``)."""
     added: list[Change] = field(default_factory=list)
     removed: list[Change] = field(default_factory=list)
+    cluster_updates: list[pcluster_update.ClusterUpdate] = field(default_factory=list)
+    """ParallelCluster changes that need the fleet or login nodes stopped, or a new cluster."""
 
     def as_dict(self) -> dict:
         def items(changes: list[Change]) -> list[dict]:
             return [{"stack": c.stack, "logical_id": c.logical_id, "type": c.type, "properties": list(c.properties)}
                     for c in changes]
         return {"verdict": "refused" if self.replacements else "safe", "in_place": items(self.in_place),
-                "replaced": items(self.replaced), "added": items(self.added), "removed": items(self.removed)}
+                "replaced": items(self.replaced), "added": items(self.added), "removed": items(self.removed),
+                "cluster_updates": [{"cluster": u.cluster, "key": u.change.where, "change": u.change.describe(),
+                                     "update_policy": u.change.policy, "needs": u.needs} for u in self.cluster_updates]}
 
 
 def _changed(before: dict, after: dict) -> list[str]:
@@ -105,6 +114,7 @@ def compare_files(new_ref: str | Path, old_ref: str | Path, synthesize: guard.Sy
         return Comparison(replacements=replacements)
     found = differences(old, new, {(r.stack, r.logical_id) for r in replacements})
     found.replacements = replacements
+    found.cluster_updates = pcluster_update.template_updates(old, new)
     return found
 
 
@@ -130,4 +140,14 @@ def summary(against: str, comparison: Comparison) -> list[str]:
             lines += [f"    {item}" for item in items[:SHOWN]]
             if len(items) > SHOWN:
                 lines.append(f"    and {len(items) - SHOWN} more (plan -o json lists them all)")
+    updates = comparison.cluster_updates
+    if updates:
+        lines.append(f"  needs more than a ParallelCluster update ({len(updates)}):")
+        lines += [f"    {u.format()}" for u in updates]
+        if any(u.needs == pcluster_update.FLEET for u in updates):
+            lines.append("    fmcluster deploy refuses a change that needs the compute fleet stopped while it runs; "
+                         "--stop-fleet stops it around the deploy")
+        if any(u.needs not in (pcluster_update.FLEET, pcluster_update.NOTHING) for u in updates):
+            lines.append("    fmcluster deploy refuses a change that needs a new cluster or the login nodes stopped: "
+                         "ParallelCluster would refuse the update and CloudFormation roll the cluster stack back")
     return lines

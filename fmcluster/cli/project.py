@@ -196,7 +196,7 @@ def new(
         err.print(f"error: {target} already exists; nothing written (hint: pick another name or edit that file)",
                   highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(1)
-    source, _, _ = _load(from_, output)
+    source, _, _ = _load(_example_or(from_), output)
     shipped = source.file is not None and source.file.resolve() == config.shipped_default().resolve()
     origin = "fmcluster's default project" if shipped else str(source.file)
     text, cidr = copy_project(source.file.read_text(encoding="utf-8"), name,  # type: ignore[union-attr]
@@ -208,6 +208,17 @@ def new(
         print(json.dumps({"ok": True, "file": str(target), "vpc_cidr": cidr}))
     else:
         out.print(f"wrote {target} (VPC {cidr or 'existing'})", highlight=False, markup=False, soft_wrap=True)
+
+
+def _example_or(ref: str) -> str:
+    """``--from NAME``: a project under projects/ first, then an example of that name (``examples/NAME.yaml`` of
+    the folder fmcluster runs in or of its checkout)."""
+    if Path(ref).suffix in (".yaml", ".yml") or "/" in ref or (config.projects_dir() / f"{ref}.yaml").exists():
+        return ref
+    for folder in (Path.cwd() / "examples", Path(__file__).resolve().parents[2] / "examples"):
+        if (folder / f"{ref}.yaml").is_file():
+            return str(folder / f"{ref}.yaml")
+    return ref
 
 
 def _mapping_indent(text: str) -> int:

@@ -1,7 +1,9 @@
 """Grafana dashboards as code (grafana-foundation-sdk), exported as JSON per project.
 
 Five dashboards per project (four where no node collects Slurm's metrics), each with a Prometheus data-source
-variable (so no data-source UID is baked in) and a ``node`` variable:
+variable and a ``node`` variable. The variable defaults to the project's Amazon Managed Prometheus data source
+(:func:`prometheus_datasource`, which ``fmcluster dashboards push`` creates first, by a fixed UID); another
+Prometheus data source can still be picked in the dashboard:
 
 - GPU health: XIDs, ECC, row remapping, thermal throttling, GPUs present vs the catalog;
 - GPU utilisation: SM activity (the training-efficiency signal), GPU utilisation, tensor
@@ -33,7 +35,7 @@ from grafana_foundation_sdk.builders import (
     timeseries,
 )
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
-from grafana_foundation_sdk.models.dashboard import DataSourceRef, VariableRefresh
+from grafana_foundation_sdk.models.dashboard import DataSourceRef, VariableOption, VariableRefresh
 
 from fmcluster.generate import metrics
 
@@ -77,9 +79,40 @@ def _table(title: str, query: Query, description: str = "", width: int = 12) -> 
     return panel.description(description) if description else panel
 
 
+def prometheus_datasource_uid(project: str) -> str:
+    """The fixed UID of the project's Amazon Managed Prometheus data source (at most 40 characters)."""
+    return f"fmc-{project[:32]}-amp"[:40]
+
+
+def prometheus_datasource_name(project: str) -> str:
+    return f"{project} Amazon Managed Prometheus"
+
+
+def prometheus_datasource(project: str, region: str, workspace_id: str) -> dict[str, Any]:
+    """The Grafana data source of the project's Prometheus workspace (Grafana's HTTP API ``/api/datasources``).
+
+    Grafana's own ``prometheus`` type with SigV4: ``sigV4AuthType: ec2_iam_role`` is "Workspace IAM Role" in Amazon
+    Managed Grafana (the data source's settings list ``ec2_iam_role`` as the Workspace IAM Role provider), i.e. the
+    workspace's CUSTOMER_MANAGED role, which NAME-observability gives the ``aps`` query actions on this workspace. The
+    URL is the workspace's query endpoint, to which the data source appends ``api/v1/query`` (Amazon Managed Service
+    for Prometheus user guide, "Set up Grafana open source or Grafana Enterprise": ``https://aps-workspaces.REGION.
+    amazonaws.com/workspaces/ID``)."""
+    return {
+        "uid": prometheus_datasource_uid(project),
+        "name": prometheus_datasource_name(project),
+        "type": "prometheus",
+        "access": "proxy",
+        "url": f"https://aps-workspaces.{region}.amazonaws.com/workspaces/{workspace_id}/",
+        "isDefault": False,
+        "jsonData": {"httpMethod": "POST", "sigV4Auth": True, "sigV4AuthType": "ec2_iam_role", "sigV4Region": region},
+    }
+
+
 def _base(project: str, slug: str, title: str) -> dashboard.Dashboard:
     datasource = (
         dashboard.DatasourceVariable("datasource").label("Prometheus").type("prometheus")
+        .current(VariableOption(selected=True, text=prometheus_datasource_name(project),
+                                value=prometheus_datasource_uid(project)))
     )
     node = (
         dashboard.QueryVariable("node")

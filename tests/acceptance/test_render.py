@@ -140,6 +140,17 @@ def test_the_health_check_is_the_deployed_bundles(rendered, tmp_path: Path):
             assert (target / group / "healthcheck.sh").read_bytes() == (bundle / "steps/99-healthcheck.sh").read_bytes()
 
 
+def test_the_logs_folder_survives_an_s3_sync(rendered):
+    """`aws s3 sync` (README: the folder reaches FSx through the bucket) copies files, not empty folders, and Slurm
+    opens every job's --output=logs/... before the script runs."""
+    for name, (target, project, _) in rendered.items():
+        if project.orchestrator.type == "none":
+            continue
+        for script in target.rglob("*.sbatch"):
+            output = sbatch_options(script.read_text())["output"]
+            assert any((target / output).parent.iterdir()), (name, output)
+
+
 def test_dcgmi_gets_the_expected_nvlinks_only_where_the_catalog_knows_them(rendered):
     target, *_ = rendered["p5-parallelcluster"]
     assert "dcgmi diag -r 2 -p pcie.gpu_nvlinks_expected_up=18\n" in (target / "gpu/node-checks.sh").read_text()

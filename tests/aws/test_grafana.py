@@ -37,6 +37,7 @@ class StubGrafana:
 
     requests: list[Recorded] = field(default_factory=list)
     folders: set[str] = field(default_factory=set)
+    datasources: dict[str, dict] = field(default_factory=dict)
     fail_dashboards_with: int | None = None
     port: int = 0
 
@@ -78,6 +79,12 @@ def stub_grafana(monkeypatch: pytest.MonkeyPatch) -> Iterator[StubGrafana]:
                     self._reply(200, {"uid": uid, "title": "x"})
                 else:
                     self._reply(404, {"message": "folder not found"})
+            elif rec.path.startswith("/api/datasources/uid/"):
+                uid = rec.path.rsplit("/", 1)[1]
+                if uid in state.datasources:
+                    self._reply(200, {"id": 1, **state.datasources[uid]})
+                else:
+                    self._reply(404, {"message": "Data source not found"})
             else:
                 self._reply(404, {"message": "not found"})
 
@@ -86,6 +93,12 @@ def stub_grafana(monkeypatch: pytest.MonkeyPatch) -> Iterator[StubGrafana]:
             if rec.path == "/api/folders":
                 state.folders.add(rec.body["uid"])
                 self._reply(200, {"uid": rec.body["uid"], "title": rec.body["title"]})
+            elif rec.path == "/api/datasources":
+                if rec.body["uid"] in state.datasources:  # Grafana refuses a second one with the same UID
+                    self._reply(409, {"message": "data source with the same uid already exists"})
+                else:
+                    state.datasources[rec.body["uid"]] = rec.body
+                    self._reply(200, {"id": 1, "message": "Datasource added", "name": rec.body["name"]})
             elif rec.path == "/api/dashboards/db":
                 if state.fail_dashboards_with:
                     self._reply(state.fail_dashboards_with, {"message": "nope"})
@@ -94,6 +107,15 @@ def stub_grafana(monkeypatch: pytest.MonkeyPatch) -> Iterator[StubGrafana]:
                     self._reply(200, {"status": "success", "uid": uid, "version": 1})
             else:
                 self._reply(404, {"message": "not found"})
+
+        def do_PUT(self) -> None:  # noqa: N802 - http.server API
+            rec = self._record()
+            uid = rec.path.rsplit("/", 1)[1]
+            if rec.path.startswith("/api/datasources/uid/") and uid in state.datasources:
+                state.datasources[uid] = rec.body
+                self._reply(200, {"id": 1, "message": "Datasource updated", "name": rec.body["name"]})
+            else:
+                self._reply(404, {"message": "Data source not found"})
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     state.port = server.server_address[1]
@@ -144,8 +166,8 @@ def test_push_creates_folder_uploads_every_dashboard_and_deletes_the_token(stub_
     _workspace(stubber, stub_grafana.endpoint)
     stubber.add_response(
         "create_workspace_service_account",
-        {"id": "7", "name": "fmcluster", "grafanaRole": "EDITOR", "workspaceId": WORKSPACE},
-        {"workspaceId": WORKSPACE, "name": "fmcluster", "grafanaRole": "EDITOR"},
+        {"id": "7", "name": "fmcluster", "grafanaRole": "ADMIN", "workspaceId": WORKSPACE},
+        {"workspaceId": WORKSPACE, "name": "fmcluster", "grafanaRole": "ADMIN"},
     )
     _token_calls(stubber)
     _delete_token(stubber)
@@ -164,6 +186,83 @@ def test_push_creates_folder_uploads_every_dashboard_and_deletes_the_token(stub_
     assert all(r.authorization == f"Bearer {TOKEN_KEY}" for r in stub_grafana.requests)
 
 
+AMP_WORKSPACE = "ws-0123abcd-4567-89ef-0123-456789abcdef"
+
+
+def _admin_account(stubber: Stubber) -> None:
+    stubber.add_response(
+        "create_workspace_service_account",
+        {"id": "7", "name": "fmcluster", "grafanaRole": "ADMIN", "workspaceId": WORKSPACE},
+        {"workspaceId": WORKSPACE, "name": "fmcluster", "grafanaRole": "ADMIN"},
+    )
+
+
+def test_push_creates_the_prometheus_data_source_before_the_dashboards(stub_grafana: StubGrafana) -> None:
+    client, stubber = _client_and_stubber()
+    _workspace(stubber, stub_grafana.endpoint)
+    _admin_account(stubber)
+    _token_calls(stubber)
+    _delete_token(stubber)
+    source = dashboards.prometheus_datasource("llama", "eu-west-1", AMP_WORKSPACE)
+    models = dashboards.build_dashboards("llama")
+    with stubber:
+        result = grafana.push_dashboards(client, WORKSPACE, "llama", models, datasources=[source], scheme="http")
+
+    calls = [(r.method, r.path) for r in stub_grafana.requests]
+    created = calls.index(("POST", "/api/datasources"))
+    first_dashboard = calls.index(("POST", "/api/dashboards/db"))
+    assert calls[created - 1] == ("GET", "/api/datasources/uid/fmc-llama-amp") and created < first_dashboard
+    assert result.datasources == [("fmc-llama-amp", "created")]
+    body = stub_grafana.datasources["fmc-llama-amp"]
+    assert body["type"] == "prometheus" and body["access"] == "proxy"
+    assert body["url"] == f"https://aps-workspaces.eu-west-1.amazonaws.com/workspaces/{AMP_WORKSPACE}/"
+    assert body["jsonData"] == {"httpMethod": "POST", "sigV4Auth": True, "sigV4AuthType": "ec2_iam_role",
+                                "sigV4Region": "eu-west-1"}
+    # every dashboard's ${datasource} variable defaults to that data source
+    for upload in (r for r in stub_grafana.requests if r.path == "/api/dashboards/db"):
+        variable = next(v for v in upload.body["dashboard"]["templating"]["list"] if v["name"] == "datasource")
+        assert variable["query"] == "prometheus" and variable["current"]["value"] == "fmc-llama-amp"
+        assert variable["current"]["text"] == body["name"]
+
+
+def test_a_second_push_updates_the_data_source_in_place(stub_grafana: StubGrafana) -> None:
+    stub_grafana.datasources["fmc-llama-amp"] = {"uid": "fmc-llama-amp", "name": "old", "url": "https://old/"}
+    client, stubber = _client_and_stubber()
+    _workspace(stubber, stub_grafana.endpoint)
+    _admin_account(stubber)
+    _token_calls(stubber)
+    _delete_token(stubber)
+    source = dashboards.prometheus_datasource("llama", "us-east-1", AMP_WORKSPACE)
+    with stubber:
+        result = grafana.push_dashboards(client, WORKSPACE, "llama", {}, datasources=[source], scheme="http")
+    assert result.datasources == [("fmc-llama-amp", "updated")]
+    assert ("PUT", "/api/datasources/uid/fmc-llama-amp") in [(r.method, r.path) for r in stub_grafana.requests]
+    assert ("POST", "/api/datasources") not in [(r.method, r.path) for r in stub_grafana.requests]
+    assert stub_grafana.datasources["fmc-llama-amp"]["url"] == source["url"]
+
+
+def test_an_editor_service_account_from_an_older_push_is_replaced_by_an_admin(stub_grafana: StubGrafana) -> None:
+    """Grafana's Editor role cannot add data sources; the AMG API cannot change an account's role."""
+    client, stubber = _client_and_stubber()
+    _workspace(stubber, stub_grafana.endpoint)
+    stubber.add_client_error("create_workspace_service_account", service_error_code="ConflictException",
+                             http_status_code=409)
+    stubber.add_response(
+        "list_workspace_service_accounts",
+        {"serviceAccounts": [{"id": "4", "name": "fmcluster", "grafanaRole": "EDITOR", "isDisabled": "false"}],
+         "workspaceId": WORKSPACE},
+        {"workspaceId": WORKSPACE},
+    )
+    stubber.add_response("delete_workspace_service_account", {"serviceAccountId": "4", "workspaceId": WORKSPACE},
+                         {"workspaceId": WORKSPACE, "serviceAccountId": "4"})
+    _admin_account(stubber)
+    _token_calls(stubber)
+    _delete_token(stubber)
+    with stubber:
+        grafana.push_dashboards(client, WORKSPACE, "llama", {}, scheme="http")
+        stubber.assert_no_pending_responses()
+
+
 def test_push_reuses_the_service_account_and_an_existing_folder(stub_grafana: StubGrafana) -> None:
     stub_grafana.folders.add("fmc-llama")
     client, stubber = _client_and_stubber()
@@ -178,7 +277,7 @@ def test_push_reuses_the_service_account_and_an_existing_folder(stub_grafana: St
     )
     stubber.add_response(
         "list_workspace_service_accounts",
-        {"serviceAccounts": [{"id": "9", "name": "fmcluster", "grafanaRole": "EDITOR", "isDisabled": "false"}],
+        {"serviceAccounts": [{"id": "9", "name": "fmcluster", "grafanaRole": "ADMIN", "isDisabled": "false"}],
          "workspaceId": WORKSPACE},
         {"workspaceId": WORKSPACE, "nextToken": "p2"},
     )
@@ -198,8 +297,8 @@ def test_a_refused_upload_still_deletes_the_token(stub_grafana: StubGrafana, sta
     _workspace(stubber, stub_grafana.endpoint)
     stubber.add_response(
         "create_workspace_service_account",
-        {"id": "7", "name": "fmcluster", "grafanaRole": "EDITOR", "workspaceId": WORKSPACE},
-        {"workspaceId": WORKSPACE, "name": "fmcluster", "grafanaRole": "EDITOR"},
+        {"id": "7", "name": "fmcluster", "grafanaRole": "ADMIN", "workspaceId": WORKSPACE},
+        {"workspaceId": WORKSPACE, "name": "fmcluster", "grafanaRole": "ADMIN"},
     )
     _token_calls(stubber)
     _delete_token(stubber)
@@ -252,7 +351,8 @@ def test_cli_push_reads_the_workspace_from_the_stack(tmp_path: Path, monkeypatch
         "describe_stacks",
         {"Stacks": [{"StackName": "llama-observability", "CreationTime": "2026-01-01T00:00:00Z",
                      "StackStatus": "CREATE_COMPLETE",
-                     "Outputs": [{"OutputKey": cli.WORKSPACE_OUTPUT, "OutputValue": WORKSPACE}]}]},
+                     "Outputs": [{"OutputKey": cli.WORKSPACE_OUTPUT, "OutputValue": WORKSPACE},
+                                 {"OutputKey": cli.PROMETHEUS_OUTPUT, "OutputValue": AMP_WORKSPACE}]}]},
         {"StackName": "llama-observability"},
     )
     graf = boto3.client("grafana", region_name="us-east-1")
@@ -263,8 +363,10 @@ def test_cli_push_reads_the_workspace_from_the_stack(tmp_path: Path, monkeypatch
         return {"cloudformation": cfn, "grafana": graf}[name]
 
     def fake_push(client: object, workspace_id: str, project_name: str, models: dict, **kwargs: object):
-        seen.update(workspace=workspace_id, project=project_name, uids=list(models), client=client)
-        return grafana.PushResult(url="https://g.example", folder_uid="fmc-llama", dashboards=list(models))
+        seen.update(workspace=workspace_id, project=project_name, uids=list(models), client=client,
+                    datasources=kwargs["datasources"])
+        return grafana.PushResult(url="https://g.example", folder_uid="fmc-llama", dashboards=list(models),
+                                  datasources=[("fmc-llama-amp", "created")])
 
     monkeypatch.setattr(AwsSession, "client", client)
     monkeypatch.setattr(grafana, "push_dashboards", fake_push)
@@ -273,4 +375,17 @@ def test_cli_push_reads_the_workspace_from_the_stack(tmp_path: Path, monkeypatch
     assert result.exit_code == 0, result.output
     assert seen["workspace"] == WORKSPACE and seen["project"] == "llama" and seen["region"] == "us-east-1"
     assert seen["client"] is graf
-    assert "pushed" in result.output
+    assert seen["datasources"] == [dashboards.prometheus_datasource("llama", "us-east-1", AMP_WORKSPACE)]
+    assert "data source fmc-llama-amp" in result.output and "pushed" in result.output
+    assert f"aws grafana update-permissions --workspace-id {WORKSPACE}" in result.output
+
+
+def test_the_access_command_is_valid_for_the_grafana_api() -> None:
+    """The printed --update-instruction-batch, with a real-looking user ID, passes botocore's own validation."""
+    batch = json.loads(cli.ACCESS_BATCH.replace("USER_ID", "906754ba5e-1234abcd-12ab-34cd-56ef-1234567890ab"))
+    client, stubber = _client_and_stubber()
+    stubber.add_response("update_permissions", {"errors": []},
+                         {"workspaceId": WORKSPACE, "updateInstructionBatch": batch})
+    with stubber:
+        client.update_permissions(workspaceId=WORKSPACE, updateInstructionBatch=batch)
+    assert "update-workspace-authentication" in cli.access_text(WORKSPACE, "SAML")

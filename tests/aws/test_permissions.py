@@ -17,7 +17,7 @@ DECLARED = {action for actions in COMMAND_ACTIONS.values() for action in actions
 
 
 SERVICES = ("sts", "ec2", "sagemaker", "service-quotas", "fsx", "sso-admin", "pricing", "cloudformation", "grafana",
-            "pcs", "s3", "logs", "kms", "amp", "rds", "secretsmanager")
+            "pcs", "s3", "logs", "kms", "amp", "rds", "secretsmanager", "dynamodb", "ssm")
 """The botocore services fmcluster's commands call."""
 
 

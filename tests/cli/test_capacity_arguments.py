@@ -53,3 +53,15 @@ def test_today_is_not_in_the_past() -> None:
 def test_good_arguments_reach_aws() -> None:
     result = runner.invoke(app, BASE + ["--instance-type", "p5.48xlarge", "--start-after", "2999-01-01"])
     assert isinstance(result.exception, AssertionError) and "must not be called" in str(result.exception)
+
+
+def test_a_duration_blocks_are_not_sold_in_is_refused_with_exit_2_before_any_aws_call() -> None:
+    """README: a bad argument exits 2, as a bad project file does; the nearest durations are named."""
+    from typer.testing import CliRunner
+
+    from fmcluster.cli import app
+
+    result = CliRunner().invoke(app, ["capacity", "search", "--instance-type", "p5.48xlarge", "--count", "4",
+                                      "--days", "20"])
+    assert result.exit_code == 2
+    assert "--days 20 is not a capacity block duration" in result.output and "nearest: 14 or 21" in result.output

@@ -167,7 +167,19 @@ def test_dash_writes_to_stdout_and_no_file(tmp_path, monkeypatch):
     from support import ROOT
 
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(cli.app, ["config", str(ROOT / "projects" / "default.yaml"), "-o", "-"])
+    result = CliRunner().invoke(cli.app, ["config", str(ROOT / "projects" / "default.yaml"), "--out", "-"])
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("# ParallelCluster ") and yaml.safe_load(result.stdout)["HeadNode"]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_dash_o_is_a_format_everywhere_so_config_refuses_it_and_writes_under_out(tmp_path, monkeypatch) -> None:
+    """`-o` is an output format in every command; the file is `--out`, by default out/PROJECT/cluster.yaml."""
+    from support import ROOT
+
+    refused = CliRunner().invoke(cli.app, ["config", str(ROOT / "projects" / "default.yaml"), "-o", "-"])
+    assert refused.exit_code == 2
+    monkeypatch.chdir(tmp_path)
+    written = CliRunner().invoke(cli.app, ["config", str(ROOT / "projects" / "default.yaml")])
+    assert written.exit_code == 0, written.output
+    assert (tmp_path / "out" / "default" / "cluster.yaml").is_file() and not (tmp_path / "cluster.yaml").exists()

@@ -74,3 +74,34 @@ def test_the_command_prints_the_verdict_before_the_plan(tmp_path: Path) -> None:
     assert changes["verdict"] == "safe"
     assert {"stack": "demo-storage", "logical_id": "FileSystem", "type": "AWS::FSx::FileSystem",
             "properties": ["StorageCapacity"]} in changes["in_place"]
+
+
+def test_turning_accounting_on_is_named_as_needing_the_fleet_stopped(tmp_path: Path) -> None:
+    """SlurmSettings.Database has update policy COMPUTE_FLEET_STOP (ParallelCluster 3.16.1): the plan says so, and
+    that the head node's bootstrap, which changes with accounting, ParallelCluster does not update at all."""
+    pc = BASE + "orchestrator: {type: parallelcluster}\n"
+    (tmp_path / "old.yaml").write_text(pc)
+    (tmp_path / "new.yaml").write_text(pc.replace("parallelcluster}", "parallelcluster, accounting: {enabled: true}}"))
+    runner = CliRunner()
+    result = runner.invoke(app, ["plan", str(tmp_path / "new.yaml"), "--against", str(tmp_path / "old.yaml")])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert ("demo-slurm: Scheduling.SlurmSettings.Database added (update policy COMPUTE_FLEET_STOP: needs the compute "
+            "fleet stopped)") in text
+    assert "HeadNode.CustomActions.OnNodeConfigured.Args changes (update policy UNSUPPORTED" in text
+    assert "--stop-fleet stops it around the deploy" in text
+    result = runner.invoke(app, ["plan", str(tmp_path / "new.yaml"), "--against", str(tmp_path / "old.yaml"),
+                                 "-o", "json"])
+    updates = json.loads(result.stdout)["changes"]["cluster_updates"]
+    assert {"cluster": "demo-slurm", "key": "Scheduling.SlurmSettings.Database",
+            "change": "Scheduling.SlurmSettings.Database added", "update_policy": "COMPUTE_FLEET_STOP",
+            "needs": "fleet"} in updates
+
+
+def test_a_change_parallelcluster_applies_running_is_not_named(tmp_path: Path) -> None:
+    pc = BASE + "orchestrator: {type: parallelcluster}\n"
+    (tmp_path / "old.yaml").write_text(pc)
+    (tmp_path / "new.yaml").write_text(pc.replace("count: 2", "count: 4"))  # MaxCount grows: allowed running
+    result = CliRunner().invoke(app, ["plan", str(tmp_path / "new.yaml"), "--against", str(tmp_path / "old.yaml")])
+    assert result.exit_code == 0 and "needs more than a ParallelCluster update" not in result.output, result.output
+    assert "Custom::PclusterCluster" in result.output  # it is a change, listed in place

@@ -225,3 +225,30 @@ def test_the_wheel_ships_the_default_project_alone() -> None:
 def test_version_prints_the_installed_version() -> None:
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0 and result.stdout == f"fmcluster {version('fmcluster')}\n"
+
+
+def test_help_is_a_command_and_flags_show_no_type() -> None:
+    from typer.testing import CliRunner
+
+    from fmcluster.cli import app
+
+    runner = CliRunner()
+    top = runner.invoke(app, ["help"], env={"COLUMNS": "100"})
+    assert top.exit_code == 0 and "Commands" in top.output and "<bool>" not in top.output
+    sub = runner.invoke(app, ["help", "bootstrap", "render"], env={"COLUMNS": "100"})
+    assert sub.exit_code == 0 and "bootstrap render [OPTIONS]" in sub.output
+    unknown = runner.invoke(app, ["help", "destory"])
+    assert unknown.exit_code == 2 and "no command 'destory'" in unknown.output
+
+
+def test_new_from_finds_an_example_by_name(tmp_path: Path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from fmcluster.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FMCLUSTER_PROJECTS_DIR", str(tmp_path / "projects"))
+    result = CliRunner().invoke(app, ["new", "trial", "--from", "p5en-hyperpod"])
+    assert result.exit_code == 0, result.output
+    assert "created from" in (tmp_path / "projects" / "trial.yaml").read_text().splitlines()[0]
+    assert "p5en-hyperpod.yaml" in (tmp_path / "projects" / "trial.yaml").read_text().splitlines()[0]

@@ -59,7 +59,11 @@ def test_grafana_reads_only_this_workspace(synthesized: Synthesized) -> None:
     policy = next(iter(t.find_resources("AWS::IAM::Policy").values()))["Properties"]["PolicyDocument"]
     query = next(s for s in policy["Statement"] if "aps:QueryMetrics" in s["Action"])
     assert query["Resource"] == {"Fn::GetAtt": ["PrometheusWorkspace", "Arn"]}
+    # what the Prometheus data source `dashboards push` creates queries with (SigV4, the workspace's role): the
+    # AMP user guide's "aps:QueryMetrics, aps:GetMetricMetadata, aps:GetSeries, and aps:GetLabels"
+    assert {"aps:QueryMetrics", "aps:GetMetricMetadata", "aps:GetSeries", "aps:GetLabels"} <= set(query["Action"])
     t.has_output("GrafanaWorkspaceId", {})
+    t.has_output("PrometheusWorkspaceId", {})
 
 
 def test_grafana_can_be_left_out(synthesized: Synthesized) -> None:

@@ -1,0 +1,153 @@
+"""``fmcluster deploy``'s ParallelCluster updates: name each change that needs more than an update, and stop the
+compute fleet around the deploy when asked (``--stop-fleet``) or refuse with the commands to run.
+
+What a change needs comes from :mod:`fmcluster.generate.pcluster_update` (ParallelCluster's own update policies);
+the fleet is read and changed through :mod:`fmcluster.aws.fleet`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import typer
+
+from fmcluster.cli.project import REPLACEMENT_EXIT, err, out
+from fmcluster.generate import pcluster_update as pu
+
+HINTS = {
+    "HeadNode.CustomActions.OnNodeConfigured":
+        "the head node's bootstrap (its script or bundle) changed; ParallelCluster runs OnNodeConfigured only when "
+        "the head node is created",
+}
+"""Why a change ParallelCluster refuses happens, for the paths fmcluster writes whose reason is not obvious."""
+
+
+def _print(line: str, *, error: bool = False) -> None:
+    (err if error else out).print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def refused(updates: list[pu.ClusterUpdate]) -> list[pu.ClusterUpdate]:
+    """The updates no fleet stop makes possible: a new cluster, or the login nodes stopped first."""
+    return [u for u in updates if u.needs in (pu.NEVER, pu.LOGIN, pu.FLEET_AND_LOGIN)]
+
+
+def report(updates: list[pu.ClusterUpdate]) -> None:
+    for update in updates:
+        hint = next((h for path, h in HINTS.items() if update.change.where.startswith(path)), None)
+        _print(f"cluster update: {update.format()}{f' ({hint})' if hint else ''}", error=True)
+
+
+def refuse_impossible(updates: list[pu.ClusterUpdate]) -> None:
+    """Exit 3 when ParallelCluster would refuse the update whatever the fleet's state."""
+    blocked = refused(updates)
+    if not blocked:
+        return
+    report(updates)  # every change the update needs something for, the fleet stop too: the whole picture
+    login = any(u.needs != pu.NEVER for u in blocked)
+    first = "; stop the login nodes in a deploy of their own first" if login else ""
+    _print("refused: ParallelCluster would refuse this update and CloudFormation roll the cluster stack back (hint: "
+           f"keep those settings as deployed{first}; or delete the cluster stack (its termination protection "
+           "lifted) and deploy a new cluster: the provider refuses a new cluster name as an update too)", error=True)
+    raise typer.Exit(REPLACEMENT_EXIT)
+
+
+def needs_fleet_stop(updates: list[pu.ClusterUpdate]) -> dict[str, list[pu.ClusterUpdate]]:
+    """Cluster name -> its updates that need the compute fleet stopped."""
+    found: dict[str, list[pu.ClusterUpdate]] = {}
+    for update in updates:
+        if update.needs == pu.FLEET:
+            found.setdefault(update.cluster, []).append(update)
+    return found
+
+
+def commands(project: str, args: list[str], clusters: list[str], region: str) -> list[str]:
+    """What to run instead: fmcluster's own way, or ParallelCluster's CLI around a deploy."""
+    again = shlex.join(["fmcluster", "deploy", project, "--stop-fleet", *args])
+    by_hand = [shlex.join(["pcluster", "update-compute-fleet", "--cluster-name", c, "--status", "STOP_REQUESTED",
+                           "--region", region]) for c in clusters]
+    start = [shlex.join(["pcluster", "update-compute-fleet", "--cluster-name", c, "--status", "START_REQUESTED",
+                         "--region", region]) for c in clusters]
+    return [again, "or by hand:", *by_hand, "  (wait until `pcluster describe-compute-fleet` says STOPPED)",
+            shlex.join(["fmcluster", "deploy", project, *args]), *start]
+
+
+def ask(question: str) -> bool:
+    """A yes/no question; no answer (no terminal, end of input) is a no."""
+    try:
+        return typer.confirm(question, default=False)
+    except typer.Abort:  # typer vendors click: its confirm raises its own Abort
+        return False
+
+
+@contextmanager
+def fleet_stopped(session: Any, project: str, args: list[str], updates: list[pu.ClusterUpdate], *, stop: bool,
+                  yes: bool, confirm: Callable[[str], bool] = ask) -> Iterator[None]:
+    """Around the deploy: nothing when no update needs the fleet stopped or the fleet is STOPPED already; else stop
+    it (``stop``: after naming the running jobs and a confirmation unless ``yes``) and start it again after, or
+    refuse (exit 3) with the commands to run."""
+    from fmcluster.aws import fleet  # boto3, as for every account call of deploy
+
+    wanted = needs_fleet_stop(updates)
+    with session.errors():
+        running = {c: s for c in wanted if (s := _status(session, c)) != fleet.STOPPED}
+    if not running:
+        yield
+        return
+    report([u for c in running for u in wanted[c]])
+    if not stop:
+        many = sum(len(v) for v in wanted.values()) != 1
+        _print(f"refused: ParallelCluster applies {'these changes' if many else 'this change'} only with the "
+               f"compute fleet stopped ({', '.join(f'{c} is {s}' for c, s in running.items())}); the update would "
+               "fail and CloudFormation roll the cluster stack back. Run:", error=True)
+        for line in commands(project, args, sorted(running), session.region):
+            _print(f"  {line}", error=True)
+        raise typer.Exit(REPLACEMENT_EXIT)
+    with session.errors():
+        for cluster in running:
+            _jobs(session, cluster)
+    if not yes and not confirm(f"Stop the compute fleet of {', '.join(running)} (running jobs end), deploy, and "
+                               "start it again?"):
+        _print("not deployed: the compute fleet was left as it is (--yes stops it without asking)", error=True)
+        raise typer.Exit(REPLACEMENT_EXIT)
+    stopped: list[str] = []
+    try:
+        with session.errors():
+            for cluster in running:
+                fleet.change(session.client("dynamodb"), cluster, fleet.STOP, say=_print)
+                stopped.append(cluster)
+        yield
+    finally:
+        with session.errors():
+            for cluster in stopped:  # after the deploy, whether it worked or rolled back: the fleet ran before it
+                fleet.change(session.client("dynamodb"), cluster, fleet.START, say=_print)
+
+
+def _status(session: Any, cluster: str) -> str:
+    from fmcluster.aws import fleet  # boto3, as above
+
+    return fleet.status(session.client("dynamodb"), cluster)
+
+
+def _jobs(session: Any, cluster: str) -> None:
+    """Name the running jobs stopping the fleet ends (or say why they cannot be listed)."""
+    from fmcluster.aws import fleet  # boto3, as above
+
+    instance = fleet.head_node(session.client("ec2"), cluster)
+    if instance is None:
+        _print(f"{cluster}: no running head node found (EC2 tag parallelcluster:cluster-name): jobs not listed")
+        return
+    try:
+        jobs = fleet.running_jobs(session.client("ssm"), instance)
+    except fleet.FleetError as exc:
+        _print(f"{cluster}: running jobs not listed: {exc}")
+        return
+    if not jobs:
+        _print(f"{cluster}: no job is running (squeue on {instance})")
+        return
+    _print(f"{cluster}: {len(jobs)} running job{'s' if len(jobs) != 1 else ''} end when the fleet stops "
+           "(job|user|partition|name|time|nodes):")
+    for line in jobs:
+        _print(f"  {line}")
