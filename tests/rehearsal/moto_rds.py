@@ -250,9 +250,12 @@ class InvalidDBParameterGroupState(RDSClientError):
                          f"One or more database clusters are still members of this parameter group {name} ({cluster})")
 
 
-def _live(backend: rds.RDSBackend) -> list[Any]:
-    """The backend's DB clusters and instances (moto pops a deleted one)."""
-    return [*backend.clusters.values(), *backend.databases.values()]
+def _subnet_groups_in_use(backend: rds.RDSBackend) -> set[str]:
+    """The subnet groups of the backend's DB clusters and instances (moto pops a deleted one; an instance keeps its
+    group in ``_db_subnet_group_name``, ``db_subnet_group_name`` is write-only)."""
+    used = [c.db_subnet_group_name for c in backend.clusters.values()]
+    used += [getattr(db, "_db_subnet_group_name", None) for db in backend.databases.values()]
+    return {str(name).lower() for name in used if name}
 
 
 _delete_subnet_group = rds.RDSBackend.delete_subnet_group
@@ -262,7 +265,7 @@ _delete_vpc = VPCBackend.delete_vpc
 
 
 def delete_subnet_group(self: rds.RDSBackend, subnet_name: str) -> Any:
-    if any(str(getattr(db, "db_subnet_group_name", "") or "").lower() == subnet_name.lower() for db in _live(self)):
+    if subnet_name.lower() in _subnet_groups_in_use(self):
         raise InvalidDBSubnetGroupStateFault(subnet_name)
     return _delete_subnet_group(self, subnet_name)
 

@@ -400,6 +400,9 @@ def rehearse(r: Rehearsal, project) -> None:
 
     check_bundle_assets(r, staging, [name for name in stacks if name.endswith("-cluster")])
     check_references(r, stacks, executed, skipped)
+    for name in executed:
+        if name.endswith("-accounting"):
+            check_unretained_groups_refused(r, name, stacks[name])
 
     deployed = {name: {s["LogicalResourceId"]: s for s in cfn.list_stack_resources(StackName=name)["StackResourceSummaries"]
                        if s["LogicalResourceId"]}  # moto lists each skipped resource once, with no ID
@@ -588,6 +591,49 @@ def check_destroyed(r: Rehearsal, stacks: dict[str, dict], deployed: dict[str, d
     assert set(unchecked) <= set(MOTO_SKIPS), f"retained types moto keeps that EXISTS cannot look up: {unchecked}"
     print(f"\n{r.file.name}: retained and still there: {[x[0] for x in retained]}; "
           f"retained, not checkable in moto: {unchecked}")
+
+
+def check_unretained_groups_refused(r: Rehearsal, accounting: str, template: dict) -> None:
+    """The accounting stack as it was before the destroy fix (its DB subnet group, cluster parameter group and security
+    group not retained), deployed beside the real one: its delete under the retained database ends DELETE_FAILED
+    naming the three, with the errors RDS and EC2 give (moto patches 12 and 13), as in AWS. Without the refusals this
+    would delete cleanly and the rehearsal could not tell the fixed stack from the broken one. Cleaned up after: once
+    the database is deleted, the delete is tried again and completes."""
+    old = json.loads(json.dumps(template))
+    old.pop("Outputs", None)  # its exports would clash with the real stack's
+    unretained = {}
+    for lid, spec in old["Resources"].items():
+        if spec["Type"] in ("AWS::RDS::DBSubnetGroup", "AWS::RDS::DBClusterParameterGroup", "AWS::EC2::SecurityGroup") \
+                and spec.pop("DeletionPolicy", None) == "Retain":
+            spec.pop("UpdateReplacePolicy", None)
+            unretained[lid] = spec["Type"]
+    assert len(unretained) == 3, f"{accounting} no longer retains what the database uses: {unretained}"
+    cfn, name = r.boto("cloudformation"), f"{accounting}-unretained"
+    stack_id = cfn.create_stack(StackName=name, TemplateBody=json.dumps(old))["StackId"]
+    resources = {s["LogicalResourceId"]: s["PhysicalResourceId"]
+                 for s in cfn.list_stack_resources(StackName=name)["StackResourceSummaries"]}
+    cfn.delete_stack(StackName=stack_id)
+    assert cfn.describe_stacks(StackName=stack_id)["Stacks"][0]["StackStatus"] == "DELETE_FAILED"
+    failed = {e["LogicalResourceId"]: e["ResourceStatusReason"] for e in cfn.describe_stack_events(StackName=stack_id)[
+        "StackEvents"] if e["ResourceStatus"] == "DELETE_FAILED" and e["LogicalResourceId"] != name}
+    codes = {"AWS::RDS::DBSubnetGroup": "InvalidDBSubnetGroupStateFault",
+             "AWS::RDS::DBClusterParameterGroup": "InvalidDBParameterGroupState",
+             "AWS::EC2::SecurityGroup": "DependencyViolation"}
+    assert {lid: codes[t] in failed.get(lid, "") for lid, t in unretained.items()} == dict.fromkeys(unretained, True), \
+        failed
+    rds = r.boto("rds")
+    of_type = {t: resources[lid] for lid, spec in old["Resources"].items() if lid in resources for t in [spec["Type"]]}
+    rds.delete_db_instance(DBInstanceIdentifier=of_type["AWS::RDS::DBInstance"], SkipFinalSnapshot=True)
+    rds.modify_db_cluster(DBClusterIdentifier=of_type["AWS::RDS::DBCluster"], DeletionProtection=False)
+    rds.delete_db_cluster(DBClusterIdentifier=of_type["AWS::RDS::DBCluster"], SkipFinalSnapshot=True)
+    r.boto("secretsmanager").delete_secret(SecretId=of_type["AWS::SecretsManager::Secret"],
+                                           ForceDeleteWithoutRecovery=True)
+    cfn.delete_stack(StackName=stack_id)  # the groups are free now: the retry deletes them
+    assert cfn.describe_stacks(StackName=stack_id)["Stacks"][0]["StackStatus"] == "DELETE_COMPLETE", [
+        (e["LogicalResourceId"], e.get("ResourceStatusReason")) for e in cfn.describe_stack_events(StackName=stack_id)[
+            "StackEvents"] if e["ResourceStatus"] == "DELETE_FAILED"]
+    assert not [lid for lid, pid in resources.items() if lid in old["Resources"]
+                and old["Resources"][lid]["Type"] in EXISTS and EXISTS[old["Resources"][lid]["Type"]](r, pid)]
 
 
 DATABASE_IN_VPC = ("AWS::RDS::DBCluster", "AWS::RDS::DBInstance", "AWS::RDS::DBSubnetGroup", "AWS::EC2::SecurityGroup")
