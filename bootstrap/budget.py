@@ -1,11 +1,22 @@
-"""The boot budget: each step's worst-case time, stated once, summed for a bundle on an image, against the scheduler's limit.
+"""The boot budget: everything inside the scheduler's limit, counted from the instance's launch, for a bundle on
+an image.
 
-A node the scheduler waits for must finish its bootstrap in time: ParallelCluster's Slurm gives a powering-up
-node ``ResumeTimeout`` seconds, then marks it down and replaces it (a static capacity-block node loops).
-What a bundle costs depends on the image: on the flavour's own image most steps only verify and reuse; on
-the bare OS every component is downloaded, built and installed. :func:`estimate` sums the worst case of what
-this image lacks, from :data:`COSTS` (one figure per component, with its reason; figures that are estimates
-say so) plus the fixed costs every boot can meet (:data:`FIXED`).
+A node the scheduler waits for must be ready in time: ParallelCluster's Slurm gives a powering-up node ``ResumeTimeout``
+seconds from the moment it asked EC2 for it, then marks it down and replaces it (a static capacity-block node loops).
+That time covers EC2's launch, ParallelCluster's own setup before it runs ``OnNodeConfigured`` (our bundle), the bundle,
+and what ParallelCluster does after it (:data:`BEFORE`, :data:`MARGIN`: figures no source states are marked assumed).
+
+What the bundle costs depends on the image: on the flavour's own image most steps only verify and reuse; what the image
+lacks is downloaded and installed (:data:`COSTS`: each component's downloads, package-manager calls and local work).
+Every network operation is retried (``fmc_retry`` in templates/bootstrap/partials/common.sh.j2: ``retry_attempts``
+attempts, ``retry_base_delay_s`` doubling between them), each download attempt bounded by curl's ``--max-time``. Every
+package-manager call first waits for another apt/dnf; all of a boot's waits share one allowance
+(``pkg_lock_timeout_s``). :func:`estimate` gives two bundle figures:
+
+* the slowest boot without a failed attempt: every download at its size over a slow link, every package call at its
+  estimate, the whole lock allowance spent: this must fit, with the margin;
+* every attempt failing but the last, each to its bound: longer than the limit, so the entry script's deadline
+  (:func:`deadline_s`) stops the bundle with its step and reason before the scheduler gives up.
 """
 
 from __future__ import annotations
@@ -14,14 +25,6 @@ from dataclasses import dataclass
 
 from fmcluster.bootstrap.context import BootstrapContext, Flavour
 from fmcluster.bootstrap.profiles import ImageProfile
-
-
-@dataclass(frozen=True)
-class Cost:
-    seconds: int
-    why: str
-    estimate: bool = True
-    """No source gives the figure: a deliberately pessimistic estimate."""
 
 
 @dataclass(frozen=True)
@@ -50,31 +53,101 @@ LIMITS: dict[Flavour, Limit] = {
         "settings we found)", unconfirmed=True),
 }
 
-FIXED: dict[str, Cost] = {
-    "package lock": Cost(0, "waiting for another apt/dnf (cloud-init, unattended-upgrades): bounded by the bundle's "
-                            "pkg_lock_timeout_s (fmc_wait_pkg_lock stops the step there); filled in per bundle", estimate=False),
-    "repository refresh": Cost(120, "apt-get update / dnf makecache once per boot, with up to 4 retries (backoff 2+4+8+16 s)"),
-    "verify and reuse": Cost(10, "per step: version queries (nvidia-smi, dpkg-query, fi_info), markers, unit checks"),
-    "health check": Cost(60, "nvidia-smi queries, fi_info, NVLink status, exporter probes (the deep DCGM diagnostic "
-                             "is not counted: it is off by default)"),
+
+@dataclass(frozen=True)
+class Phase:
+    """Time inside the limit that is not the bundle's."""
+
+    name: str
+    seconds: int
+    why: str
+    assumed: bool = True
+    """No source gives the figure: stated as an assumption wherever it is shown."""
+
+
+BEFORE_KERNEL: dict[Flavour, Phase] = {
+    "parallelcluster": Phase(
+        "EC2 launch", 120,
+        "from ParallelCluster's RunInstances to the kernel starting (instance pending, firmware): no source gives a "
+        "figure for GPU instances"),
+}
+"""Time the limit counts before the node's kernel starts (the entry script measures the rest: /proc/uptime)."""
+
+BEFORE: dict[Flavour, tuple[Phase, ...]] = {
+    "parallelcluster": (
+        BEFORE_KERNEL["parallelcluster"],
+        Phase("ParallelCluster's setup", 420,
+              "from the kernel starting to OnNodeConfigured (cloud-init, the cookbook's config recipes, shared storage "
+              "mounts): ParallelCluster's own integration tests allow a node 5 minutes, 7 in 3.13 on RHEL/Rocky, to "
+              "join the scheduler (aws/aws-parallelcluster#6761, tests/integration-tests/tests/common/hit_common.py "
+              "wait_for_num_nodes_in_scheduler); the larger is assumed"),
+    ),
+}
+"""What the limit counts before the bundle starts, per flavour (none: no limit, or the bundle starts the clock)."""
+
+MARGIN: dict[Flavour, Phase] = {
+    "parallelcluster": Phase("after the bundle", 120, "ParallelCluster finishes the node after OnNodeConfigured "
+                                                      "returns and slurmd registers with slurmctld"),
 }
 
+SLOW_LINK_MBPS = 10
+"""A slow but working link for the no-failure figure (MB/s): an estimate, not a measurement."""
+
+
+@dataclass(frozen=True)
+class Download:
+    name: str
+    megabytes: float
+    key: bool = False
+    """A signing key or signature: bounded by ``key_download_timeout_s``, not ``download_timeout_s``."""
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What installing a component costs when the image lacks it: its downloads (estimated sizes), its package-manager
+    installs (each an estimate: apt and dnf have no overall timeout), the repository it adds, and local work."""
+
+    why: str
+    downloads: tuple[Download, ...] = ()
+    installs: tuple[int, ...] = ()
+    repo: str | None = None
+    local: int = 0
+
+
+KEY = Download("signing key", 0.01, key=True)
+
 COSTS: dict[str, Cost] = {
-    # component -> the worst case of installing it when the image lacks it
-    "driver": Cost(900, "NVIDIA driver packages (~500 MB) at a 10 MB/s floor with retries, DKMS build of the open "
-                        "kernel modules, initramfs"),
-    "fabric_manager": Cost(120, "Fabric Manager and NSCQ packages"),
-    "imex": Cost(60, "nvidia-imex package"),
-    "nvlsm": Cost(60, "nvlsm package"),
-    "efa": Cost(600, "EFA installer tarball, GPG check, rdma-core/libfabric packages and the DKMS build of the efa module"),
-    "gdrcopy": Cost(300, "GDRCopy built from source into packages, gdrdrv module"),
-    "lustre": Cost(180, "Lustre client repository and the kernel module package"),
-    "enroot": Cost(60, "two enroot packages"),
-    "pyxis": Cost(120, "pyxis built against Slurm's headers"),
-    "dcgm": Cost(180, "DCGM core and CUDA packages"),
-    "dcgm_exporter": Cost(60, "the dcgm-exporter package"),
-    "node_exporter": Cost(90, "node_exporter and Prometheus agent tarballs (sha256-checked)"),
+    "driver": Cost("kernel headers, then the NVIDIA driver (~500 MB of packages); DKMS build of the open kernel "
+                   "modules, initramfs", installs=(120, 180), repo="nvidia", local=600),
+    "fabric_manager": Cost("Fabric Manager and NSCQ packages", installs=(90,), repo="nvidia"),
+    "imex": Cost("the nvidia-imex package", installs=(60,), repo="nvidia"),
+    "nvlsm": Cost("InfiniBand tools, then nvlsm; ib_umad loaded", installs=(60, 60), repo="nvidia", local=5),
+    "efa": Cost("EFA installer tarball with its key and signature; the installer's own packages and the DKMS build "
+                "of the efa module", downloads=(Download("EFA installer", 400), KEY, Download("signature", 0.01, True)),
+                local=600),
+    "gdrcopy": Cost("GDRCopy source, its build packages; built into packages, gdrdrv loaded",
+                    downloads=(Download("GDRCopy source", 1),), installs=(120, 30), local=240),
+    "lustre": Cost("the Lustre client repository and the kernel module package", installs=(120,), repo="lustre"),
+    "enroot": Cost("two enroot packages", downloads=(Download("enroot", 10), Download("enroot+caps", 1)),
+                   installs=(60,)),
+    "pyxis": Cost("pyxis source, built against Slurm's headers", downloads=(Download("pyxis source", 1),), local=120),
+    "dcgm": Cost("DCGM core and CUDA packages", installs=(180,), repo="nvidia"),
+    "dcgm_exporter": Cost("the dcgm-exporter package paired with the node's DCGM", installs=(60,), repo="nvidia"),
+    "node_exporter": Cost("node_exporter tarball (sha256-checked)", downloads=(Download("node_exporter", 12),)),
+    "prometheus": Cost("Prometheus tarball for the agent (sha256-checked)", downloads=(Download("prometheus", 120),)),
 }
+
+REPO_KEYS = {"nvidia": "cuda_source", "lustre": None}
+"""The image fact that says a repository is already a source (then no key is fetched and no index refreshed)."""
+REFRESH_S = 90
+"""One apt-get update / dnf makecache: an estimate (no timeout bounds it)."""
+VERIFY_S = 10
+"""Per step: version queries (nvidia-smi, dpkg-query, fi_info), markers, unit checks."""
+HEALTH_S = 60
+"""The health check's queries (nvidia-smi, fi_info, NVLink, exporter probes); the deep DCGM diagnostic is off."""
+
+ALWAYS_DOWNLOADED = ("node_exporter", "prometheus")
+"""No image profile carries our node_exporter or Prometheus agent."""
 
 
 def components(ctx: BootstrapContext) -> list[str]:
@@ -94,42 +167,132 @@ def components(ctx: BootstrapContext) -> list[str]:
     if "80-containers" in names:
         out += ["enroot", "pyxis"] if ctx.slurm else ["enroot"]
     if "90-exporters" in names:
-        out += ["node_exporter", "dcgm", "dcgm_exporter"] if ctx.gpu else ["node_exporter"]
+        out += ["node_exporter", "prometheus"] + (["dcgm", "dcgm_exporter"] if ctx.gpu else [])
     return out
+
+
+def retried(ctx: BootstrapContext, attempt_s: int) -> int:
+    """The worst case of one retried operation (``fmc_retry``): every attempt to its bound, and the waits between."""
+    o = ctx.options
+    waits = sum(o.retry_base_delay_s * 2 ** k for k in range(o.retry_attempts - 1))
+    return o.retry_attempts * attempt_s + waits
+
+
+def deadline_s(ctx: BootstrapContext) -> int | None:
+    """Seconds after the kernel starts at which the entry script stops the steps (``FMC_DEADLINE``): the scheduler's
+    limit less the time it counts before the kernel and the margin after the bundle. None where no limit applies."""
+    limit = LIMITS[ctx.flavour].seconds
+    if limit is None or ctx.flavour not in BEFORE_KERNEL:
+        return None
+    return limit - BEFORE_KERNEL[ctx.flavour].seconds - MARGIN[ctx.flavour].seconds
 
 
 @dataclass(frozen=True)
 class Estimate:
     image: str
-    seconds: int
+    before: tuple[Phase, ...]
     lines: list[tuple[str, int]]
+    """The bundle's slowest boot without a failed attempt, line by line."""
+    retried_seconds: int
+    """The bundle with every operation failing until its last attempt, each attempt to its bound."""
+    calls: int
+    """Package-manager calls (they share the lock allowance)."""
     limit: Limit
+    margin: Phase | None
+    deadline: int | None
+
+    @property
+    def bundle_seconds(self) -> int:
+        return sum(s for _, s in self.lines)
+
+    @property
+    def seconds(self) -> int:
+        """From launch to the bundle's end, the slowest boot without a failed attempt."""
+        return sum(p.seconds for p in self.before) + self.bundle_seconds
+
+    @property
+    def spare(self) -> int | None:
+        """What is left of the limit after this boot and the margin; None without a limit."""
+        if self.limit.seconds is None:
+            return None
+        return self.limit.seconds - self.seconds - (self.margin.seconds if self.margin else 0)
 
     @property
     def fits(self) -> bool | None:
-        return None if self.limit.seconds is None else self.seconds <= self.limit.seconds
+        return None if self.spare is None else self.spare >= 0
 
     def text(self) -> str:
-        verdict = ("no limit to compare" if self.limit.seconds is None
-                   else f"{'within' if self.fits else 'OVER'} {self.limit.name} {self.limit.seconds} s")
         if self.limit.unconfirmed:
             verdict = f"{self.limit.name}: unconfirmed"
-        return f"worst case {self.seconds} s on {self.image} ({verdict})"
+        elif self.limit.seconds is None:
+            verdict = "no limit to compare"
+        else:
+            verdict = (f"{'within' if self.fits else 'OVER'} {self.limit.name} {self.limit.seconds} s, "
+                       f"{self.spare} s to spare after a {self.margin.seconds if self.margin else 0} s margin")
+        start = "from launch" if self.before else "from the bundle's start"
+        return f"slowest boot without a failed attempt {self.seconds} s {start} on {self.image} ({verdict})"
+
+    def report(self) -> list[str]:
+        """The lines ``fmcluster bootstrap render`` prints."""
+        out = [f"boot budget: {self.text()}"]
+        for p in self.before:
+            out.append(f"  {p.name}: {p.seconds} s{' (assumed: ' + p.why + ')' if p.assumed else ' (' + p.why + ')'}")
+        out.append(f"  the bundle, slowest without a failed attempt: {self.bundle_seconds} s ("
+                   + ", ".join(f"{n} {s}" for n, s in self.lines) + f"; {self.calls} package-manager calls)")
+        if self.margin is not None:
+            out.append(f"  {self.margin.name}: {self.margin.seconds} s (assumed: {self.margin.why})")
+        tail = (f"; the entry script stops the steps {self.deadline} s after the kernel starts, naming the step"
+                if self.deadline is not None else "")
+        out.append(f"  with every retry failing to its bound the bundle could take {self.retried_seconds} s{tail}")
+        return out
 
 
 def estimate(ctx: BootstrapContext, profile: ImageProfile | None = None,
              present: dict[str, bool] | None = None) -> Estimate:
-    """The worst-case boot time of ``ctx``'s bundle on ``profile``'s image (as written, or as ``present`` says;
-    None: the bare OS, where everything is installed)."""
+    """The boot budget of ``ctx``'s bundle on ``profile``'s image (as written, or as ``present`` says; None: the bare
+    OS, where everything is installed)."""
     if profile is not None and present is None:
         present = dict(profile.variants(ctx.arch)[0][1])
     have = present or {}
-    lines = [("package lock", ctx.options.pkg_lock_timeout_s)]
-    lines += [(name, cost.seconds) for name, cost in FIXED.items() if name not in ("package lock", "verify and reuse")]
-    lines.append(("verify and reuse", FIXED["verify and reuse"].seconds * len(ctx.steps())))
-    if ctx.slurm_policy:  # bounded waits of the slurm-policy step (slurmdbd, then slurmctld), as the package lock's
-        lines.append(("slurmdbd and slurmctld waits", ctx.options.slurmdbd_wait_s + ctx.options.slurmctld_wait_s))
-    for comp in components(ctx):
-        if comp == "node_exporter" or not have.get(comp, False):  # no image profile carries node_exporter
-            lines.append((comp, COSTS[comp].seconds))
-    return Estimate(profile.name if profile else "the bare OS", sum(s for _, s in lines), lines, LIMITS[ctx.flavour])
+    o = ctx.options
+    missing = [c for c in components(ctx) if c in ALWAYS_DOWNLOADED or not have.get(c, False)]
+    lines: list[tuple[str, int]] = []
+    retry_total = 0
+    repos = {COSTS[c].repo for c in missing if COSTS[c].repo} - {r for r, fact in REPO_KEYS.items()
+                                                                 if fact and have.get(fact, False)}
+    if ctx.os_family != "ubuntu":
+        repos.discard("lustre")  # AL2023's Lustre client comes from Amazon Linux's own repository: nothing added
+    installs = [s for c in missing for s in COSTS[c].installs]
+    # Ubuntu refreshes once per repository added, else once before its first install; dnf only when a repository is
+    # added (fmc_pkg_install, fmc_nvidia_repo, the Lustre step).
+    refreshes = len(repos) if repos or ctx.os_family != "ubuntu" else (1 if installs else 0)
+    calls = len(installs) + refreshes
+    if calls:
+        lines.append(("package lock", o.pkg_lock_timeout_s))
+    for repo in sorted(repos):
+        lines.append((f"{repo} repository key", _download_s(ctx, KEY)))
+        retry_total += retried(ctx, o.key_download_timeout_s)
+    if refreshes:
+        lines.append(("package index refresh", refreshes * REFRESH_S))
+        retry_total += refreshes * retried(ctx, REFRESH_S)
+    for comp in missing:
+        cost = COSTS[comp]
+        seconds = sum(_download_s(ctx, d) for d in cost.downloads) + sum(cost.installs) + cost.local
+        lines.append((comp, seconds))
+        retry_total += cost.local + sum(retried(ctx, s) for s in cost.installs)
+        retry_total += sum(retried(ctx, o.key_download_timeout_s if d.key else o.download_timeout_s)
+                           for d in cost.downloads)
+    lines.append(("verify and reuse", VERIFY_S * len(ctx.steps())))
+    lines.append(("health check", HEALTH_S))
+    if ctx.slurm_policy:  # bounded waits of the slurm-policy step (slurmdbd, then slurmctld)
+        lines.append(("slurmdbd and slurmctld waits", o.slurmdbd_wait_s + o.slurmctld_wait_s))
+    fixed = sum(s for n, s in lines if n in ("package lock", "verify and reuse", "health check",
+                                             "slurmdbd and slurmctld waits"))
+    return Estimate(image=profile.name if profile else "the bare OS", before=BEFORE.get(ctx.flavour, ()),
+                    lines=lines, retried_seconds=retry_total + fixed, calls=calls, limit=LIMITS[ctx.flavour],
+                    margin=MARGIN.get(ctx.flavour), deadline=deadline_s(ctx))
+
+
+def _download_s(ctx: BootstrapContext, d: Download) -> int:
+    """One download that does not fail: connecting, then its size over a slow link."""
+    return ctx.options.connect_timeout_s + int(d.megabytes / SLOW_LINK_MBPS + 0.999)

@@ -74,49 +74,88 @@ LOGIN_BUNDLE = "login"
 """The login nodes' bundle among a project's group bundles (where the orchestrator's login nodes run one)."""
 
 
+def fsx_mount(fsx: MountContract | None, fsx_at_boot: bool) -> FsxMount | None:
+    """The mount a bundle that mounts FSx itself gets from the storage contract: the identity in the bundle, or (a
+    file system created in the same deployment) only its path and EFA setting, the identity coming at boot."""
+    if fsx is None:
+        return None
+    if fsx_at_boot:
+        return FsxMount(mount_path=fsx.mount_path, efa_enabled=fsx.efa_enabled)
+    return FsxMount(file_system_id=fsx.file_system_id, dns_name=fsx.dns_name, mount_name=fsx.mount_name,
+                    mount_path=fsx.mount_path, efa_enabled=fsx.efa_enabled)
+
+
+def group_contexts(cluster: ClusterPlan, mount: FsxMount | None, login: bool = False) -> dict[str, BootstrapContext]:
+    """Self-managed and PCS nodes: one bundle per compute group mounting ``mount``, and with ``login`` the login
+    nodes' (:data:`LOGIN_BUNDLE`: no GPU steps; the FSx mount, exporters and agent as on the GPU nodes)."""
+    out = {group.name: context_for(cluster, group.name, "compute", fsx=mount) for group in cluster.groups}
+    if login:
+        out[LOGIN_BUNDLE] = context_for(cluster, None, "login", fsx=mount)
+    return out
+
+
+def dispatched_contexts(cluster: ClusterPlan) -> dict[str, BootstrapContext]:
+    """ParallelCluster: the head node's bundle (pyxis in the shared plugstack.conf, the per-job IMEX prolog where a
+    queue has IMEX instances, the QoS per partition; its exporters) and one per instance type. ParallelCluster
+    mounts FSx itself, so none mounts it."""
+    out = {HEAD_NODE_BUNDLE: context_for(cluster, cluster.groups[0].name, "head", "parallelcluster", fsx=None,
+                                         imex_prolog=any(g.needs_imex for g in cluster.groups),
+                                         qos_partitions=qos_partitions(cluster))}
+    for group in cluster.groups:
+        if group.instance_type not in out:
+            out[group.instance_type] = context_for(cluster, group.name, "compute", "parallelcluster", fsx=None)
+    return out
+
+
+def lifecycle_contexts(cluster: ClusterPlan) -> dict[str, BootstrapContext]:
+    """HyperPod: one bundle per instance group (controller, login, each compute group). HyperPod mounts FSx itself
+    (FsxLustreConfig), so none mounts it."""
+    qos = qos_partitions(cluster)
+    return {group.name: context_for(cluster, group.compute_group, group.role, "hyperpod", fsx=None, qos_partitions=qos)
+            for group in instance_groups(cluster)}
+
+
+CONTEXTS: dict[str, Callable[[ClusterPlan, "FsxMount | None"], dict[str, BootstrapContext]]] = {
+    "none": lambda cluster, mount: group_contexts(cluster, mount),
+    "parallelcluster": lambda cluster, mount: dispatched_contexts(cluster),
+    "hyperpod": lambda cluster, mount: lifecycle_contexts(cluster),
+    "pcs": lambda cluster, mount: group_contexts(cluster, mount, login=cluster.pcs.login is not None),
+}
+"""The bootstrap stage's table of what each orchestrator's nodes run: bundle name -> context, from the cluster and the
+FSx mount (ignored where the orchestrator mounts FSx itself). The renderers below and ``fmcluster bootstrap render``
+both take their contexts from here, so what is rendered for inspection is what deploys."""
+
+
+def deployed_contexts(cluster: ClusterPlan, mount: FsxMount | None) -> dict[str, BootstrapContext]:
+    """The contexts of every bundle the project's orchestrator deploys (:data:`CONTEXTS`), by bundle name."""
+    return CONTEXTS[cluster.orchestrator](cluster, mount)
+
+
 def render_group_bundles(cluster: ClusterPlan, fsx: MountContract | None, fsx_at_boot: bool,
                          out_dir: Path, remote_write_url: str | None = None,
                          login: bool = False) -> dict[str, GroupBundle]:
     """One bundle per compute group, mounting ``fsx`` (whose identity comes at boot when ``fsx_at_boot``);
     the nodes' metrics agent remote-writes to ``remote_write_url`` (the project's workspace), also known at boot.
-    With ``login``, also the login nodes' bundle (:data:`LOGIN_BUNDLE`: no GPU steps; the FSx mount, exporters and
-    agent as on the GPU nodes)."""
-    mount, boot_env = None, {}
-    if fsx is not None:
-        if fsx_at_boot:  # created in this deployment: CloudFormation fills the IDs into the user data
-            mount = FsxMount(mount_path=fsx.mount_path, efa_enabled=fsx.efa_enabled)
-            boot_env = {"FMC_FSX_ID": fsx.file_system_id, "FMC_FSX_DNS": fsx.dns_name,
-                        "FMC_FSX_MOUNT_NAME": fsx.mount_name}
-        else:
-            mount = FsxMount(file_system_id=fsx.file_system_id, dns_name=fsx.dns_name, mount_name=fsx.mount_name,
-                             mount_path=fsx.mount_path, efa_enabled=fsx.efa_enabled)
+    With ``login``, also the login nodes' bundle (:func:`group_contexts`)."""
+    boot_env = {}
+    if fsx is not None and fsx_at_boot:  # created in this deployment: CloudFormation fills the IDs into the user data
+        boot_env = {"FMC_FSX_ID": fsx.file_system_id, "FMC_FSX_DNS": fsx.dns_name,
+                    "FMC_FSX_MOUNT_NAME": fsx.mount_name}
     if remote_write_url is not None:
         boot_env["FMC_METRICS_REMOTE_WRITE_URL"] = remote_write_url
     bundles = {}
-    for group in cluster.groups:
-        ctx = context_for(cluster, group.name, "compute", fsx=mount)
-        path = _fresh(out_dir / group.name)
-        bundles[group.name] = GroupBundle(group.name, path, ctx, render_bundle(ctx, path).sums_sha256, boot_env)
-    if login:
-        ctx = context_for(cluster, None, "login", fsx=mount)
-        path = _fresh(out_dir / LOGIN_BUNDLE)
-        bundles[LOGIN_BUNDLE] = GroupBundle(LOGIN_BUNDLE, path, ctx, render_bundle(ctx, path).sums_sha256, boot_env)
+    for name, ctx in group_contexts(cluster, fsx_mount(fsx, fsx_at_boot), login).items():
+        path = _fresh(out_dir / name)
+        bundles[name] = GroupBundle(name, path, ctx, render_bundle(ctx, path).sums_sha256, boot_env)
     return bundles
 
 
 def render_dispatched_bundles(cluster: ClusterPlan, out_dir: Path) -> DispatchedBundles:
-    """One bundle per instance type (ParallelCluster mounts FSx itself, so the bundles do not), the head node's
-    (pyxis in the shared plugstack.conf; its exporters, the Slurm exporter among them), and the dispatcher, which
+    """One bundle per instance type and the head node's (:func:`dispatched_contexts`), and the dispatcher, which
     every node runs."""
     root = _fresh(out_dir)
-    head = context_for(cluster, cluster.groups[0].name, "head", "parallelcluster", fsx=None,
-                       imex_prolog=any(g.needs_imex for g in cluster.groups), qos_partitions=qos_partitions(cluster))
-    sums = {HEAD_NODE_BUNDLE: render_bundle(head, root / "bundles" / HEAD_NODE_BUNDLE).sums_sha256}
-    for group in cluster.groups:
-        if group.instance_type in sums:
-            continue
-        ctx = context_for(cluster, group.name, "compute", "parallelcluster", fsx=None)
-        sums[group.instance_type] = render_bundle(ctx, root / "bundles" / group.instance_type).sums_sha256
+    sums = {name: render_bundle(ctx, root / "bundles" / name).sums_sha256
+            for name, ctx in dispatched_contexts(cluster).items()}
     dispatcher = root / "dispatch" / "on-node-configured.sh"
     dispatcher.parent.mkdir(parents=True)
     dispatcher.write_text(dispatcher_script(cluster.project, sums))
@@ -144,15 +183,10 @@ class LifecycleBundles:
 
 
 def render_lifecycle_bundles(cluster: ClusterPlan, out_dir: Path) -> LifecycleBundles:
-    """The HyperPod flavour for every instance group: controller (head role), login, and each compute group.
-    HyperPod mounts FSx itself (FsxLustreConfig), so the bundles do not; its image carries the driver and EFA,
-    which the steps find and keep."""
+    """The HyperPod flavour for every instance group (:func:`lifecycle_contexts`); its image carries the driver and
+    EFA, which the steps find and keep."""
     root = _fresh(out_dir)
-    sums = {}
-    qos = qos_partitions(cluster)
-    for group in instance_groups(cluster):
-        ctx = context_for(cluster, group.compute_group, group.role, "hyperpod", fsx=None, qos_partitions=qos)
-        sums[group.name] = render_bundle(ctx, root / group.name).sums_sha256
+    sums = {name: render_bundle(ctx, root / name).sums_sha256 for name, ctx in lifecycle_contexts(cluster).items()}
     return LifecycleBundles(root=root, sums=sums)
 
 

@@ -37,8 +37,19 @@ FLAVOURS: tuple[str, ...] = tuple(FLAVOUR_TRAITS)
 ARCHES: tuple[Arch, ...] = get_args(Arch)
 OPERATING_SYSTEMS: tuple[str, ...] = tuple(_OS_FACTS)
 
-NVLSM_GPUS = ("B200", "B300")
-"""GPU models of the HGX systems with fourth-generation NVSwitches (catalog gpu_model)."""
+LUSTRE_NETWORK_UNIT: dict[str, str] = {
+    # Ubuntu 22.04/24.04: systemd-networkd (netplan); ParallelCluster restarts systemd-resolved there, and no
+    # network.service exists (aws/aws-parallelcluster-cookbook@f75d84c3 cookbooks/aws-parallelcluster-environment/
+    # resources/network_service/network_service_ubuntu20+.rb:31-33).
+    "ubuntu": "network-online.target",
+    # AL2023: systemd-networkd (the same folder, network_service_alinux2023.rb:22-24); network.service was AL2's
+    # (network_service_alinux2.rb:20-22).
+    "al2023": "network-online.target",
+}
+"""The unit an FSx for Lustre fstab line requires, per OS family. The FSx guides' line requires network.service,
+which neither OS has: systemd then never starts the mount (`Unit network.service not found`), and /fsx does not come
+back after a reboot. ParallelCluster's own Lustre line (cookbook resources/lustre/partial/_mount_unmount.rb:123) has
+``_netdev`` and ``x-systemd.automount`` without it."""
 
 ORCHESTRATOR_FLAVOUR: dict[str, Flavour] = {o.name: o.flavour for o in ORCHESTRATORS.values()}
 """orchestrator.type -> the bootstrap flavour its nodes run."""
@@ -121,6 +132,16 @@ class BootstrapContext(_Frozen):
         return _OS_FACTS[self.os].codename
 
     @property
+    def lustre_network_unit(self) -> str:
+        return LUSTRE_NETWORK_UNIT[self.os_family]
+
+    @property
+    def lustre_fstab_options(self) -> str:
+        """The FSx for Lustre fstab options: ``_netdev`` (a network file system: after the network, before
+        remote-fs.target; systemd.mount(5)), mounted on first access, requiring :data:`LUSTRE_NETWORK_UNIT`."""
+        return f"defaults,relatime,flock,_netdev,x-systemd.automount,x-systemd.requires={self.lustre_network_unit}"
+
+    @property
     def gpu(self) -> bool:
         return self.instance is not None
 
@@ -188,10 +209,10 @@ class BootstrapContext(_Frozen):
 
     @property
     def needs_nvlsm(self) -> bool:
-        """HGX B200/B300 (fourth-generation NVSwitch) need the NVLink Subnet Manager beside Fabric Manager (Fabric
-        Manager user guide, release 2.3, "Systems Using Fourth Generation NVSwitches"; FACTS.md section 4)."""
+        """The instance type needs the NVLink Subnet Manager beside Fabric Manager (the catalog's ``needs_nvlsm``: HGX
+        B200/B300, fourth-generation NVSwitches; FACTS.md section 4)."""
         i = self.instance
-        return i is not None and i.nvswitch and not i.needs_imex and i.gpu_model in NVLSM_GPUS
+        return i is not None and i.nvswitch and not i.needs_imex and i.needs_nvlsm
 
     def package_entries(self, component: str) -> list[str]:
         """Like :meth:`packages`, with ``{branch}`` left for the node to fill from the version it installs."""

@@ -57,6 +57,7 @@ class InstanceFacts(_Frozen):
     efa_devices: int = Field(description="EFA devices the launch template attaches (all the instance has).")
     nvswitch: bool
     needs_imex: bool
+    needs_nvlsm: bool = Field(default=False, description="NVLink Subnet Manager beside Fabric Manager (catalog).")
     local_nvme_drives: int | None = Field(description="Instance-store NVMe drives; None = unconfirmed, found at boot.")
     fsx_efa_client_interfaces: int = Field(description="EFA devices LNet uses for an EFA-enabled FSx (the FSx guide's figure).")
     architecture: Arch
@@ -70,6 +71,7 @@ class InstanceFacts(_Frozen):
             efa_devices=group.efa_interfaces,
             nvswitch=group.nvswitch,
             needs_imex=group.needs_imex,
+            needs_nvlsm=group.needs_nvlsm,
             local_nvme_drives=group.local_nvme_drives,
             fsx_efa_client_interfaces=group.fsx_efa_client_interfaces,
             architecture=group.kernel_arch,
@@ -88,11 +90,21 @@ class Options(_Frozen):
     exporters: bool = Field(default=True, description="Install node_exporter, dcgm-exporter and the EFA counters.")
     deep_health_check: bool = Field(default=False, description="Run `dcgmi diag -r 2` in the health check (minutes).")
     min_root_free_gb: int = Field(default=20, ge=1, description="Free space the root file system needs.")
-    pkg_lock_timeout_s: int = Field(default=600, ge=10, description="How long to wait for apt/dnf locks.")
-    retry_attempts: int = Field(default=5, ge=1, le=20, description="Attempts per download.")
+    pkg_lock_timeout_s: int = Field(default=300, ge=10, description="How long one boot may wait, in all, for another "
+                                    "apt/dnf to release its locks (every package-manager call draws on it).")
+    retry_attempts: int = Field(default=5, ge=1, le=20, description="Attempts per download or package-manager call.")
     retry_base_delay_s: int = Field(default=2, ge=0, le=60, description="First retry delay; doubles each time.")
+    connect_timeout_s: int = Field(default=20, ge=1, le=120, description="curl --connect-timeout of every download.")
+    download_timeout_s: int = Field(default=300, ge=10, le=1800,
+                                    description="curl --max-time of one attempt at a tarball or installer.")
+    key_download_timeout_s: int = Field(default=30, ge=5, le=300,
+                                        description="curl --max-time of one attempt at a signing key or signature.")
     scratch_path: str = Field(default="/scratch", pattern=r"^/[A-Za-z0-9._/-]+$", description="RAID 0 of the local NVMe.")
     slurm_prefix: str | None = Field(default=None, description="Where Slurm lives (pyxis builds against it).")
+    dlami_nvme_wait_s: int = Field(
+        default=120, ge=0, le=600,
+        description="How long the scratch step waits for the DLAMI's dlami-nvme.service to finish with the instance "
+                    "store (AWS's HyperPod lifecycle script: 120 s).")
     scratch: bool = Field(default=True, description="Assemble the instance-store NVMe drives (storage.scratch.enabled).")
     imex_prolog: bool = Field(default=False, description="ParallelCluster head node: install the per-job IMEX prolog "
                                                          "(a queue has IMEX instances).")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -149,6 +149,10 @@ class NvidiaImex(_Packaged):
 class Nvlsm(_Frozen):
     package: str = Field(pattern=r"^[a-z0-9][a-z0-9.+-]*$")
     present_file: str = Field(pattern=r"^/[A-Za-z0-9._/-]+$", description="The file that says it is installed.")
+    infiniband_packages: dict[Literal["ubuntu", "al2023"], list[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.+-]*$")]]] = Field(
+        description="InfiniBand tools installed with nvlsm, per OS family (ParallelCluster's nvidia_nvlsm recipe).")
+    kernel_modules: list[Annotated[str, Field(pattern=r"^[a-z0-9_]+$")]] = Field(
+        description="Kernel modules loaded at every boot with nvlsm (/etc/modules-load.d).")
 
 
 class Dcgm(_Packaged):

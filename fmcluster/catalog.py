@@ -79,6 +79,9 @@ class InstanceType:
     """NVSwitch systems need NVIDIA Fabric Manager matching the driver."""
     needs_imex: bool = False
     """GB200 NVL domains need the ``nvidia-imex`` service."""
+    needs_nvlsm: bool = False
+    """HGX systems with fourth-generation NVSwitches (B200, B300) need the NVLink Subnet Manager ``nvlsm`` beside Fabric
+    Manager (Fabric Manager user guide, release 2.3, "Systems Using Fourth Generation NVSwitches"; FACTS.md section 4)."""
     instance_local_nvme_gb: float | None = None
     """Instance-store NVMe of the whole instance, in GB, where FACTS.md gives only the total (not the drives)."""
     nvlinks_per_gpu: int | None = None
@@ -303,6 +306,7 @@ CATALOG: dict[str, InstanceType] = {
             architecture="x86_64",
             nvlinks_per_gpu=18,
             fsx_efa_client_interfaces_listed=8,
+            needs_nvlsm=True,
         ),
         InstanceType(
             name="p6-b300.48xlarge",
@@ -332,6 +336,7 @@ CATALOG: dict[str, InstanceType] = {
             max_enis_per_card=(None,) + _same_per_card(16, 4),
             architecture="x86_64",
             fsx_efa_client_interfaces_listed=16,
+            needs_nvlsm=True,
         ),
         InstanceType(
             name="p6e-gb200.36xlarge",

@@ -60,11 +60,19 @@ GRAFANA_WORKSPACE_OUTPUT = "GrafanaWorkspaceId"
 HYPERPOD_CLUSTER_ARN_OUTPUT = "HyperPodClusterArn"
 """``NAME-cluster`` of a hyperpod project: the cluster's ARN, which ``fmcluster hyperpod status`` reads (the name is
 its prefix and the compute subnet's ID, known only once deployed)."""
+HYPERPOD_CLUSTER_ID_OUTPUT = "HyperPodClusterId"
+"""``NAME-cluster`` of a hyperpod project: the cluster's ID (the ARN's last part), which a Session Manager target
+names (``sagemaker-cluster:<id>_<group>-<instance>``: ``fmcluster connect``)."""
 PCS_CLUSTER_ID_OUTPUT = "PcsClusterId"
 PCS_CLUSTER_ARN_OUTPUT = "PcsClusterArn"
 """``NAME-cluster`` of a pcs project: the AWS PCS cluster's ID and ARN (``aws pcs get-cluster`` takes the ID)."""
+PCS_LOGIN_GROUP_ID_OUTPUT = "PcsLoginNodeGroupId"
+"""``NAME-cluster`` of a pcs project with login nodes: the login node group's ID, the value of the
+``aws:pcs:compute-node-group-id`` tag on its instances (``fmcluster connect``)."""
 NODE_POLICY_OUTPUT = "ParallelClusterNodePolicyArn"
 CLUSTER_NAME_OUTPUT = "ParallelClusterName"
+"""``NAME-cluster`` of a parallelcluster project: the cluster's name, also the name of the stack ParallelCluster
+makes and the ``parallelcluster:cluster-name`` tag of its instances (``fmcluster status``, ``connect``)."""
 HEAD_NODE_IP_OUTPUT = "HeadNodePrivateIp"
 BOOTSTRAP_OUTPUT = "BootstrapEntryUri"
 BOOTSTRAP_ARGS_OUTPUT = "BootstrapBundlesUri"

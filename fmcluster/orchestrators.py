@@ -11,6 +11,8 @@ generate    ``fmcluster.generate.schedulers``        ``fmcluster.generate.parall
 bootstrap   ``fmcluster.bootstrap.bundles.RENDERERS``  ``render_dispatched_bundles``
 stacks      ``fmcluster.stacks.cluster.BUILDERS``    ``fmcluster.stacks.parallelcluster.build``
 aws         ``fmcluster.aws.preflight.ORCHESTRATOR_CHECKS``
+aws         ``fmcluster.aws.status.CLUSTERS``        ``fmcluster.aws.parallelcluster.cluster_status``
+aws         ``fmcluster.aws.connect.TARGETS``        ``fmcluster.aws.parallelcluster.target``
 cli         ``fmcluster.cli.planservices.ROWS``      ``fmcluster.cli.parallelcluster.plan_rows``
 plan        ``fmcluster.plan.cost.ORCHESTRATORS``    ``fmcluster.plan.parallelcluster.cost_parts``
 ==========  =======================================  ==============================================
@@ -71,6 +73,10 @@ class Orchestrator:
     efa_file_system_refusal: str = ""
     """Why its nodes cannot mount an EFA-enabled FSx for Lustre file system (empty: they can; our bundle sets up the
     LNet-over-EFA client)."""
+    nodes: tuple[str, ...] = ("compute",)
+    """The nodes ``fmcluster connect --node`` reaches, its default first: ``head`` (ParallelCluster's head node),
+    ``controller`` (HyperPod's slurmctld), ``login``, ``compute`` (a GPU node of a compute group: where nothing
+    else runs). Which of them a project has (login nodes are optional) the orchestrator's own module says."""
 
     def has_login(self, cluster: Any) -> bool:
         """Whether ``cluster``'s login nodes run a bundle of ours (:attr:`login_setting`)."""
@@ -113,12 +119,12 @@ class DiagramPart:
 
 
 ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
-    Orchestrator("none", "launch templates only", "self-managed", slurm=False, other_nodes=False),
+    Orchestrator("none", "launch templates only", "self-managed", slurm=False, other_nodes=False),  # nodes: compute
     Orchestrator("parallelcluster", "AWS ParallelCluster 3 with Slurm", "parallelcluster", slurm=True,
                  unbounded_groups=False, slurm_optional=("pcluster", "create_cluster"),
                  # SlurmSettings.Database needs an external MySQL-compatible server (ParallelCluster user guide,
                  # "Slurm accounting with AWS ParallelCluster"): no controller-local option
-                 accounting=("database",),
+                 accounting=("database",), nodes=("head", "login"),
                  # fair share and TRES through SlurmSettings.CustomSlurmSettings; the QoS by the head node's
                  # bootstrap once slurmdbd answers (a QOS= in slurm.conf before the QoS exists stops slurmctld)
                  accounting_defaults=("fair_share", "qos_per_partition", "tres"),
@@ -130,6 +136,7 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  ultraserver_warning=False,
                  # Orchestrator.Slurm.AccountingDatabase, else the controller's own database (botocore sagemaker)
                  accounting=("database", "controller"), accounting_secret="credentials",
+                 nodes=("controller", "login"),
                  accounting_node_clients=True,
                  # the QoS by the controller's bootstrap; HyperPod writes slurm.conf itself, and fmcluster does not
                  # edit it (no source says which of its lines HyperPod keeps across updates)
@@ -142,6 +149,7 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  unbounded_groups=False,  # at most 10 node groups (pcs-node-groups)
                  # slurmConfiguration.accounting (mode STANDARD): PCS keeps the records itself (botocore pcs)
                  accounting=("managed",), login_setting=("pcs", "login"),
+                 nodes=("login",),  # AWS runs the controller: nothing to connect to
                  # PCS's cluster-level custom settings take Prolog, Epilog, SelectTypeParameters and
                  # AccountingStorageEnforce (botocore pcs SlurmCustomSetting), not PriorityType or
                  # AccountingStorageTRES; a queue's QOS needs the QoS made in PCS's accounting first (unconfirmed

@@ -14,6 +14,14 @@ import re
 PCLUSTER_VERSION = "3.16.1"
 """The ParallelCluster release fmcluster generates configurations for and validates against."""
 
+IMAGE_VERSIONS = {
+    "3.16": {"nvidia_driver": "595.71.05", "efa_installer": "1.49.0"},
+}
+"""What the official AMIs of a ParallelCluster release line carry (FACTS.md section 4, "ParallelCluster 3.16.x images":
+the versions the 3.16.3 release notes upgrade *from*). The image profiles (``bootstrap/profiles/parallelcluster-*``)
+state these for :data:`PCLUSTER_VERSION`; a test ties them, so a new release needs its line here and refreshed
+profiles."""
+
 SUPPORTED_OSES = ("alinux2023", "ubuntu2204", "ubuntu2404", "rhel8", "rocky8", "rhel9", "rocky9")
 """``pcluster.constants.SUPPORTED_OSES``."""
 

@@ -35,6 +35,7 @@ from fmcluster.bootstrap.bundles import LifecycleBundles
 
 from fmcluster.contracts import (
     HYPERPOD_CLUSTER_ARN_OUTPUT,
+    HYPERPOD_CLUSTER_ID_OUTPUT,
     AccountingContract,
     MetricsContract,
     NetworkContract,
@@ -108,6 +109,11 @@ class HyperPodCluster(Construct):
         # re-export the network stack's import (cfn-lint W6001).
         CfnOutput(stack, HYPERPOD_CLUSTER_ARN_OUTPUT, value=self.cluster.attr_cluster_arn,
                   description="SageMaker HyperPod cluster")
+        # The ID is the ARN's last part (``arn:...:cluster/<id>``, SageMaker API reference, DescribeCluster); a
+        # Session Manager target names it: `fmcluster connect` starts a session on the controller or a login node.
+        CfnOutput(stack, HYPERPOD_CLUSTER_ID_OUTPUT,
+                  value=Fn.select(1, Fn.split("/", self.cluster.attr_cluster_arn)),
+                  description="SageMaker HyperPod cluster ID (fmcluster connect: sagemaker-cluster:<id>_<group>-<i>)")
         CfnOutput(stack, "HyperPodLifecycleUri", value=f"s3://{self.bucket.bucket_name}/{LIFECYCLE_PREFIX}/",
                   description="Lifecycle bundles, one prefix per instance group")
 

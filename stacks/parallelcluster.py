@@ -94,7 +94,7 @@ class ParallelClusterCluster(Construct):
                   description="Managed policy for ParallelCluster nodes (AdditionalIamPolicies)",
                   export_name=export_name(project, NODE_POLICY_OUTPUT))
         CfnOutput(stack, CLUSTER_NAME_OUTPUT, value=self.cluster_name,
-                  description="ParallelCluster cluster name")
+                  description="ParallelCluster cluster name (and its stack's; fmcluster status reads both)")
 
         self.configuration = generate.cluster_config(
             plan, network=network, storage=storage, bootstrap_uri=bootstrap_uri, bootstrap_args=bootstrap_args,
@@ -165,7 +165,8 @@ class ParallelClusterCluster(Construct):
         )
         stack = Stack.of(self)
         CfnOutput(stack, HEAD_NODE_IP_OUTPUT, value=self.cluster.get_att_string("headNode.privateIpAddress"),
-                  description="Private IP of the ParallelCluster head node (reach it with SSM Session Manager)")
+                  description="Private IP of the ParallelCluster head node; `fmcluster connect PROJECT` starts "
+                              "a Session Manager session on it (no key pair, no SSH ingress)")
         CfnOutput(stack, "ParallelClusterValidationMessages",
                   value=self.cluster.get_att_string("validationMessages"),
                   description="Warnings ParallelCluster reported when it created or updated the cluster")

@@ -36,6 +36,7 @@ from fmcluster.stacks.node_role import add_node_role
 from fmcluster.contracts import (
     PCS_CLUSTER_ARN_OUTPUT,
     PCS_CLUSTER_ID_OUTPUT,
+    PCS_LOGIN_GROUP_ID_OUTPUT,
     MetricsContract,
     NetworkContract,
 )
@@ -112,6 +113,10 @@ class PcsCluster(Construct):
 
         CfnOutput(stack, PCS_CLUSTER_ID_OUTPUT, value=self.cluster.attr_id, description="AWS PCS cluster ID")
         CfnOutput(stack, PCS_CLUSTER_ARN_OUTPUT, value=self.cluster.attr_arn, description="AWS PCS cluster ARN")
+        login = next((g for g in generate.node_groups(plan) if g.group is None), None)
+        if login is not None:  # its instances carry the tag aws:pcs:compute-node-group-id=<this ID>
+            CfnOutput(stack, PCS_LOGIN_GROUP_ID_OUTPUT, value=self.node_groups[login.name].attr_id,
+                      description="AWS PCS login node group ID (fmcluster connect starts a session on one of them)")
 
     @staticmethod
     def _slurm_configuration(plan: ClusterPlan) -> object | None:

@@ -10,7 +10,9 @@ import pytest
 from support import ROOT
 
 from fmcluster import orchestrators
+from fmcluster.aws.connect import TARGETS
 from fmcluster.aws.preflight import ORCHESTRATOR_CHECKS
+from fmcluster.aws.status import CLUSTERS
 from fmcluster.bootstrap import bundles, flavours
 from fmcluster.cli.planservices import ROWS
 from fmcluster.generate.schedulers import SCHEDULERS
@@ -18,8 +20,10 @@ from fmcluster.plan import cost
 from fmcluster.stacks.cluster import BUILDERS
 
 TABLES = {"generate.schedulers.SCHEDULERS": SCHEDULERS, "bootstrap.bundles.RENDERERS": bundles.RENDERERS,
+          "bootstrap.bundles.CONTEXTS": bundles.CONTEXTS,
           "stacks.cluster.BUILDERS": BUILDERS, "aws.preflight.ORCHESTRATOR_CHECKS": ORCHESTRATOR_CHECKS,
-          "cli.planservices.ROWS": ROWS, "plan.cost.ORCHESTRATORS": cost.ORCHESTRATORS}
+          "cli.planservices.ROWS": ROWS, "plan.cost.ORCHESTRATORS": cost.ORCHESTRATORS,
+          "aws.status.CLUSTERS": CLUSTERS, "aws.connect.TARGETS": TARGETS}
 
 OWN = {"parallelcluster", "hyperpod", "pcs", "selfmanaged"}
 """Module names of an orchestrator's own modules (``fmcluster/<stage>/<orchestrator>.py``)."""

@@ -4,7 +4,11 @@
   translation of what can go wrong into one line (:class:`AwsError`);
 - :mod:`~fmcluster.aws.stacks`: read contracts back from deployed stacks' outputs (boto3);
 - :mod:`~fmcluster.aws.grafana`: push dashboards to an Amazon Managed Grafana workspace;
-- :mod:`~fmcluster.aws.pricing`: on-demand prices from the AWS Price List API (``plan --prices``).
+- :mod:`~fmcluster.aws.pricing`: on-demand prices from the AWS Price List API (``plan --prices``);
+- :mod:`~fmcluster.aws.stackstate`: the project's stacks as CloudFormation holds them (``status``, ``destroy``);
+- :mod:`~fmcluster.aws.status` and :mod:`~fmcluster.aws.connect`: a cluster's state and nodes, the node a Session
+  Manager session starts on (each orchestrator's module: ``selfmanaged``, ``parallelcluster``, ``hyperpod``, ``pcs``;
+  shared shapes and EC2 reads in :mod:`~fmcluster.aws.nodes`), the alerts firing (:mod:`~fmcluster.aws.alerts`).
 
 This module imports no boto3, so a command can catch :class:`AwsError` without loading it.
 """

@@ -4,16 +4,20 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from fmcluster.aws.session import is_account_problem
-
 from fmcluster.aws import StackOutputsError
+from fmcluster.aws.nodes import ClusterReadError, ClusterStatus, GroupStatus, NodeNotInProject, Target
+from fmcluster.aws.session import is_account_problem
 from fmcluster.aws.stacks import stack_outputs
-from fmcluster.contracts import HYPERPOD_CLUSTER_ARN_OUTPUT, stack_name
+from fmcluster.aws.stackstate import StackState
+from fmcluster.contracts import HYPERPOD_CLUSTER_ARN_OUTPUT, HYPERPOD_CLUSTER_ID_OUTPUT, stack_name
+from fmcluster.generate.hyperpod import CONTROLLER, LOGIN, instance_groups
+from fmcluster.plan import Plan
 
 
 class HyperPodError(RuntimeError):
@@ -80,3 +84,85 @@ def deployed_cluster(cfn: Any, project: str) -> str:
         raise HyperPodError(f"stack {name} has no output {HYPERPOD_CLUSTER_ARN_OUTPUT}: is it a HyperPod project? "
                             "(deploy it: fmcluster deploy PROJECT)")
     return outputs[HYPERPOD_CLUSTER_ARN_OUTPUT]
+
+
+# --- fmcluster status and connect (the aws stage's tables: fmcluster.aws.status, fmcluster.aws.connect) ----------
+
+FAILED = frozenset({"Failure"})
+"""Node statuses that mean the node failed (botocore sagemaker ``ClusterInstanceStatus``)."""
+SESSION_TARGET = "sagemaker-cluster:{cluster_id}_{group}-{instance_id}"
+"""A HyperPod node as Session Manager takes it (AWS's HyperPod samples: aws-samples/awsome-distributed-training
+``1.architectures/5.sagemaker-hyperpod/easy-ssh.sh``, ``aws ssm start-session --target
+sagemaker-cluster:${cluster_id}_${node_group}-${instance_id}``, the cluster ID the ARN's last part)."""
+NODE_GROUPS = {"controller": CONTROLLER, "login": LOGIN}
+"""``fmcluster connect --node`` -> the instance group (``fmcluster.generate.hyperpod``)."""
+
+
+def _arn(plan: Plan, stack: StackState) -> str:
+    arn = stack.outputs.get(HYPERPOD_CLUSTER_ARN_OUTPUT)
+    if not arn:
+        raise HyperPodError(f"stack {stack.name} has no output {HYPERPOD_CLUSTER_ARN_OUTPUT} (redeploy it: fmcluster "
+                            f"deploy {plan.project})")
+    return arn
+
+
+def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState) -> ClusterStatus:
+    """:func:`cluster_health` as :class:`ClusterStatus`: the compute groups' nodes, the controller and login groups
+    as facts."""
+    try:
+        health = cluster_health(clients("sagemaker"), _arn(plan, stack))
+    except HyperPodError as exc:
+        return ClusterStatus(plan.cluster.orchestrator, plan.cluster.hyperpod_name_prefix, "unknown", ok=False,
+                             problem=str(exc))
+    compute = {g.name for g in instance_groups(plan.cluster) if g.node_type == "Compute"}
+    facts = {"node recovery": plan.cluster.hyperpod.node_recovery}
+    if health.failure:
+        facts["failure"] = health.failure
+    groups = []
+    for group in health.groups:
+        failing = sum(n for s, n in group.statuses.items() if s in FAILED)
+        running = group.statuses.get("Running", 0)
+        if group.name in compute:
+            groups.append(GroupStatus(group.name, group.instance_type, group.target, group.target, running,
+                                      pending=sum(group.statuses.values()) - running - failing, failing=failing,
+                                      states=dict(group.statuses)))
+        else:
+            nodes = ", ".join(f"{n} {s}" for s, n in group.statuses.items()) or "no nodes"
+            facts[group.name] = f"{group.current}/{group.target} {group.instance_type}: {nodes}"
+    return ClusterStatus(plan.cluster.orchestrator, health.name, health.status, ok=health.status == "InService",
+                         facts=facts, groups=groups)
+
+
+def target(clients: Callable[[str], Any], plan: Plan, cluster_stack: Callable[[], StackState], node: str,
+           group: str | None) -> Target:
+    """The controller or the first running login node, as ``sagemaker-cluster:<id>_<group>-<instance>``."""
+    if node == "login" and plan.cluster.hyperpod.login is None:
+        raise NodeNotInProject(f"{plan.project} has no login group (orchestrator.hyperpod.login); connect to the "
+                               "controller: --node controller")
+    name = NODE_GROUPS[node]
+    stack = cluster_stack()
+    try:
+        arn = _arn(plan, stack)
+    except HyperPodError as exc:
+        raise ClusterReadError(str(exc)) from None
+    cluster_id = stack.outputs.get(HYPERPOD_CLUSTER_ID_OUTPUT) or arn.rsplit("/", 1)[-1]
+    sagemaker = clients("sagemaker")
+    nodes: list[dict] = []
+    try:
+        pages = sagemaker.get_paginator("list_cluster_nodes").paginate(ClusterName=arn, InstanceGroupNameContains=name)
+        for page in pages:
+            nodes.extend(n for n in page.get("ClusterNodeSummaries", []) if n.get("InstanceGroupName") == name)
+    except ClientError as exc:
+        if is_account_problem(exc):
+            raise
+        error = exc.response.get("Error", {})
+        raise ClusterReadError(f"cannot read HyperPod cluster {arn}: {error.get('Code')}: {error.get('Message')}"
+                               ) from None
+    running = [n for n in nodes if n.get("InstanceStatus", {}).get("Status") == "Running"]
+    if not running:
+        states = ", ".join(f"{n.get('InstanceId')} {n.get('InstanceStatus', {}).get('Status')}" for n in nodes)
+        raise ClusterReadError(f"no running node in instance group {name} of HyperPod cluster {arn}"
+                               f"{' (' + states + ')' if states else ''} (hint: `fmcluster status {plan.project}`)")
+    instance_id = running[0]["InstanceId"]
+    return Target(SESSION_TARGET.format(cluster_id=cluster_id, group=name, instance_id=instance_id), instance_id,
+                  f"{node} {instance_id} of HyperPod cluster {cluster_id}")

@@ -18,9 +18,27 @@ through :func:`fmcluster.aws.preflight.run_check`, which turns access denied int
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from fmcluster.aws.account_checks import Clients, Result, passed
+from fmcluster.aws.nodes import (
+    ClusterReadError,
+    ClusterStatus,
+    NodeNotInProject,
+    Target,
+    ec2_group,
+    first_running,
+    instances,
+    tag_filter,
+)
+from fmcluster.aws.session import is_account_problem
+from fmcluster.aws.stackstate import StackState
+from fmcluster.config.pcs import LOGIN
+from fmcluster.contracts import PCS_CLUSTER_ID_OUTPUT, PCS_LOGIN_GROUP_ID_OUTPUT
+from fmcluster.generate.pcs import node_groups
 from fmcluster.plan import Plan
 
 CHECK = "pcs"
@@ -78,3 +96,93 @@ def check_pcs_creating(clients: Clients, plan: Plan, own_prefix: str | None = No
                        "or delete a cluster no one uses")]
     return [passed(CHECK, region, f"no PCS cluster is being created in {region}; {count} cluster(s) there "
                    f"(default quota {DEFAULT_CLUSTERS_PER_REGION})")]
+
+
+# --- fmcluster status and connect (the aws stage's tables: fmcluster.aws.status, fmcluster.aws.connect) ----------
+
+NODE_GROUP_TAG = "aws:pcs:compute-node-group-id"
+"""The tag PCS puts on a node group's instances, valued with the group's ID (PCS user guide, "Finding compute node
+group instances in AWS PCS": ``aws ec2 describe-instances --filters Name=tag:aws:pcs:compute-node-group-id,...``)."""
+ACTIVE = "ACTIVE"
+
+
+def _pages(paginator: Any, key: str, **kwargs: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for page in paginator.paginate(**kwargs):
+        found.extend(page.get(key, []))
+    return found
+
+
+def _problem(exc: ClientError, what: str) -> str:
+    if is_account_problem(exc):
+        raise exc
+    error = exc.response.get("Error", {})
+    return f"cannot read {what}: {error.get('Code')}: {error.get('Message')}"
+
+
+def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState) -> ClusterStatus:
+    """The PCS cluster, its queues, and per compute node group its scaling bounds, status and instances (by the
+    ``aws:pcs:compute-node-group-id`` tag); the login node group as a fact."""
+    cluster_id = stack.outputs.get(PCS_CLUSTER_ID_OUTPUT)
+    if not cluster_id:
+        return ClusterStatus(plan.cluster.orchestrator, stack.name, "unknown", ok=False,
+                             problem=f"stack {stack.name} has no output {PCS_CLUSTER_ID_OUTPUT}")
+    client = clients("pcs")
+    try:
+        cluster = client.get_cluster(clusterIdentifier=cluster_id)["cluster"]
+        summaries = _pages(client.get_paginator("list_compute_node_groups"), "computeNodeGroups",
+                           clusterIdentifier=cluster_id)
+        queues = _pages(client.get_paginator("list_queues"), "queues", clusterIdentifier=cluster_id)
+        details = [client.get_compute_node_group(clusterIdentifier=cluster_id, computeNodeGroupIdentifier=s["id"])
+                   ["computeNodeGroup"] for s in summaries]
+    except ClientError as exc:
+        return ClusterStatus(plan.cluster.orchestrator, cluster_id, "unknown", ok=False,
+                             problem=_problem(exc, f"PCS cluster {cluster_id}"))
+    facts = {"slurm": f"{cluster.get('scheduler', {}).get('version', '?')}, size {cluster.get('size', '?')}",
+             "queues": ", ".join(f"{q.get('name')} {q.get('status')}" for q in queues) or "none"}
+    if cluster.get("errorInfo"):
+        facts["errors"] = "; ".join(f"{e.get('code')}: {e.get('message')}" for e in cluster["errorInfo"])
+    ec2 = clients("ec2")
+    types = {g.name: g.instance_type for g in node_groups(plan.cluster)}
+    groups = []
+    for group in details:
+        scaling = group.get("scalingConfiguration", {})
+        bounds = (scaling.get("minInstanceCount", 0), scaling.get("maxInstanceCount", 0))
+        kind = next((c.get("instanceType") for c in group.get("instanceConfigs", [])), types.get(group["name"], "?"))
+        detail = group.get("status", "?") + "".join(f"; {e.get('code')}: {e.get('message')}"
+                                                    for e in group.get("errorInfo", []))
+        status = ec2_group(ec2, group["name"], kind, bounds,
+                           instances(ec2, [tag_filter(NODE_GROUP_TAG, group["id"])]), detail=detail)
+        if group["name"] == LOGIN:
+            facts["login nodes"] = f"{status.running}/{status.expected} running, {status.failing} failing ({detail})"
+        else:
+            groups.append(status)
+    ok = cluster.get("status") == ACTIVE and all(g.get("status") == ACTIVE for g in details)
+    return ClusterStatus(plan.cluster.orchestrator, cluster.get("name", cluster_id), cluster.get("status", "?"), ok=ok,
+                         facts=facts, groups=groups)
+
+
+def target(clients: Callable[[str], Any], plan: Plan, cluster_stack: Callable[[], StackState], node: str,
+           group: str | None) -> Target:
+    """A running login node: an instance tagged with the login node group's ID (``NAME-cluster``'s
+    ``PcsLoginNodeGroupId``; a stack deployed before that output: the group named ``login`` of the cluster)."""
+    if plan.cluster.pcs.login is None:
+        raise NodeNotInProject(f"{plan.project} has no login nodes (orchestrator.pcs.login is null) and AWS runs "
+                               "the controller: there is no node to connect to (set orchestrator.pcs.login)")
+    stack = cluster_stack()
+    group_id = stack.outputs.get(PCS_LOGIN_GROUP_ID_OUTPUT)
+    if not group_id:
+        cluster_id = stack.outputs.get(PCS_CLUSTER_ID_OUTPUT, "")
+        try:
+            summaries = _pages(clients("pcs").get_paginator("list_compute_node_groups"), "computeNodeGroups",
+                               clusterIdentifier=cluster_id)
+        except ClientError as exc:
+            raise ClusterReadError(_problem(exc, f"PCS cluster {cluster_id}")) from None
+        group_id = next((s["id"] for s in summaries if s.get("name") == LOGIN), None)
+        if group_id is None:
+            raise ClusterReadError(f"PCS cluster {cluster_id} has no node group {LOGIN} (hint: `fmcluster status "
+                                   f"{plan.project}`)")
+    found = instances(clients("ec2"), [tag_filter(NODE_GROUP_TAG, group_id)])
+    instance = first_running(found, f"login node of {plan.project}",
+                             f"EC2 instances tagged {NODE_GROUP_TAG}={group_id}")
+    return Target(instance["InstanceId"], instance["InstanceId"], f"login node {instance['InstanceId']}")

@@ -39,6 +39,7 @@ COMMAND_ACTIONS: dict[str, tuple[str, ...]] = {
         "grafana:ListWorkspaceServiceAccounts",
         "grafana:CreateWorkspaceServiceAccountToken",
         "grafana:DeleteWorkspaceServiceAccountToken",
+        "grafana:DeleteWorkspaceServiceAccount",  # only to replace an EDITOR account an older fmcluster made
     ),
     "deploy": (
         "cloudformation:GetTemplate",  # the deployed templates the replacement guard compares with
@@ -98,8 +99,39 @@ COMMAND_ACTIONS: dict[str, tuple[str, ...]] = {
     "parallelcluster config --from-stacks": (
         "cloudformation:DescribeStacks",
     ),
+    "status": (
+        "cloudformation:DescribeStacks",      # the project's stacks (and a ParallelCluster cluster's own)
+        "ec2:DescribeInstances",              # the nodes, by their tags (none, parallelcluster, pcs)
+        "ec2:DescribeInstanceStatus",         # their EC2 status checks
+        "dynamodb:GetItem",                   # parallelcluster: the compute fleet's status (parallelcluster-<name>)
+        "sagemaker:DescribeCluster",          # hyperpod
+        "sagemaker:ListClusterNodes",
+        "pcs:GetCluster",                     # pcs
+        "pcs:ListComputeNodeGroups",
+        "pcs:ListQueues",
+        "pcs:GetComputeNodeGroup",
+        "aps:ListAlertManagerAlerts",         # the alerts firing (the alert manager's HTTP API, SigV4)
+    ),
+    "connect": (
+        "cloudformation:DescribeStacks",      # NAME-cluster's outputs
+        "ec2:DescribeInstances",              # the head, login or compute node, by its tags
+        "sagemaker:ListClusterNodes",         # hyperpod: the controller or a login node
+        "pcs:ListComputeNodeGroups",          # pcs: the login node group, for stacks without PcsLoginNodeGroupId
+    ),
 }
-"""Command -> the IAM actions it may call, in the order it calls them."""
+"""Command -> the IAM actions it may call, in the order it calls them. ``connect`` then runs the AWS CLI's ``aws ssm
+start-session``, which needs ``ssm:StartSession`` on the target (:data:`CLI_ACTIONS`)."""
+
+SIGNED_HTTP: dict[str, str] = {
+    "aps:ListAlertManagerAlerts": "GET /workspaces/{workspaceId}/alertmanager/api/v2/alerts",
+}
+"""Actions fmcluster calls as signed HTTP requests, not through a botocore operation: the AMP alert manager's API
+(AMP user guide, "ListAlertManagerAlerts"; ``fmcluster/aws/alerts.py``)."""
+
+CLI_ACTIONS: dict[str, tuple[str, ...]] = {
+    "connect": ("ssm:StartSession",),
+}
+"""What the AWS CLI a command runs calls with the same credentials (not fmcluster's own calls)."""
 
 
 OPERATION_ACTIONS: dict[str, tuple[str, ...]] = {

@@ -1,6 +1,6 @@
-"""The ``fmcluster`` command. Only ``deploy``, ``destroy``, ``preflight``, ``capacity search``, ``dashboards push``,
-``hyperpod status``, ``parallelcluster config --from-stacks`` and ``plan --prices`` call AWS, each through the
-one session of :mod:`fmcluster.aws.session` and failing with one line (:mod:`fmcluster.cli.awserrors`);
+"""The ``fmcluster`` command. Only ``deploy``, ``destroy``, ``preflight``, ``status``, ``connect``, ``capacity search``,
+``dashboards push``, ``hyperpod status``, ``parallelcluster config --from-stacks`` and ``plan --prices`` call AWS, each
+through the one session of :mod:`fmcluster.aws.session` and failing with one line (:mod:`fmcluster.cli.awserrors`);
 everything else works offline."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from fmcluster.cli import (
     acceptance,
     bootstrap,
     capacity,
+    connect,
     dashboards,
     deploy,
     destroy,
@@ -23,6 +24,7 @@ from fmcluster.cli import (
     parallelcluster,
     preflight,
     project,
+    status,
 )
 from fmcluster.cli.project import REPLACEMENT_EXIT
 from fmcluster.errors import ConfigError
@@ -80,6 +82,8 @@ app.command()(project.new)
 app.command(context_settings=deploy.CDK_CONTEXT)(deploy.deploy)
 app.command()(destroy.destroy)
 app.command()(preflight.preflight)
+app.command()(status.status)
+app.command()(connect.connect)
 app.command()(diagram.diagram)
 app.add_typer(bootstrap.app, name="bootstrap", help="Node bootstrap: pinned versions, rendered bundles.")
 app.add_typer(dashboards.dashboards_app, name="dashboards")

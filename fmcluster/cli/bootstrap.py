@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from fmcluster import catalog, config, orchestrators
-from fmcluster.bootstrap import budget, context, profiles, render
+from fmcluster.bootstrap import budget, bundles, context, profiles, render
 from fmcluster.bootstrap import versions as pinned
 from fmcluster.errors import ConfigError
 from fmcluster.plan import make_plan
@@ -41,15 +41,18 @@ def render_cmd(
     out: Annotated[Path, typer.Option("--out", help="Directory to write the bundles into.")] = Path("bundles"),
     group: Annotated[Optional[list[str]], typer.Option("--group", help="Only these compute groups (repeatable).")] = None,
     role: Annotated[Optional[list[str]], typer.Option("--role", help="Only these roles: head, login, compute.")] = None,
-    flavour: Annotated[Optional[str], typer.Option(help="Override the flavour: self-managed, parallelcluster, hyperpod.")] = None,
+    flavour: Annotated[Optional[str], typer.Option(help="Override the flavour: self-managed, parallelcluster, hyperpod, "
+                                                   "pcs (for inspection: not what this project deploys).")] = None,
     matrix: Annotated[bool, typer.Option("--matrix", help="Render every OS x instance type x flavour (no PROJECT), "
                                          "with OUT/SUMMARY.md and OUT/summary.json, for reviewers.")] = False,
 ) -> None:
-    """Render the bootstrap bundles of PROJECT into OUT/<group>-<role>/ for inspection.
+    """Render the bootstrap bundles of PROJECT into OUT/<bundle>/ for inspection.
 
-    The bundles are the ones a deployment publishes: under self-managed and HyperPod nodes they
-    mount the project's FSx for Lustre (its identity given at boot when this deployment creates it);
-    ParallelCluster mounts FSx itself.
+    By default every bundle the deployment publishes, named as it is there (ParallelCluster: head-node and one per
+    instance type; HyperPod: one per instance group; self-managed and PCS: one per compute group, and PCS's login),
+    rendered by the same function; --role and --group pick some. Under self-managed and PCS nodes the bundles mount
+    the project's FSx for Lustre (its identity given at boot when this deployment creates it); ParallelCluster and
+    HyperPod mount FSx themselves. With --flavour, OUT/<group>-<role>/ for each group and role (default: compute).
     """
     if matrix:
         if project is not None or group or role or flavour:
@@ -74,37 +77,50 @@ def render_cmd(
     proj = loaded.project
     plan = make_plan(proj)
     cluster = plan.cluster
-    roles = role or ["compute"]
-    for r in roles:
+    for r in role or ():
         if r not in context.ROLES:
             typer.echo(f"unknown role {r!r}; one of: {', '.join(context.ROLES)}", err=True)
             raise typer.Exit(2)
     if flavour is not None and flavour not in context.FLAVOURS:
         typer.echo(f"unknown flavour {flavour!r}; one of: {', '.join(context.FLAVOURS)}", err=True)
         raise typer.Exit(2)
+    names = [g.name for g in proj.compute_groups]
+    for g in group or ():
+        if g not in names:
+            typer.echo(f"project {proj.name!r} has no compute group {g!r}; groups: {', '.join(names)}", err=True)
+            raise typer.Exit(2)
     effective = flavour or context.ORCHESTRATOR_FLAVOUR[cluster.orchestrator]
     fsx = _deployed_fsx(plan.storage.spec) if context.bundle_mounts_fsx(effective) else None
-    groups = group or [g.name for g in proj.compute_groups]
     try:
-        for g in groups:
-            for r in roles:
-                ctx = context.context_for(cluster, g, r, flavour, fsx=fsx)  # type: ignore[arg-type]
-                target = out / f"{g}-{r}"
-                manifest = render.render_bundle(ctx, target)
-                typer.echo(
-                    f"{target}: {len(manifest.steps)} steps, entry {manifest.entry_bytes} bytes"
-                    + (f", {len(manifest.placeholders)} checksums not pinned" if manifest.placeholders else "")
-                )
-                if fsx is not None and fsx.at_boot:
-                    typer.echo(f"  mounts FSx at {fsx.mount_path}; its identity comes at boot "
-                               f"({', '.join(context.FSX_BOOT_ENV)} in the user data)")
-                for key in manifest.placeholders:
-                    typer.echo(f"  not pinned: {key} (the node refuses to download it unless its image has it)")
-                for image in [*profiles.profiles_for(ctx.flavour, ctx.os, ctx.arch), None]:
-                    typer.echo(f"  boot budget: {budget.estimate(ctx, image).text()}")
+        if flavour is None:
+            targets = {name: ctx for name, ctx in bundles.deployed_contexts(cluster, fsx).items()
+                       if (not role or ctx.role in role) and (not group or ctx.group in group)}
+        else:
+            targets = {f"{g}-{r}": context.context_for(cluster, g, r, flavour, fsx=fsx)  # type: ignore[arg-type]
+                       for g in group or names for r in role or ["compute"]}
+        for name, ctx in targets.items():
+            _render_one(ctx, out / name, fsx)
     except pinned.BootstrapError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+
+
+def _render_one(ctx: context.BootstrapContext, target: Path, fsx: context.FsxMount | None) -> None:
+    manifest = render.render_bundle(ctx, target)
+    typer.echo(
+        f"{target}: {ctx.role}{f' of {ctx.group}' if ctx.role == 'compute' else ''}, {len(manifest.steps)} steps, "
+        f"entry {manifest.entry_bytes} bytes"
+        + (f", {len(manifest.placeholders)} checksums not pinned" if manifest.placeholders else "")
+    )
+    if fsx is not None and fsx.at_boot:
+        typer.echo(f"  mounts FSx at {fsx.mount_path}; its identity comes at boot "
+                   f"({', '.join(context.FSX_BOOT_ENV)} in the user data)")
+    for key in manifest.placeholders:
+        typer.echo(f"  not pinned: {key} (the node refuses to download it unless its image has it)")
+    # Only the images this flavour's nodes boot; the bare OS only where the flavour has no image profile.
+    for image in profiles.profiles_for(ctx.flavour, ctx.os, ctx.arch) or [None]:
+        for line in budget.estimate(ctx, image).report():
+            typer.echo(f"  {line}")
 
 
 def _deployed_fsx(spec) -> context.FsxMount | None:

@@ -74,6 +74,8 @@ class GroupPlan:
     """NVSwitch systems need NVIDIA Fabric Manager matching the driver."""
     needs_imex: bool
     """GB200 NVLink domains need the ``nvidia-imex`` service."""
+    needs_nvlsm: bool
+    """Fourth-generation NVSwitch systems need the NVLink Subnet Manager beside Fabric Manager (catalog)."""
     local_nvme_drives: int | None
     """Instance-store NVMe drives; None = unconfirmed (found at boot)."""
     fsx_efa_client_interfaces: int
@@ -142,6 +144,7 @@ def plan_group(group: ComputeGroup) -> GroupPlan:
         architecture=instance.architecture,
         nvswitch=instance.nvswitch,
         needs_imex=instance.needs_imex,
+        needs_nvlsm=instance.needs_nvlsm,
         local_nvme_drives=instance.local_nvme_drives,
         fsx_efa_client_interfaces=instance.fsx_efa_client_interfaces,
         ami_id=group.ami_id,
@@ -152,5 +155,5 @@ def plan_group(group: ComputeGroup) -> GroupPlan:
     )
 
 
-JSON_OMITS = ("nvswitch", "needs_imex", "local_nvme_drives", "ami_id", "root_volume_gib")
+JSON_OMITS = ("nvswitch", "needs_imex", "needs_nvlsm", "local_nvme_drives", "ami_id", "root_volume_gib")
 """GroupPlan fields for the stacks and the bootstrap, left out of `fmcluster plan -o json`."""

@@ -72,6 +72,8 @@ COMMANDS = [
     Command("deploy", ["deploy", PROJECT, "--all"], "cloudformation:GetTemplate"),
     Command("parallelcluster config --from-stacks", ["parallelcluster", "config", PCLUSTER, "--from-stacks", "--out", "{tmp}/c.yaml"],
             "cloudformation:DescribeStacks"),
+    Command("status", ["status", PROJECT], "cloudformation:DescribeStacks"),
+    Command("connect", ["connect", PROJECT, "--print"], "cloudformation:DescribeStacks"),
 ]
 IDS = [c.name for c in COMMANDS]
 

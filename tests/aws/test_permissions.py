@@ -10,7 +10,7 @@ import botocore.session
 import pytest
 from support import ROOT
 
-from fmcluster.aws.permissions import COMMAND_ACTIONS, OPERATION_ACTIONS
+from fmcluster.aws.permissions import CLI_ACTIONS, COMMAND_ACTIONS, OPERATION_ACTIONS, SIGNED_HTTP
 
 CORE = botocore.session.get_session()
 DECLARED = {action for actions in COMMAND_ACTIONS.values() for action in actions}
@@ -33,13 +33,35 @@ def models_by_prefix() -> dict[str, list]:
 MODELS = models_by_prefix()
 
 
-@pytest.mark.parametrize("action", sorted(DECLARED))
+@pytest.mark.parametrize("action", sorted(DECLARED - set(SIGNED_HTTP)))
 def test_every_action_is_an_operation_of_its_service(action: str) -> None:
     if any(action in named for named in OPERATION_ACTIONS.values()):
         action = next(op for op, named in OPERATION_ACTIONS.items() if action in named)  # named after its operation
     prefix, operation = action.split(":")
     assert any(operation in m.operation_names for m in MODELS.get(prefix, [])), \
         f"{action}: no botocore service signing as {prefix!r} has an operation {operation}"
+
+
+def test_signed_http_actions_are_their_services_and_the_code_calls_them() -> None:
+    """An action called as a signed HTTP request (the AMP alert manager's API) signs as a real service and is not a
+    botocore operation (else a client should call it); the module that calls it names the same action and path."""
+    from fmcluster.aws import alerts
+
+    for action, request in SIGNED_HTTP.items():
+        prefix, operation = action.split(":")
+        assert prefix in MODELS and not any(operation in m.operation_names for m in MODELS[prefix]), action
+    assert SIGNED_HTTP[alerts.ACTION] == "GET " + alerts.PATH.replace("{workspace}", "{workspaceId}")
+    assert alerts.SERVICE == CORE.get_service_model("amp").signing_name
+    assert any(alerts.ACTION in actions for actions in COMMAND_ACTIONS.values())
+
+
+def test_cli_actions_are_real_operations() -> None:
+    ssm = CORE.get_service_model("ssm")
+    for command, actions in CLI_ACTIONS.items():
+        assert command in COMMAND_ACTIONS
+        for action in actions:
+            prefix, operation = action.split(":")
+            assert prefix == ssm.signing_name and operation in ssm.operation_names, action
 
 
 def calls(folder: Path = ROOT / "fmcluster" / "aws") -> list[tuple[frozenset[str], str]]:
@@ -89,7 +111,7 @@ def called_actions(folder: Path = ROOT / "fmcluster" / "aws") -> dict[str, str]:
 def test_the_code_calls_exactly_the_declared_actions() -> None:
     undeclared = {" or ".join(sorted(actions)): where for actions, where in calls() if not actions & DECLARED}
     assert not undeclared, f"called but not in COMMAND_ACTIONS (and README): {undeclared}"
-    called = set(called_actions())
+    called = set(called_actions()) | set(SIGNED_HTTP)  # SIGNED_HTTP: the test above
     assert not DECLARED - called, f"declared but never called: {sorted(DECLARED - called)}"
 
 
@@ -99,6 +121,7 @@ def test_readme_lists_every_commands_actions() -> None:
     for command, actions in COMMAND_ACTIONS.items():
         row = next((line for line in section.splitlines() if line.startswith(f"| `{command}")), None)
         assert row is not None, f"README has no row for {command}"
+        actions = (*actions, *CLI_ACTIONS.get(command, ()))
         assert [a for a in actions if f"`{a}`" not in row] == [], f"README's row for {command} misses actions"
 
 

@@ -32,17 +32,34 @@ def test_versions_prints_the_file_and_the_placeholders():
     assert "0 not pinned that a node needs" in result.output
 
 
-def test_render_writes_a_bundle_per_group_and_role(tmp_path: Path):
+def test_render_writes_every_bundle_the_deployment_publishes_by_default(tmp_path: Path):
     project = tmp_path / "llm.yaml"
     project.write_text(PROJECT)
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["render", str(project), "--out", str(out), "--role", "compute", "--role", "login"])
+    result = CliRunner().invoke(app, ["render", str(project), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    manifest = json.loads((out / "train-compute/manifest.json").read_text())
+    # HyperPod: one bundle per instance group, named as deployed (the controller's and the compute group's)
+    assert sorted(p.name for p in out.iterdir()) == ["controller", "train"]
+    manifest = json.loads((out / "train/manifest.json").read_text())
     assert manifest["flavour"] == "hyperpod" and manifest["instance_type"] == "p5en.48xlarge"
+    assert json.loads((out / "controller/manifest.json").read_text())["role"] == "head"
+    assert (out / "train/bootstrap.sh").is_file()
+    assert "not pinned" not in result.output
+    only = tmp_path / "only"
+    result = CliRunner().invoke(app, ["render", str(project), "--out", str(only), "--role", "compute"])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in only.iterdir()) == ["train"]
+
+
+def test_render_with_a_flavour_writes_a_bundle_per_group_and_role(tmp_path: Path):
+    project = tmp_path / "llm.yaml"
+    project.write_text(PROJECT)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["render", str(project), "--out", str(out), "--flavour", "hyperpod",
+                                      "--role", "compute", "--role", "login"])
+    assert result.exit_code == 0, result.output
     assert (out / "train-compute/bootstrap.sh").is_file()
     assert (out / "train-login/steps/10-preflight.sh").is_file()
-    assert "not pinned" not in result.output
 
 
 def test_render_reports_a_bad_project(tmp_path: Path):
@@ -74,9 +91,9 @@ def test_render_has_the_fsx_mount_step_the_deployed_bundle_has(tmp_path: Path):
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["render", str(project), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    manifest = json.loads((out / "train-compute/manifest.json").read_text())
+    manifest = json.loads((out / "train/manifest.json").read_text())
     assert "70-lustre" in [s["name"] for s in manifest["steps"]]
-    lustre = (out / "train-compute/steps/70-lustre.sh").read_text()
+    lustre = (out / "train/steps/70-lustre.sh").read_text()
     assert "/lustre" in lustre and "FMC_FSX_ID" in lustre  # the identity comes at boot
     assert "identity comes at boot (FMC_FSX_ID, FMC_FSX_DNS, FMC_FSX_MOUNT_NAME" in result.output
     # ParallelCluster (SharedStorage) and HyperPod (FSxLustreConfig) mount FSx themselves: no Lustre step, as deployed

@@ -72,9 +72,9 @@ def test_the_image_s_newer_dcgm_is_reused_not_downgraded(tmp_path, os_name):
     sb, res = _boot(tmp_path, "p5.48xlarge", os_name, "parallelcluster", image)
     assert res.rc == 0, res.out[-2000:]
     assert not [c for c in _installs(res) if "datacenter-gpu-manager-4-core" in c]
-    assert [c for c in _installs(res) if REAL.dcgm_exporter.package in c]
+    assert [c for c in _installs(res) if REAL.dcgm_exporter.package in c and "4.8.3" in c]  # the 4.6.0-4.8.3 release
     assert "DCGM 4.6.0 is already installed (image, pinned 4.4.2); reused" in res.log
-    assert "no dcgm-exporter build is known for DCGM 4.6.0" in res.log  # unconfirmed pairing, said out loud
+    assert "dcgm-exporter 4.8.3 installed on DCGM 4.6.0" in res.log
 
 
 def test_an_older_dcgm_is_upgraded_to_the_pin_with_its_exporter(tmp_path):

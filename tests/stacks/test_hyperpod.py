@@ -236,8 +236,11 @@ def test_the_cluster_has_no_literal_name(hp_old: dict) -> None:
     subnet = cluster["Properties"]["VpcConfig"]["Subnets"][0]
     assert name == {"Fn::Join": ["-", ["demo-hyperpod", {"Fn::Select": [1, {"Fn::Split": ["-", subnet]}]}]]}
     # what `fmcluster hyperpod status` reads: the ARN (the name is known once deployed)
-    assert template["Outputs"]["HyperPodClusterArn"]["Value"] == {"Fn::GetAtt": [next(
+    arn = {"Fn::GetAtt": [next(
         lid for lid, r in template["Resources"].items() if r["Type"] == "AWS::SageMaker::Cluster"), "ClusterArn"]}
+    assert template["Outputs"]["HyperPodClusterArn"]["Value"] == arn
+    # what `fmcluster connect` names in a sagemaker-cluster:<id>_<group>-<instance> target: the ARN's last part
+    assert template["Outputs"]["HyperPodClusterId"]["Value"] == {"Fn::Select": [1, {"Fn::Split": ["/", arn]}]}
 
 
 def test_guard_says_a_custom_named_cluster_cannot_be_replaced(hp_old: dict) -> None:

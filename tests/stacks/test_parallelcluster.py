@@ -118,6 +118,8 @@ def test_outputs_head_node_ip_cluster_name_and_node_policy(synth):
     (cluster_id,) = _of_type(synth["pcdemo"]["template"], "Custom::PclusterCluster")
     assert outputs["HeadNodePrivateIp"]["Value"] == {"Fn::GetAtt": [cluster_id, "headNode.privateIpAddress"]}
     assert outputs["ParallelClusterName"]["Value"] == "pcdemo-slurm"
+    # the way in is named where the address is (it was "reach it with SSM Session Manager", which takes no address)
+    assert "`fmcluster connect PROJECT`" in outputs["HeadNodePrivateIp"]["Description"]
     assert outputs["ParallelClusterNodePolicyArn"]["Export"] == {"Name": "pcdemo-ParallelClusterNodePolicyArn"}
 
 

@@ -180,6 +180,11 @@ def test_cluster_size_version_networking_and_name(synth: dict) -> None:
         assert subnet == {"Fn::Select": [1, {"Fn::Split": ["-", {"Fn::ImportValue": f"{name}-ServicesSubnetId"}]}]}
         outputs = template["Outputs"]
         assert {"PcsClusterId", "PcsClusterArn"} <= set(outputs)
+        # `fmcluster connect` finds a login node by its group's ID (the aws:pcs:compute-node-group-id tag)
+        login = next((lid for lid, r in _of_type(template, "AWS::PCS::ComputeNodeGroup").items()
+                      if r["Properties"]["Name"] == "login"), None)
+        assert outputs.get("PcsLoginNodeGroupId", {}).get("Value") == (
+            None if login is None else {"Fn::GetAtt": [login, "Id"]}), name
     [cluster] = _of_type(synth["p5-pcs"]["template"], "AWS::PCS::Cluster").values()
     assert cluster["Properties"]["SlurmConfiguration"] == {"ScaleDownIdleTimeInSeconds": 1800}
 

@@ -153,6 +153,7 @@ case "$1" in
              printf ' %s | %s | https://developer.download.nvidia.com/compute/cuda/repos x Packages\n' "$2" "${v}"
            done <"${f}" ;;
   show) [[ -e "${state}/apt-has-$2" ]] ;;
+  pkgnames) cat "${state}/apt-pkgnames" 2>/dev/null; exit 0 ;;
 esac
 """,
     "mknod": '[[ "$1" == -m ]] && shift 2; : >"$1"',
@@ -219,6 +220,18 @@ case "${cmd}" in
     for u in "${units[@]}"; do
       fmc_unit_exists "${u}" || { echo "Failed to ${cmd} ${u}: Unit ${u} not found." >&2; exit 5; }
     done ;;
+  show)  # -p PROPERTY --value UNIT: ActiveState from state/activestate-UNIT (a line per call, the last repeats)
+    u=${units[-1]}; prop=""
+    for a in "$@"; do [[ "${a}" == ActiveState || "${a}" == ExecMainExitTimestampMonotonic ]] && prop=${a}; done
+    if [[ "${prop}" == ActiveState ]]; then
+      f="${state}/activestate-${u}"
+      if [[ -s "${f}" ]]; then
+        head -n1 "${f}"; (( $(wc -l <"${f}") > 1 )) && sed -i 1d "${f}"
+      elif fmc_unit_exists "${u}"; then echo active; else echo inactive; fi
+    else
+      echo 0
+    fi
+    exit 0 ;;
   list-unit-files)
     for u in "${units[@]}"; do
       if fmc_unit_exists "${u}"; then
@@ -267,6 +280,7 @@ for a in "$@"; do
     datacenter-gpu-manager-exporter=*) cp "${SANDBOX}/pending/dcgm-exporter" "${SANDBOX}/dynbin/dcgm-exporter"; fmc_ship_unit nvidia-dcgm-exporter.service ;;
     datacenter-gpu-manager-4-core=*) fmc_ship_unit nvidia-dcgm.service ;;
     nvlsm|nvlsm=*) mkdir -p "${FMC_ROOT}/opt/nvidia/nvlsm/sbin"; : >"${FMC_ROOT}/opt/nvidia/nvlsm/sbin/nvlsm" ;;
+    infiniband-diags|ibutils) [[ " $* " == *" install "* ]] && { mkdir -p "${state}/pkgdb"; echo 1.0 >"${state}/pkgdb/${a}"; } ;;
     lustre-client-modules-*) : >"${state}/has-lustre" ;;
   esac
 done
@@ -275,6 +289,7 @@ done
 fmc_pkg_install_specs "$@" || exit 1
 for a in "$@"; do
   case "${a}" in
+    infiniband-diags|libibumad) [[ " $* " == *" install "* ]] && { mkdir -p "${state}/pkgdb"; echo 1.0 >"${state}/pkgdb/${a}"; } ;;
     *enroot-*.rpm) cp "${SANDBOX}/pending/enroot" "${SANDBOX}/dynbin/enroot" ;;
     nvidia-open-*) cp "${SANDBOX}/pending/nvidia-smi" "${SANDBOX}/dynbin/nvidia-smi"; fmc_ship_unit nvidia-persistenced.service ;;
     nvidia-fabricmanager-*) cp "${SANDBOX}/pending/nv-fabricmanager" "${SANDBOX}/dynbin/nv-fabricmanager"; fmc_ship_unit nvidia-fabricmanager.service ;;
@@ -672,9 +687,12 @@ def build_sandbox(
     for file, content in image.sources.items():
         (root / file.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
         (root / file.lstrip("/")).write_text(content)
-    if image.nvlsm:
+    if image.nvlsm:  # with the InfiniBand tools ParallelCluster's nvidia_nvlsm recipe installs beside it
         (root / "opt/nvidia/nvlsm/sbin").mkdir(parents=True, exist_ok=True)
         (root / "opt/nvidia/nvlsm/sbin/nvlsm").write_text("ELF\n")
+        (path / "state/pkgdb").mkdir(exist_ok=True)
+        for name in REAL.nvlsm.infiniband_packages[ctx.os_family]:
+            (path / "state/pkgdb" / name).write_text("1.0\n")
     if not image.persistence_mode:
         (path / "state/persistence-off").touch()
     for i in range(image.nvme_drives):
@@ -724,7 +742,8 @@ def build_sandbox(
             for entry in comp.packages["ubuntu"]:
                 names = entry.replace("{branch}", branch).split("|")
                 carry(names[min(image.repo_names, len(names) - 1)], f"{image.driver_version}-1ubuntu1")
-    carry(v.dcgm_exporter.package, f"{v.dcgm_exporter.version}-1")
+    for exporter in dict.fromkeys([v.dcgm_exporter.version, *v.dcgm_exporter.builds.values()]):
+        carry(v.dcgm_exporter.package, f"{exporter}-1")  # every build of the map, as NVIDIA's repository has them
     carry(v.nvlsm.package, "2025.10.0-1")
     (root / "opt/slurm/include/slurm").mkdir(parents=True)
     (root / "opt/slurm/include/slurm/spank.h").write_text("/* spank */\n")

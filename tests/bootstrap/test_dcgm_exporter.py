@@ -1,0 +1,66 @@
+"""dcgm-exporter is paired with the DCGM the node has: NVIDIA tags each exporter release for one DCGM
+(<dcgm>-<exporter>, versions.yaml dcgm_exporter.builds); a DCGM with no known release stops the step with a message
+instead of getting an exporter built for another DCGM."""
+
+from __future__ import annotations
+
+import pytest
+from fmcluster.bootstrap import versions
+from support.sandbox import REAL, Image, build_sandbox, calls_of, context_for, make_project
+
+
+def _boot(tmp_path, dcgm: str, os_name: str = "ubuntu-22.04"):
+    ctx = context_for(make_project("p5.48xlarge", os_name, "parallelcluster"), "gpu", "compute")
+    epoch = "1:" if os_name != "al2023" else ""
+    image = Image(dcgm_exporter=False, packages={"datacenter-gpu-manager-4-core": f"{epoch}{dcgm}-1"})
+    sb = build_sandbox(tmp_path / "sb", ctx, image)
+    res = sb.run()
+    installs = [c for c in calls_of(res, "apt-get") + calls_of(res, "dnf") if " install " in c]
+    return res, [c for c in installs if REAL.dcgm_exporter.package in c]
+
+
+@pytest.mark.parametrize("dcgm, exporter", [("4.6.0", "4.8.3"), ("4.5.3", "4.8.2"), ("4.4.2", "4.7.1")])
+@pytest.mark.parametrize("os_name", ["ubuntu-22.04", "al2023"])
+def test_the_exporter_is_the_release_built_for_the_node_s_dcgm(tmp_path, dcgm, exporter, os_name):
+    res, installs = _boot(tmp_path, dcgm, os_name)
+    assert res.rc == 0, res.out[-2000:]
+    want = f"{REAL.dcgm_exporter.package}={exporter}-1" if os_name != "al2023" else f"{REAL.dcgm_exporter.package}-{exporter}"
+    assert [c for c in installs if want in c.split()], installs
+    assert f"dcgm-exporter {exporter} installed on DCGM {dcgm}" in res.log
+
+
+def test_a_dcgm_with_no_known_exporter_release_stops_the_step(tmp_path):
+    res, installs = _boot(tmp_path, "4.7.0")  # the DLAMI's DCGM: no exporter release for 4.7 yet
+    assert res.rc != 0
+    assert installs == []  # nothing paired by guess
+    assert "[90-exporters] FAILED: no dcgm-exporter release is known for this node's DCGM 4.7.0" in res.out
+    assert "4.6.0-4.8.3" in res.out and "add its release to dcgm_exporter.builds in versions.yaml" in res.out
+
+
+def test_the_builds_are_release_tags_and_cover_the_pin():
+    v = versions.load_versions()
+    assert v.dcgm_exporter.builds[v.dcgm.version] == v.dcgm_exporter.version
+    # tags of NVIDIA/dcgm-exporter (versions.yaml names the snapshot and the release pull request)
+    assert {f"{d}-{e}" for d, e in v.dcgm_exporter.builds.items()} == {
+        "4.4.2-4.7.1", "4.5.1-4.8.0", "4.5.2-4.8.1", "4.5.3-4.8.2", "4.6.0-4.8.3"}
+
+
+def test_on_the_parallelcluster_image_with_its_exporter_nothing_touches_nvidia_s_repository(tmp_path):
+    """The 3.16 image lists no NVIDIA source (its build removes the local repositories): only what is missing may add
+    the network repository. With dcgm-exporter there, no key is fetched and no index refreshed."""
+    from fmcluster.bootstrap import profiles
+
+    (pc,) = [p for p in profiles.load_profiles() if p.name == "parallelcluster-ubuntu-22.04"]
+    ctx = context_for(make_project("p5.48xlarge", "ubuntu-22.04", "parallelcluster"), "gpu", "compute")
+    image = Image.from_profile(pc, "x86_64", dict(pc.variants("x86_64")[0][1], dcgm_exporter=True))
+    sb = build_sandbox(tmp_path / "sb", ctx, image)
+    res = sb.run()
+    assert res.rc == 0, res.out[-2000:]
+    assert not [c for c in calls_of(res, "curl") if "developer.download.nvidia.com" in c]
+    assert not calls_of(res, "apt-get")
+    # without it, the key and one refresh come with the exporter's install, as the boot budget counts them
+    sb = build_sandbox(tmp_path / "sb2", ctx, Image.from_profile(pc, "x86_64"))
+    res = sb.run()
+    assert res.rc == 0, res.out[-2000:]
+    assert len([c for c in calls_of(res, "curl") if "developer.download.nvidia.com" in c]) == 1
+    assert len([c for c in calls_of(res, "apt-get") if " update" in c]) == 1
