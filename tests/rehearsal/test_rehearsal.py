@@ -7,7 +7,9 @@ orchestrator and every PCS example (those together), in a moto server of its own
     cdk synth -c project=FILE -c nag=false                    the app, run by the CLI, into an assembly
     cdk bootstrap --app ASSEMBLY aws://ACCOUNT/REGION
     cdk deploy --app ASSEMBLY --all --require-approval never  termination protection on, as a user deploys
+    fmcluster status FILE -o json                             each stack's state
     fmcluster destroy FILE --yes -o json                      lifts it, deletes, lists what it kept
+    fmcluster status FILE -o json                             each stack gone, or the network it kept
 
 and checks: every stack reaches CREATE_COMPLETE; the bootstrap bundle asset is in the CDK staging
 bucket under its hash, byte for byte; every export and every cross-stack reference resolves to the
@@ -15,7 +17,9 @@ producer's value (every Fn::ImportValue names a deployed export); for a project 
 execute, a day two with `fmcluster deploy` (``day_two``: growth and an in-place change deploy as
 updates, a shrink is refused, the network cannot be deleted under the cluster); `cdk destroy` of a protected stack is
 refused (what README once said to run); after `fmcluster destroy` the retained resources remain and are what it listed,
-the others are gone, and no stack is left but a network it said it kept; for the accounting project (its Aurora
+the others are gone, and no stack is left but a network it said it kept (`fmcluster status` shows each project's
+stacks CREATE_COMPLETE, the prepared ones REVIEW_IN_PROGRESS, after deploy; NOT_DEPLOYED but that network after
+destroy); for the accounting project (its Aurora
 database, subnet group, parameter group and security group retained in the network's VPC), that network is kept, and
 `fmcluster destroy --delete-retained` then deletes the database and what it used, and the network, and leaves
 nothing but what it said it left (the final snapshot, the key and secret pending deletion); no process
@@ -229,6 +233,14 @@ class Rehearsal:
                                     *(confirm or ("--yes",)), "-o", "json", "--wait-minutes", "5"], 0,
                                    stdout_only=True))
 
+    def status(self, project: Path) -> dict[str, str]:
+        """``fmcluster status PROJECT -o json`` as a user runs it: stack name -> the state it shows (exit 1 is a
+        project not healthy: the cluster stack here holds a change set only)."""
+        shown = json.loads(self.run([str(Path(sys.executable).parent / "fmcluster"), "status", str(project), "-o",
+                                     "json"], None, stdout_only=True))
+        assert shown["ok"], shown
+        return {s["name"]: s["status"] for s in shown["stacks"]}
+
     def boto(self, service: str):
         import boto3  # the rehearsal's own reads of moto's state
 
@@ -403,6 +415,10 @@ def rehearse(r: Rehearsal, project) -> None:
     for name in executed:
         if name.endswith("-accounting"):
             check_unretained_groups_refused(r, name, stacks[name])
+    files = (r.file, *r.together)
+    shown = {n: state for p in files for n, state in r.status(p).items()}  # fmcluster status, each project
+    assert shown == {**dict.fromkeys(executed, "CREATE_COMPLETE"), **dict.fromkeys(blocked, "REVIEW_IN_PROGRESS")}, \
+        shown
 
     deployed = {name: {s["LogicalResourceId"]: s for s in cfn.list_stack_resources(StackName=name)["StackResourceSummaries"]
                        if s["LogicalResourceId"]}  # moto lists each skipped resource once, with no ID
@@ -413,9 +429,12 @@ def rehearse(r: Rehearsal, project) -> None:
     assert protected, "no stack deployed with termination protection"
     out = r.cdk("destroy", *app, protected[0], "--exclusively", "--force", expect=None)  # what README said to do
     assert "cannot be deleted while TerminationProtection is enabled" in out, out[-2000:]
-    reports = [r.destroy(p) for p in (r.file, *r.together)]
+    reports = [r.destroy(p) for p in files]
     assert {n for rep in reports for n in rep["termination_protection_lifted"]} >= set(protected)
     check_destroyed(r, stacks, deployed, reports)
+    kept_networks = {rep["network_kept"].split(" ", 1)[0] for rep in reports if rep["network_kept"]}
+    shown = {n: state for p in files for n, state in r.status(p).items()}
+    assert shown == {n: "CREATE_COMPLETE" if n in kept_networks else "NOT_DEPLOYED" for n in stacks}, shown
     for file, report in zip((r.file, *r.together), reports):
         if accounting_database(file):
             check_accounting_teardown(r, file, stacks, deployed, report)
@@ -675,5 +694,6 @@ def check_accounting_teardown(r: Rehearsal, file: Path, stacks: dict[str, dict],
     pending = [k for k in again["kept"] if k["type"] not in ("AWS::KMS::Key", "AWS::SecretsManager::Secret")
                or "pending deletion" not in k["detail"] and "recovery window" not in k["detail"]]
     assert not pending, f"still kept, not pending deletion: {pending}"
+    assert set(r.status(file).values()) == {"NOT_DEPLOYED"}
     print(f"\n{name}: network kept under {sorted(in_vpc)}; --delete-retained deleted {len(again['deleted_retained'])} "
           f"kept resources and {network}; left {again['left']}")
