@@ -7,7 +7,7 @@ orchestrator and every PCS example (those together), in a moto server of its own
     cdk synth -c project=FILE -c nag=false                    the app, run by the CLI, into an assembly
     cdk bootstrap --app ASSEMBLY aws://ACCOUNT/REGION
     cdk deploy --app ASSEMBLY --all --require-approval never  termination protection on, as a user deploys
-    fmcluster status FILE -o json                             each stack's state
+    fmcluster status FILE -o json                             each stack's state (default, accounting)
     fmcluster destroy FILE --yes -o json                      lifts it, deletes, lists what it kept
     fmcluster status FILE -o json                             each stack gone, or the network it kept
 
@@ -19,7 +19,7 @@ updates, a shrink is refused, the network cannot be deleted under the cluster); 
 refused (what README once said to run); after `fmcluster destroy` the retained resources remain and are what it listed,
 the others are gone, and no stack is left but a network it said it kept (`fmcluster status` shows each project's
 stacks CREATE_COMPLETE, the prepared ones REVIEW_IN_PROGRESS, after deploy; NOT_DEPLOYED but that network after
-destroy); for the accounting project (its Aurora
+destroy: for the default and the accounting project); for the accounting project (its Aurora
 database, subnet group, parameter group and security group retained in the network's VPC), that network is kept, and
 `fmcluster destroy --delete-retained` then deletes the database and what it used, and the network, and leaves
 nothing but what it said it left (the final snapshot, the key and secret pending deletion); no process
@@ -147,6 +147,7 @@ class Rehearsal:
     """Projects synthesized and deployed beside ``file`` in the same moto (:data:`EVERY_EXAMPLE_OF`)."""
     moto: subprocess.Popen | None = None
     outputs: list[str] = field(default_factory=list)
+    clients: dict = field(default_factory=dict)
 
     @property
     def assembly(self) -> Path:
@@ -242,10 +243,14 @@ class Rehearsal:
         return {s["name"]: s["status"] for s in shown["stacks"]}
 
     def boto(self, service: str):
+        """A client of moto's ``service`` (made once: the checks look up hundreds of resources)."""
         import boto3  # the rehearsal's own reads of moto's state
 
-        return boto3.client(service, region_name=self.region, endpoint_url=f"http://127.0.0.1:{self.port}",
-                            aws_access_key_id="testing", aws_secret_access_key="testing")
+        if service not in self.clients:
+            self.clients[service] = boto3.client(service, region_name=self.region,
+                                                 endpoint_url=f"http://127.0.0.1:{self.port}",
+                                                 aws_access_key_id="testing", aws_secret_access_key="testing")
+        return self.clients[service]
 
     def stacks(self) -> dict[str, dict]:
         """Stack name -> template, in the assembly's dependency order."""
@@ -416,9 +421,12 @@ def rehearse(r: Rehearsal, project) -> None:
         if name.endswith("-accounting"):
             check_unretained_groups_refused(r, name, stacks[name])
     files = (r.file, *r.together)
-    shown = {n: state for p in files for n, state in r.status(p).items()}  # fmcluster status, each project
-    assert shown == {**dict.fromkeys(executed, "CREATE_COMPLETE"), **dict.fromkeys(blocked, "REVIEW_IN_PROGRESS")}, \
-        shown
+    # fmcluster status of the default and the accounting project (issue 30); each call is a CLI start, ~5 s
+    with_status = r.file == DEFAULT_PROJECT
+    if with_status:
+        shown = {n: state for p in files for n, state in r.status(p).items()}
+        assert shown == {**dict.fromkeys(executed, "CREATE_COMPLETE"),
+                         **dict.fromkeys(blocked, "REVIEW_IN_PROGRESS")}, shown
 
     deployed = {name: {s["LogicalResourceId"]: s for s in cfn.list_stack_resources(StackName=name)["StackResourceSummaries"]
                        if s["LogicalResourceId"]}  # moto lists each skipped resource once, with no ID
@@ -433,8 +441,9 @@ def rehearse(r: Rehearsal, project) -> None:
     assert {n for rep in reports for n in rep["termination_protection_lifted"]} >= set(protected)
     check_destroyed(r, stacks, deployed, reports)
     kept_networks = {rep["network_kept"].split(" ", 1)[0] for rep in reports if rep["network_kept"]}
-    shown = {n: state for p in files for n, state in r.status(p).items()}
-    assert shown == {n: "CREATE_COMPLETE" if n in kept_networks else "NOT_DEPLOYED" for n in stacks}, shown
+    if with_status:
+        shown = {n: state for p in files for n, state in r.status(p).items()}
+        assert shown == {n: "CREATE_COMPLETE" if n in kept_networks else "NOT_DEPLOYED" for n in stacks}, shown
     for file, report in zip((r.file, *r.together), reports):
         if accounting_database(file):
             check_accounting_teardown(r, file, stacks, deployed, report)
@@ -694,6 +703,5 @@ def check_accounting_teardown(r: Rehearsal, file: Path, stacks: dict[str, dict],
     pending = [k for k in again["kept"] if k["type"] not in ("AWS::KMS::Key", "AWS::SecretsManager::Secret")
                or "pending deletion" not in k["detail"] and "recovery window" not in k["detail"]]
     assert not pending, f"still kept, not pending deletion: {pending}"
-    assert set(r.status(file).values()) == {"NOT_DEPLOYED"}
     print(f"\n{name}: network kept under {sorted(in_vpc)}; --delete-retained deleted {len(again['deleted_retained'])} "
           f"kept resources and {network}; left {again['left']}")
