@@ -1,4 +1,5 @@
-"""``moto_server`` for the deploy rehearsal, with three gaps of moto 5.2.5's CloudFormation closed.
+"""``moto_server`` for the deploy rehearsal, with gaps of moto 5.2.5 closed (its CloudFormation, and what the
+accounting database needs of its RDS and EC2).
 
 Run as ``python tests/rehearsal/moto_patched.py -H 127.0.0.1 -p PORT``. Each patch makes moto do
 what CloudFormation does; none of them deploys anything on moto's behalf:
@@ -50,6 +51,15 @@ what CloudFormation does; none of them deploys anything on moto's behalf:
 10. Termination protection: moto has no ``UpdateTerminationProtection`` (the CDK CLI calls it for every protected
    stack) and deletes a protected stack anyway; CloudFormation refuses. ``moto_teardown.py`` adds both, explained
    there (the unit tests of ``fmcluster destroy`` install the same patch in process).
+11. The accounting stack's database (``moto_rds.py``, explained there): CloudFormation models for the Aurora cluster,
+   its cluster parameter group and the secret; the writer keeps its cluster; RDS identifiers as CloudFormation
+   generates them; the subnet group's physical ID.
+12. The refusals AWS makes that moto does not (``moto_rds.py``): deleting a DB subnet group, cluster parameter group or
+   security group a database uses, and a VPC that still holds a security group other than its default one.
+13. A stack whose resources will not all delete ends ``DELETE_FAILED`` with each resource's reason, as in
+   CloudFormation, instead of a ``DeleteStack`` error and a stack that vanished (``moto_teardown.py``).
+14. ``ListStackResources`` of a deleted stack lists what the delete left (``DELETE_COMPLETE``, ``DELETE_SKIPPED`` for a
+   retained resource) instead of creating every deleted resource again (``moto_teardown.py``).
 5. Stack deletion: moto's CloudFormation models of the route table, its routes and subnet association, the
    internet gateway and its attachment, the NAT gateway, the VPC endpoint and the Elastic IP have
    no ``delete``, so ``DeleteStack`` leaves them and the VPC then refuses to go ("has dependencies")
@@ -80,7 +90,12 @@ from moto.ec2.models.vpcs import VPCEndPoint
 from moto.ec2.models.vpn_gateway import VPCGatewayAttachment
 from moto.kms import models as kms
 from moto.ssm.models import ssm_backends
-from moto_teardown import install as protect_stacks  # beside this file: the script's folder is on sys.path
+from moto_rds import install as model_accounting  # beside this file: the script's folder is on sys.path
+from moto_teardown import install as protect_stacks
+from moto_teardown import install_deletes
+
+model_accounting()  # --- 11. and 12.
+install_deletes()  # --- 13. and 14., under the checks of 7. and 10. below
 
 # --- 1. change sets ------------------------------------------------------------------------------
 

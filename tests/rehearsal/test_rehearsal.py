@@ -1,13 +1,15 @@
 """The deploy rehearsal (`make rehearse`, part of `make test`): the real CDK CLI against moto on loopback.
 
-For the default project (ParallelCluster), the first example of each other orchestrator and every PCS example (those
-together), in a moto server of its own
-(``moto_patched.py``: moto 5.2.5 with three CloudFormation gaps closed, each explained there):
+For the default project (ParallelCluster) with an accounting project beside it, the first example of each other
+orchestrator and every PCS example (those together), in a moto server of its own
+(``moto_patched.py``: moto 5.2.5 with its gaps closed, each explained there):
 
     cdk synth -c project=FILE -c nag=false                    the app, run by the CLI, into an assembly
     cdk bootstrap --app ASSEMBLY aws://ACCOUNT/REGION
     cdk deploy --app ASSEMBLY --all --require-approval never  termination protection on, as a user deploys
+    fmcluster status FILE -o json                             each stack's state (default, accounting)
     fmcluster destroy FILE --yes -o json                      lifts it, deletes, lists what it kept
+    fmcluster status FILE -o json                             each stack gone, or the network it kept
 
 and checks: every stack reaches CREATE_COMPLETE; the bootstrap bundle asset is in the CDK staging
 bucket under its hash, byte for byte; every export and every cross-stack reference resolves to the
@@ -15,7 +17,12 @@ producer's value (every Fn::ImportValue names a deployed export); for a project 
 execute, a day two with `fmcluster deploy` (``day_two``: growth and an in-place change deploy as
 updates, a shrink is refused, the network cannot be deleted under the cluster); `cdk destroy` of a protected stack is
 refused (what README once said to run); after `fmcluster destroy` the retained resources remain and are what it listed,
-the others are gone; no process
+the others are gone, and no stack is left but a network it said it kept (`fmcluster status` shows each project's
+stacks CREATE_COMPLETE, the prepared ones REVIEW_IN_PROGRESS, after deploy; NOT_DEPLOYED but that network after
+destroy: for the default and the accounting project); for the accounting project (its Aurora
+database, subnet group, parameter group and security group retained in the network's VPC), that network is kept, and
+`fmcluster destroy --delete-retained` then deletes the database and what it used, and the network, and leaves
+nothing but what it said it left (the final snapshot, the key and secret pending deletion); no process
 of the rehearsal (CLI, jsii, the app, moto) touched anything but loopback.
 
 What it is not: moto's CloudFormation creates only the resource types it models and skips the rest
@@ -45,6 +52,7 @@ import pytest
 from support import EXAMPLE_FILES, PROJECT_FILES, ROOT
 
 from fmcluster import config
+from fmcluster.plan import make_plan
 
 HERE = Path(__file__).resolve().parent
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
@@ -88,6 +96,21 @@ cluster stack, so they cannot disturb each other, and the suite stays within its
 DEFAULT_PROJECT = ROOT / "projects" / "default.yaml"
 
 
+def accounting_database(path: Path) -> bool:
+    """Whether the project keeps its Slurm accounting records in a database of its own (``NAME-accounting``)."""
+    return make_plan(config.parse(path.read_text(), path).project).cluster.accounting_store == "database"
+
+
+def accounting_beside_default() -> Path | None:
+    """The accounting project rehearsed beside the default one: the first example (by file name) of the default's
+    orchestrator whose accounting lives in ``NAME-accounting``. It shares the default's moto server and assembly (one
+    `cdk synth -c project=default,ACCOUNTING`): its network (with the database subnets), storage, observability and
+    accounting stacks execute; its cluster stack, like the default's, is prepared, not executed (NOT_OFFLINE)."""
+    default_kind = config.parse(DEFAULT_PROJECT.read_text(), DEFAULT_PROJECT).project.orchestrator.type
+    return next((p for p in EXAMPLE_FILES if config.parse(p.read_text(), p).project.orchestrator.type == default_kind
+                 and accounting_database(p)), None)
+
+
 def rehearsed_files() -> list[Path]:
     """The default project and, per other orchestrator type, the first example (by file name) that uses it; every
     example of the orchestrators in :data:`EVERY_EXAMPLE_OF`."""
@@ -97,7 +120,8 @@ def rehearsed_files() -> list[Path]:
 def rehearsals() -> list[tuple[Path, ...]]:
     """The rehearsals to run: one project each, except the examples of :data:`EVERY_EXAMPLE_OF`, together. The default
     project rehearses its orchestrator (ParallelCluster): a first example of the same kind would repeat it (the same
-    stacks, the cluster stack prepared, not executed) and cost the suite a rehearsal's time."""
+    stacks, the cluster stack prepared, not executed) and cost the suite a rehearsal's time; the one that adds
+    something, an accounting project, is rehearsed beside it (:func:`accounting_beside_default`)."""
     default_kind = config.parse(DEFAULT_PROJECT.read_text(), DEFAULT_PROJECT).project.orchestrator.type
     chosen: dict[str, list[Path]] = {}
     for path in EXAMPLE_FILES:
@@ -106,7 +130,8 @@ def rehearsals() -> list[tuple[Path, ...]]:
             continue
         if kind not in chosen or kind in EVERY_EXAMPLE_OF:
             chosen.setdefault(kind, []).append(path)
-    return [(DEFAULT_PROJECT,), *(tuple(chosen[kind]) for kind in sorted(chosen))]
+    beside = accounting_beside_default()
+    return [(DEFAULT_PROJECT, *([beside] if beside else [])), *(tuple(chosen[kind]) for kind in sorted(chosen))]
 
 
 @dataclass
@@ -122,6 +147,7 @@ class Rehearsal:
     """Projects synthesized and deployed beside ``file`` in the same moto (:data:`EVERY_EXAMPLE_OF`)."""
     moto: subprocess.Popen | None = None
     outputs: list[str] = field(default_factory=list)
+    clients: dict = field(default_factory=dict)
 
     @property
     def assembly(self) -> Path:
@@ -201,16 +227,30 @@ class Rehearsal:
                         f"{self.moto_log.read_text()[-3000:]}", pytrace=False)
         return proc.stdout if stdout_only else out
 
-    def destroy(self, project: Path) -> dict:
-        """``fmcluster destroy PROJECT --yes -o json`` as a user runs it: what it deleted and what it says it kept."""
-        return json.loads(self.run([str(Path(sys.executable).parent / "fmcluster"), "destroy", str(project), "--yes",
-                                    "-o", "json", "--wait-minutes", "5"], 0, stdout_only=True))
+    def destroy(self, project: Path, *confirm: str) -> dict:
+        """``fmcluster destroy PROJECT --yes -o json`` as a user runs it (or with ``confirm``: ``--delete-retained
+        --confirm NAME``): what it deleted and what it says it kept."""
+        return json.loads(self.run([str(Path(sys.executable).parent / "fmcluster"), "destroy", str(project),
+                                    *(confirm or ("--yes",)), "-o", "json", "--wait-minutes", "5"], 0,
+                                   stdout_only=True))
+
+    def status(self, project: Path) -> dict[str, str]:
+        """``fmcluster status PROJECT -o json`` as a user runs it: stack name -> the state it shows (exit 1 is a
+        project not healthy: the cluster stack here holds a change set only)."""
+        shown = json.loads(self.run([str(Path(sys.executable).parent / "fmcluster"), "status", str(project), "-o",
+                                     "json"], None, stdout_only=True))
+        assert shown["ok"], shown
+        return {s["name"]: s["status"] for s in shown["stacks"]}
 
     def boto(self, service: str):
+        """A client of moto's ``service`` (made once: the checks look up hundreds of resources)."""
         import boto3  # the rehearsal's own reads of moto's state
 
-        return boto3.client(service, region_name=self.region, endpoint_url=f"http://127.0.0.1:{self.port}",
-                            aws_access_key_id="testing", aws_secret_access_key="testing")
+        if service not in self.clients:
+            self.clients[service] = boto3.client(service, region_name=self.region,
+                                                 endpoint_url=f"http://127.0.0.1:{self.port}",
+                                                 aws_access_key_id="testing", aws_secret_access_key="testing")
+        return self.clients[service]
 
     def stacks(self) -> dict[str, dict]:
         """Stack name -> template, in the assembly's dependency order."""
@@ -287,6 +327,17 @@ EXISTS = {
     "AWS::EC2::LaunchTemplate": lambda r, pid: _exists(
         lambda: r.boto("ec2").describe_launch_templates(LaunchTemplateIds=[pid])["LaunchTemplates"]),
     "AWS::IAM::Role": lambda r, pid: _exists(lambda: r.boto("iam").get_role(RoleName=pid)),
+    "AWS::RDS::DBCluster": lambda r, pid: _exists(
+        lambda: r.boto("rds").describe_db_clusters(DBClusterIdentifier=pid)["DBClusters"]),
+    "AWS::RDS::DBInstance": lambda r, pid: _exists(
+        lambda: r.boto("rds").describe_db_instances(DBInstanceIdentifier=pid)["DBInstances"]),
+    "AWS::RDS::DBSubnetGroup": lambda r, pid: _exists(
+        lambda: r.boto("rds").describe_db_subnet_groups(DBSubnetGroupName=pid)["DBSubnetGroups"]),
+    "AWS::RDS::DBClusterParameterGroup": lambda r, pid: _exists(
+        lambda: r.boto("rds").describe_db_cluster_parameter_groups(DBClusterParameterGroupName=pid)[
+            "DBClusterParameterGroups"]),
+    "AWS::SecretsManager::Secret": lambda r, pid: _exists(
+        lambda: not r.boto("secretsmanager").describe_secret(SecretId=pid).get("DeletedDate")),
 }
 
 
@@ -366,6 +417,16 @@ def rehearse(r: Rehearsal, project) -> None:
 
     check_bundle_assets(r, staging, [name for name in stacks if name.endswith("-cluster")])
     check_references(r, stacks, executed, skipped)
+    for name in executed:
+        if name.endswith("-accounting"):
+            check_unretained_groups_refused(r, name, stacks[name])
+    files = (r.file, *r.together)
+    # fmcluster status of the default and the accounting project (issue 30); each call is a CLI start, ~5 s
+    with_status = r.file == DEFAULT_PROJECT
+    if with_status:
+        shown = {n: state for p in files for n, state in r.status(p).items()}
+        assert shown == {**dict.fromkeys(executed, "CREATE_COMPLETE"),
+                         **dict.fromkeys(blocked, "REVIEW_IN_PROGRESS")}, shown
 
     deployed = {name: {s["LogicalResourceId"]: s for s in cfn.list_stack_resources(StackName=name)["StackResourceSummaries"]
                        if s["LogicalResourceId"]}  # moto lists each skipped resource once, with no ID
@@ -376,9 +437,16 @@ def rehearse(r: Rehearsal, project) -> None:
     assert protected, "no stack deployed with termination protection"
     out = r.cdk("destroy", *app, protected[0], "--exclusively", "--force", expect=None)  # what README said to do
     assert "cannot be deleted while TerminationProtection is enabled" in out, out[-2000:]
-    reports = [r.destroy(p) for p in (r.file, *r.together)]
+    reports = [r.destroy(p) for p in files]
     assert {n for rep in reports for n in rep["termination_protection_lifted"]} >= set(protected)
     check_destroyed(r, stacks, deployed, reports)
+    kept_networks = {rep["network_kept"].split(" ", 1)[0] for rep in reports if rep["network_kept"]}
+    if with_status:
+        shown = {n: state for p in files for n, state in r.status(p).items()}
+        assert shown == {n: "CREATE_COMPLETE" if n in kept_networks else "NOT_DEPLOYED" for n in stacks}, shown
+    for file, report in zip((r.file, *r.together), reports):
+        if accounting_database(file):
+            check_accounting_teardown(r, file, stacks, deployed, report)
 
     assert not r.net_log.exists(), f"the rehearsal tried to leave loopback:\n{r.net_log.read_text()}"
     print(f"\n{r.file.name}: executed {executed}; change set only {sorted(blocked)} ({blocked}); "
@@ -551,3 +619,89 @@ def check_destroyed(r: Rehearsal, stacks: dict[str, dict], deployed: dict[str, d
     assert set(unchecked) <= set(MOTO_SKIPS), f"retained types moto keeps that EXISTS cannot look up: {unchecked}"
     print(f"\n{r.file.name}: retained and still there: {[x[0] for x in retained]}; "
           f"retained, not checkable in moto: {unchecked}")
+
+
+def check_unretained_groups_refused(r: Rehearsal, accounting: str, template: dict) -> None:
+    """The accounting stack as it was before the destroy fix (its DB subnet group, cluster parameter group and security
+    group not retained), deployed beside the real one: its delete under the retained database ends DELETE_FAILED
+    naming the three, with the errors RDS and EC2 give (moto patches 12 and 13), as in AWS. Without the refusals this
+    would delete cleanly and the rehearsal could not tell the fixed stack from the broken one. Cleaned up after: once
+    the database is deleted, the delete is tried again and completes."""
+    old = json.loads(json.dumps(template))
+    old.pop("Outputs", None)  # its exports would clash with the real stack's
+    unretained = {}
+    for lid, spec in old["Resources"].items():
+        if spec["Type"] in ("AWS::RDS::DBSubnetGroup", "AWS::RDS::DBClusterParameterGroup", "AWS::EC2::SecurityGroup") \
+                and spec.pop("DeletionPolicy", None) == "Retain":
+            spec.pop("UpdateReplacePolicy", None)
+            unretained[lid] = spec["Type"]
+    assert len(unretained) == 3, f"{accounting} no longer retains what the database uses: {unretained}"
+    cfn, name = r.boto("cloudformation"), f"{accounting}-unretained"
+    stack_id = cfn.create_stack(StackName=name, TemplateBody=json.dumps(old))["StackId"]
+    resources = {s["LogicalResourceId"]: s["PhysicalResourceId"]
+                 for s in cfn.list_stack_resources(StackName=name)["StackResourceSummaries"]}
+    cfn.delete_stack(StackName=stack_id)
+    assert cfn.describe_stacks(StackName=stack_id)["Stacks"][0]["StackStatus"] == "DELETE_FAILED"
+    failed = {e["LogicalResourceId"]: e["ResourceStatusReason"] for e in cfn.describe_stack_events(StackName=stack_id)[
+        "StackEvents"] if e["ResourceStatus"] == "DELETE_FAILED" and e["LogicalResourceId"] != name}
+    codes = {"AWS::RDS::DBSubnetGroup": "InvalidDBSubnetGroupStateFault",
+             "AWS::RDS::DBClusterParameterGroup": "InvalidDBParameterGroupState",
+             "AWS::EC2::SecurityGroup": "DependencyViolation"}
+    assert {lid: codes[t] in failed.get(lid, "") for lid, t in unretained.items()} == dict.fromkeys(unretained, True), \
+        failed
+    rds = r.boto("rds")
+    of_type = {t: resources[lid] for lid, spec in old["Resources"].items() if lid in resources for t in [spec["Type"]]}
+    rds.delete_db_instance(DBInstanceIdentifier=of_type["AWS::RDS::DBInstance"], SkipFinalSnapshot=True)
+    rds.modify_db_cluster(DBClusterIdentifier=of_type["AWS::RDS::DBCluster"], DeletionProtection=False)
+    rds.delete_db_cluster(DBClusterIdentifier=of_type["AWS::RDS::DBCluster"], SkipFinalSnapshot=True)
+    r.boto("secretsmanager").delete_secret(SecretId=of_type["AWS::SecretsManager::Secret"],
+                                           ForceDeleteWithoutRecovery=True)
+    cfn.delete_stack(StackName=stack_id)  # the groups are free now: the retry deletes them
+    assert cfn.describe_stacks(StackName=stack_id)["Stacks"][0]["StackStatus"] == "DELETE_COMPLETE", [
+        (e["LogicalResourceId"], e.get("ResourceStatusReason")) for e in cfn.describe_stack_events(StackName=stack_id)[
+            "StackEvents"] if e["ResourceStatus"] == "DELETE_FAILED"]
+    assert not [lid for lid, pid in resources.items() if lid in old["Resources"]
+                and old["Resources"][lid]["Type"] in EXISTS and EXISTS[old["Resources"][lid]["Type"]](r, pid)]
+
+
+DATABASE_IN_VPC = ("AWS::RDS::DBCluster", "AWS::RDS::DBInstance", "AWS::RDS::DBSubnetGroup", "AWS::EC2::SecurityGroup")
+"""What the accounting stack retains that lives in the network's VPC (its interfaces, its security group)."""
+
+
+def check_accounting_teardown(r: Rehearsal, file: Path, stacks: dict[str, dict], deployed: dict[str, dict],
+                              report: dict) -> None:
+    """The accounting project's first destroy kept ``NAME-network`` because the retained database lives in it (moto
+    refuses a VPC that still holds its security group, as EC2 does); ``destroy --delete-retained`` then deletes the
+    database and what it used (in the order RDS and EC2 accept), the other kept data, and the network, and leaves
+    nothing but what it says it left."""
+    name = config.parse(file.read_text(), file).project.name
+    ours = [n for n in stacks if n.startswith(f"{name}-")]
+    network, accounting = f"{name}-network", f"{name}-accounting"
+    template = stacks[accounting]["Resources"]
+    in_vpc = {deployed[accounting][lid]["PhysicalResourceId"] for lid, spec in template.items()
+              if spec["Type"] in DATABASE_IN_VPC and spec.get("DeletionPolicy") == "Retain"}
+    assert len(in_vpc) == len(DATABASE_IN_VPC), f"{accounting} retains {in_vpc}"
+    kept = {k["id"]: k for k in report["kept"]}
+    assert (report["network_kept"] or "").startswith(f"{network} is kept"), report["network_kept"]
+    assert all(pid in report["network_kept"] and kept[pid]["in_network"] for pid in in_vpc), (in_vpc, report)
+
+    again = r.destroy(file, "--delete-retained", "--confirm", name)
+    assert again["deleted"] == [network], again["deleted"]
+    cfn = r.boto("cloudformation")
+    assert not [s["StackName"] for s in cfn.describe_stacks()["Stacks"] if s["StackName"] in ours]
+    assert {k.split(" ", 1)[1] for k in again["deleted_retained"]} >= set(kept), "kept resources not deleted"
+    there = [f"{n}/{lid} ({summary['ResourceType']})" for n in ours if n in deployed
+             for lid, summary in deployed[n].items()
+             if summary["ResourceType"] in EXISTS and EXISTS[summary["ResourceType"]](r, summary["PhysicalResourceId"])]
+    assert not there, f"left after destroy --delete-retained: {there}"
+    # what it says it left: the cluster's final snapshot, the key and the secret in their deletion windows
+    [cluster] = [deployed[accounting][lid]["PhysicalResourceId"] for lid, spec in template.items()
+                 if spec["Type"] == "AWS::RDS::DBCluster"]
+    assert any(f"final snapshot {cluster}-final" in line for line in again["left"]), again["left"]
+    assert r.boto("rds").describe_db_cluster_snapshots(DBClusterSnapshotIdentifier=f"{cluster}-final")[
+        "DBClusterSnapshots"]
+    pending = [k for k in again["kept"] if k["type"] not in ("AWS::KMS::Key", "AWS::SecretsManager::Secret")
+               or "pending deletion" not in k["detail"] and "recovery window" not in k["detail"]]
+    assert not pending, f"still kept, not pending deletion: {pending}"
+    print(f"\n{name}: network kept under {sorted(in_vpc)}; --delete-retained deleted {len(again['deleted_retained'])} "
+          f"kept resources and {network}; left {again['left']}")
