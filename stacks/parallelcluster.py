@@ -15,7 +15,6 @@ from typing import Any
 
 from aws_cdk import (
     Acknowledgment,
-    Aws,
     CfnOutput,
     CfnStack,
     CustomResource,
@@ -28,6 +27,7 @@ from aws_cdk import (
 )
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
+from fmcluster.stacks.tokens import AWS
 from fmcluster.bootstrap.bundles import DispatchedBundles
 
 from fmcluster.contracts import (
@@ -84,9 +84,10 @@ class ParallelClusterCluster(Construct):
             }),
         )
         for arn in bootstrap_read_arns:
-            if "*" in _nag_text(stack, arn):
+            text = _nag_text(stack, arn)
+            if "*" in text:
                 Validations.of(self.node_policy).acknowledge(Acknowledgment(
-                    id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag_text(stack, arn)}]",
+                    id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{text}]",
                     reason="Read-only s3:GetObject under the bootstrap bundle's own key prefix (files named by the "
                            "renderer); no other prefix, bucket or action.",
                 ))
@@ -98,7 +99,7 @@ class ParallelClusterCluster(Construct):
 
         self.configuration = generate.cluster_config(
             plan, network=network, storage=storage, bootstrap_uri=bootstrap_uri, bootstrap_args=bootstrap_args,
-            node_policy_arns=[self.node_policy.managed_policy_arn], region=Aws.REGION, partition=Aws.PARTITION,
+            node_policy_arns=[self.node_policy.managed_policy_arn], region=AWS.REGION, partition=AWS.PARTITION,
             accounting=accounting,
         )
         self.provider: CfnStack | None = None
@@ -137,17 +138,20 @@ class ParallelClusterCluster(Construct):
             description=f"fmcluster {project}: let the ParallelCluster provider attach the node policies",
             statements=statements,
         )
+        stack = Stack.of(self)
+        acknowledgments = []
         if scripts is not None:
-            Validations.of(attach).acknowledge(Acknowledgment(
-                id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag_text(Stack.of(self), scripts)}]",
+            acknowledgments.append(Acknowledgment(
+                id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag_text(stack, scripts)}]",
                 reason="Read-only: the shell scripts (content-hashed assets) in CDK's asset bucket, which ParallelCluster's "
                        "provider checks for every custom action; nothing else of the bucket.",
             ))
-        Validations.of(attach).acknowledge(Acknowledgment(
-            id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag_text(Stack.of(self), roles)}]",
+        acknowledgments.append(Acknowledgment(
+            id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag_text(stack, roles)}]",
             reason="ParallelCluster names the node roles when it creates the cluster; the path is this cluster's "
                    "own and a condition limits the policies to fmcluster's node policy and the project's.",
         ))
+        Validations.of(attach).acknowledge(*acknowledgments)  # one jsii call for both
         self.provider = CfnStack(
             self, "Provider",
             template_url=Fn.sub(PROVIDER_TEMPLATE % version),
@@ -163,7 +167,6 @@ class ParallelClusterCluster(Construct):
                 "DeletionPolicy": deletion_policy,
             },
         )
-        stack = Stack.of(self)
         CfnOutput(stack, HEAD_NODE_IP_OUTPUT, value=self.cluster.get_att_string("headNode.privateIpAddress"),
                   description="Private IP of the ParallelCluster head node (reach it with SSM Session Manager)")
         CfnOutput(stack, "ParallelClusterValidationMessages",
@@ -199,15 +202,18 @@ def build(stack: Any, bundles: DispatchedBundles, metrics: MetricsContract | Non
     (:data:`fmcluster.stacks.cluster.BUILDERS`)."""
     archive = s3_assets.Asset(stack, "BootstrapBundles", path=str(bundles.bundles))
     dispatcher = s3_assets.Asset(stack, "BootstrapDispatcher", path=str(bundles.dispatcher))
+    archive_url, dispatcher_url = archive.s3_object_url, dispatcher.s3_object_url  # each read is a jsii round trip
+    dispatcher_bucket = dispatcher.bucket
     ParallelClusterCluster(
         stack, "ParallelCluster", plan=stack.plan, network=stack.network, storage=stack.storage,
-        bootstrap_uri=dispatcher.s3_object_url,
+        bootstrap_uri=dispatcher_url,
         # the archive of bundles, and the metrics workspace the nodes' agents remote-write to
-        bootstrap_args=[archive.s3_object_url, *([metrics.remote_write_url] if metrics else [])],
-        bootstrap_read_arns=[a.bucket.arn_for_objects(a.s3_object_key) for a in (dispatcher, archive)],
-        metrics=metrics, scripts_bucket_arn=dispatcher.bucket.bucket_arn, accounting=stack.accounting,
+        bootstrap_args=[archive_url, *([metrics.remote_write_url] if metrics else [])],
+        bootstrap_read_arns=[dispatcher_bucket.arn_for_objects(dispatcher.s3_object_key),
+                             archive.bucket.arn_for_objects(archive.s3_object_key)],
+        metrics=metrics, scripts_bucket_arn=dispatcher_bucket.bucket_arn, accounting=stack.accounting,
     )
-    CfnOutput(stack, BOOTSTRAP_OUTPUT, value=dispatcher.s3_object_url,
+    CfnOutput(stack, BOOTSTRAP_OUTPUT, value=dispatcher_url,
               description="OnNodeConfigured script; its argument is BootstrapBundlesUri")
-    CfnOutput(stack, BOOTSTRAP_ARGS_OUTPUT, value=archive.s3_object_url,
+    CfnOutput(stack, BOOTSTRAP_ARGS_OUTPUT, value=archive_url,
               description="Archive of the bootstrap bundles, one per instance type")
