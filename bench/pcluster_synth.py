@@ -18,8 +18,9 @@ The cluster's validators (the other half of create-cluster, which calls AWS at l
 synthesis alone, as ours is.
 
 Mocked, and nothing else: botocore's ``BaseClient._make_api_call`` (every AWS call the package makes goes
-through it). It answers ``DescribeInstanceTypes``, ``DescribeSubnets``, ``DescribeFileSystems`` and
-``DescribeImages`` from ``--facts`` (records in those calls' own response shapes), ``GetCallerIdentity`` with
+through it). It answers ``DescribeInstanceTypes``, ``DescribeSubnets`` and ``DescribeFileSystems`` from ``--facts``
+(records in those calls' own response shapes), ``DescribeImages`` with one official ParallelCluster AMI named as the
+package looks it up (``_official_image``), ``GetCallerIdentity`` with
 account ``000000000000``, and accepts ``PutObject`` (the asset upload) without storing it; every other call is
 refused (``NoCredentialsError``) and listed in the report. The network is blocked, credentials and config files
 point at nothing, the Region is us-east-1. The cluster's S3 bucket is an ``S3Bucket`` named as the package's
@@ -127,7 +128,8 @@ def main() -> None:
     archs = {FACTS["instance_types"][config["HeadNode"]["InstanceType"]]["ProcessorInfo"]["SupportedArchitectures"][0]}
     FACTS["images"] = [_official_image(config["Image"]["Os"], arch) for arch in sorted(archs)]
     cluster = ClusterSchema(cluster_name=args.name).load(config)
-    bucket = S3Bucket(name="parallelcluster-a69601b5ee1fc2f2-v1-do-not-delete", stack_name=f"parallelcluster-{args.name}",
+    bucket = S3Bucket(name="parallelcluster-a69601b5ee1fc2f2-v1-do-not-delete",
+                      stack_name=f"parallelcluster-{args.name}",
                       service_name=args.name, artifact_directory=f"parallelcluster/clusters/{args.name}-bench")
     template, assets = CDKTemplateBuilder().build_cluster_template(cluster_config=cluster, bucket=bucket,
                                                                   stack_name=args.name)
