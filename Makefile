@@ -52,8 +52,9 @@ pcluster-venv: .venv-pcluster/.installed
 wheel-check: setup  ## build the wheel, install it in a fresh venv, plan/render/synthesize from it
 	tools/check_wheel.sh
 
-bench: setup  ## synth-time benchmarks (medians; see bench/README.md)
+bench: setup pcluster-venv  ## synth-time benchmarks and where the time goes (.bench/synth.json, .bench/profile.json; see bench/README.md)
 	$(PY) bench/synth_bench.py
+	$(PY) bench/synth_profile.py
 
 clean:
 	rm -rf cdk.out .bench .pytest_cache

@@ -11,6 +11,7 @@ node is seen by the ``NodeNotReporting`` rule (its series stop arriving).
 from __future__ import annotations
 
 import re
+from functools import cache
 
 import jinja2
 
@@ -33,7 +34,9 @@ def scrape_timeout(scrape_interval: str) -> str:
     return f"{min(int(number) * {'s': 1, 'm': 60, 'h': 3600}[unit], 20)}s"
 
 
+@cache
 def _environment() -> jinja2.Environment:
+    """One environment per process: every node bundle of every project renders the same template (compiled once)."""
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates.OBSERVABILITY)),
         undefined=jinja2.StrictUndefined,

@@ -379,4 +379,5 @@ def needed_placeholders(ctx: BootstrapContext) -> list[str]:
 
 def optional_unpinned(ctx: BootstrapContext) -> list[str]:
     """Unpinned keys of optional components this node skips (with a warning) when its image lacks them."""
-    return [k for k in ctx.versions.unpinned() if k not in ctx.versions.placeholders() and _relevant(ctx, k)]
+    needed = set(ctx.versions.placeholders())
+    return [k for k in ctx.versions.unpinned() if k not in needed and _relevant(ctx, k)]

@@ -144,13 +144,17 @@ class ImageProfile(_Frozen):
         return out
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's C loader where PyYAML has it (the same data as ``yaml.safe_load``)."""
+
+
 @cache
 def load_profiles(folder: Path | str | None = None) -> tuple[ImageProfile, ...]:
     """Every profile in ``folder`` (default: the shipped ``profiles/``), checked; a bad file is named in the error."""
     out = []
     for path in sorted(Path(folder or PROFILES_DIR).glob("*.yaml")):
         try:
-            out.append(ImageProfile.model_validate(yaml.safe_load(path.read_text(encoding="utf-8"))))
+            out.append(ImageProfile.model_validate(yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)))
         except (ValidationError, yaml.YAMLError) as exc:
             raise BootstrapError(f"{path}: not a valid image profile: {exc}") from exc
     return tuple(out)

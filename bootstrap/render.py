@@ -131,7 +131,7 @@ def render_files(ctx: BootstrapContext) -> dict[str, str]:
                 f"the DCGM counters file {DCGM_COUNTERS_FILE} is missing; the observability templates own it "
                 "(it lists the XID, ECC SBE/DBE, thermal-violation and row-remap fields)"
             )
-        files["files/dcgm-counters.csv"] = DCGM_COUNTERS_FILE.read_text(encoding="utf-8")
+        files["files/dcgm-counters.csv"] = _package_text(DCGM_COUNTERS_FILE)
         files["files/fmcluster-efa-counters"] = _render("partials/efa_counters.sh.j2", ctx)
     if ctx.slurm_metrics:
         files["files/fmcluster-slurm-metrics"] = _render("partials/slurm_metrics.sh.j2", ctx)
@@ -150,6 +150,12 @@ def render_files(ctx: BootstrapContext) -> dict[str, str]:
     if "60-nvme" in names:
         files["files/fmcluster-scratch"] = _render("partials/scratch.sh.j2", ctx)
     return files
+
+
+@cache
+def _package_text(path: Path) -> str:
+    """A data file of the package, read once per process (every GPU bundle of every project ships the DCGM one)."""
+    return path.read_text(encoding="utf-8")
 
 
 def _sums(files: dict[str, str]) -> str:

@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from aws_cdk import Acknowledgment, CfnOutput, Fn, RemovalPolicy, Stack, Token, Validations
+from aws_cdk import Acknowledgment, CfnOutput, Fn, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_rds as rds
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
+from fmcluster.stacks.tokens import is_unresolved
 
 from fmcluster.config.accounting import AccountingDatabase as DatabaseSettings
 from fmcluster.contracts import ACCOUNTING_OUTPUTS, ACCOUNTING_USER, AccountingContract, NetworkContract, export_name
@@ -67,7 +68,7 @@ class SlurmAccountingDatabase(Construct):
         super().__init__(scope, construct_id)
         if secret_format not in SECRET_FORMATS:
             raise ValueError(f"secret_format {secret_format!r}: one of {', '.join(SECRET_FORMATS)}")
-        literal = [s for s in subnet_ids if not Token.is_unresolved(s)]
+        literal = [s for s in subnet_ids if not is_unresolved(s)]
         if len(subnet_ids) < 2 or len(set(literal)) < len(literal):
             # an RDS DB subnet group spans at least two Availability Zones (RDS User Guide, "Working with a DB
             # instance in a VPC": "each DB subnet group should have subnets in at least two Availability Zones")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from dataclasses import replace
 
-from aws_cdk import App, Environment, Fn, Stack, Tags, Token, Validations
+from aws_cdk import App, Environment, Fn, Stack, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
 from fmcluster.bootstrap import bundles
 from fmcluster.stacks import _project_node
@@ -26,6 +26,7 @@ from fmcluster.stacks.cluster import ClusterStack
 from fmcluster.stacks.network import NetworkStack
 from fmcluster.stacks.observability import ObservabilityStack
 from fmcluster.stacks.storage import StorageStack
+from fmcluster.stacks.tokens import is_unresolved
 
 from fmcluster import checks, config
 from fmcluster.config.loader import LoadedProject
@@ -71,20 +72,23 @@ def build(app: App, refs: list[str]) -> None:
         loaded_plans.append((loaded, plan))
     if problems:
         raise ConfigError(problems)
+    protect = _flag(app, "protect", True)
     for loaded, plan in loaded_plans:
-        build_project(app, loaded, plan)
+        build_project(app, loaded, plan, protect=protect)
     if _flag(app, "nag", True):
         add_nag(app)
 
 
-def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
-    """Add one project's stacks to ``app``; each takes its plan section and the contracts before it."""
+def build_project(app: App, loaded: LoadedProject, plan: Plan, *, protect: bool | None = None) -> list[Stack]:
+    """Add one project's stacks to ``app``; each takes its plan section and the contracts before it. ``protect``:
+    the app's ``protect`` flag (read from its context when not given)."""
     project = loaded.project
     name = plan.project
     env = Environment(account=project.account, region=project.region) if project.account or project.region else None
     # Termination protection on the stacks that hold data (files, metrics) or a running Slurm cluster:
     # `cdk destroy` refuses them until it is turned off (`-c protect=false` when synthesizing, or the console).
-    protect = _flag(app, "protect", True)
+    if protect is None:
+        protect = _flag(app, "protect", True)
 
     network = NetworkStack(app, stack_name(name, "network"), plan=plan.network, env=env)
     stacks: list[Stack] = [network]
@@ -122,7 +126,7 @@ def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
     storage_contract = imported_storage(name, storage_contract)
     bundle_dir = Path(app.outdir) / bundles.BUNDLES_DIR / name
     fsx = storage_contract.fsx
-    at_boot = fsx is not None and Token.is_unresolved(fsx.file_system_id)  # created in this deployment
+    at_boot = fsx is not None and is_unresolved(fsx.file_system_id)  # created in this deployment
     node_bundles = bundles.render_bundles(plan.cluster, bundle_dir, fsx, at_boot,
                                           metrics.remote_write_url if metrics else None)
     runs_slurm = plan.cluster.driver.runs_slurm(plan.cluster)
@@ -135,9 +139,10 @@ def build_project(app: App, loaded: LoadedProject, plan: Plan) -> list[Stack]:
     stacks.append(cluster)
 
     for stack in stacks:
-        Tags.of(stack).add(PROJECT_TAG, name)
+        tags = Tags.of(stack)
+        tags.add(PROJECT_TAG, name)
         for key, value in project.tags.items():
-            Tags.of(stack).add(key, value)
+            tags.add(key, value)
     return stacks
 
 
@@ -146,7 +151,7 @@ def _imported(project: str, key: str, value: str) -> str:
     so CloudFormation refuses to change or delete it while the cluster stack uses it (FACTS.md section 5). cdk.json's
     weak references (``Fn::GetStackOutput``) would leave the cluster on a stale ID and the producer deletable. A value
     known at synthesis (an existing VPC, subnet or file system) stays as it is."""
-    return Fn.import_value(export_name(project, key)) if Token.is_unresolved(value) else value
+    return Fn.import_value(export_name(project, key)) if is_unresolved(value) else value
 
 
 def imported_network(project: str, contract: NetworkContract) -> NetworkContract:

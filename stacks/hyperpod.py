@@ -16,14 +16,12 @@ from typing import Any
 
 from aws_cdk import (
     Acknowledgment,
-    Aws,
     CfnOutput,
     CfnTag,
     DefaultStackSynthesizer,
     Fn,
     RemovalPolicy,
     Stack,
-    Token,
     Validations,
 )
 from aws_cdk import aws_iam as iam
@@ -31,6 +29,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
+from fmcluster.stacks.tokens import AWS, block_all_public_access, is_unresolved
 from fmcluster.bootstrap.bundles import LifecycleBundles
 
 from fmcluster.contracts import (
@@ -70,12 +69,12 @@ class HyperPodCluster(Construct):
         self.groups = instance_groups(plan)
 
         # The stack ID's first UUID block keeps the default name unique per stack and within 63 characters.
-        stack_uuid = Fn.select(0, Fn.split("-", Fn.select(2, Fn.split("/", Aws.STACK_ID))))
+        stack_uuid = Fn.select(0, Fn.split("-", Fn.select(2, Fn.split("/", AWS.STACK_ID))))
         self.bucket = s3.Bucket(
             self, "LifecycleBucket",
             bucket_name=settings.lifecycle_bucket_name or Fn.join("-", ["sagemaker", plan.project, stack_uuid]),
             encryption=s3.BucketEncryption.S3_MANAGED, enforce_ssl=True, versioned=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            block_public_access=block_all_public_access(),
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED, removal_policy=RemovalPolicy.RETAIN,
         )
         Validations.of(self.bucket).acknowledge(Acknowledgment(
@@ -134,7 +133,7 @@ class HyperPodCluster(Construct):
         statements = [
             iam.PolicyStatement(sid="VpcInterfaces", actions=VPC_ACTIONS, resources=["*"]),
             iam.PolicyStatement(sid="TagVpcInterfaces", actions=["ec2:CreateTags"],
-                                resources=[f"arn:{Aws.PARTITION}:ec2:*:*:network-interface/*"]),
+                                resources=[f"arn:{AWS.PARTITION}:ec2:*:*:network-interface/*"]),
             iam.PolicyStatement(sid="ReadLifecycleScripts", actions=["s3:GetObject"],
                                 resources=[self.bucket.arn_for_objects(f"{LIFECYCLE_PREFIX}/*")]),
             iam.PolicyStatement(sid="ListLifecycleScripts", actions=["s3:ListBucket"], resources=[self.bucket.bucket_arn],
@@ -155,7 +154,7 @@ class HyperPodCluster(Construct):
             # role, so it may read this one secret (unconfirmed that it is needed; harmless if not).
             statements.append(iam.PolicyStatement(sid="ReadAccountingSecret", actions=["secretsmanager:GetSecretValue"],
                                                   resources=[self.accounting.secret_arn]))
-        clusters = f"arn:{Aws.PARTITION}:sagemaker:{Aws.REGION}:{Aws.ACCOUNT_ID}:cluster/*"
+        clusters = f"arn:{AWS.PARTITION}:sagemaker:{AWS.REGION}:{AWS.ACCOUNT_ID}:cluster/*"
         if any(g.needs_imex for g in self.plan.groups):
             # fmcluster-imex finds the node's UltraServer members with HyperPod's node API (UltraServerInfo.Id,
             # PrivatePrimaryIp); EC2 cannot see HyperPod's instances. Not the cluster's own ARN: the cluster
@@ -200,7 +199,7 @@ class HyperPodCluster(Construct):
                                              "aws-cdk-lib and moves with it.",
         }
         qualifier = stack.node.try_get_context("@aws-cdk/core:bootstrapQualifier") or DefaultStackSynthesizer.DEFAULT_QUALIFIER
-        if Token.is_unresolved(stack.region):
+        if is_unresolved(stack.region):
             assets = f"arn:<AWS::Partition>:s3:::cdk-{qualifier}-assets-<AWS::AccountId>-<AWS::Region>/*"
         else:
             assets = f"arn:{stack.partition}:s3:::cdk-{qualifier}-assets-<AWS::AccountId>-{stack.region}/*"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from aws_cdk import (
     Acknowledgment,
-    Aws,
     CfnOutput,
     Fn,
     RemovalPolicy,
@@ -23,6 +22,8 @@ from constructs import Construct
 
 from fmcluster.contracts import DATABASE_SUBNET_OUTPUTS, NETWORK_OUTPUTS, NetworkContract, export_name
 from fmcluster.facts import LUSTRE_PORT_RANGES
+from fmcluster.stacks import tokens
+from fmcluster.stacks.tokens import AWS
 from fmcluster.plan import NetworkPlan
 
 
@@ -59,47 +60,53 @@ class NetworkStack(Stack):
         """The VPC; the public subnet (NAT gateway) and, for a Local Zone, a services subnet in the
         services zone; the compute subnet in the compute zone. Returns the VPC, compute and services IDs."""
         net = self.plan
-        vpc = ec2.CfnVPC(self, "Vpc", cidr_block=net.vpc_cidr, enable_dns_hostnames=True, enable_dns_support=True)
-        igw = ec2.CfnInternetGateway(self, "InternetGateway")
-        attachment = ec2.CfnVPCGatewayAttachment(self, "InternetGatewayAttachment", vpc_id=vpc.ref, internet_gateway_id=igw.ref)
+        # Each ``.ref`` is a jsii round trip returning the same token: read once.
+        vpc_id = ec2.CfnVPC(self, "Vpc", cidr_block=net.vpc_cidr, enable_dns_hostnames=True,
+                            enable_dns_support=True).ref
+        igw_id = ec2.CfnInternetGateway(self, "InternetGateway").ref
+        attachment = ec2.CfnVPCGatewayAttachment(self, "InternetGatewayAttachment", vpc_id=vpc_id,
+                                                 internet_gateway_id=igw_id)
 
-        public = ec2.CfnSubnet(
-            self, "PublicSubnet", vpc_id=vpc.ref, cidr_block=net.public_subnet_cidr,
+        public_id = ec2.CfnSubnet(
+            self, "PublicSubnet", vpc_id=vpc_id, cidr_block=net.public_subnet_cidr,
             availability_zone_id=net.services_zone_id, map_public_ip_on_launch=False,
-        )
-        public_routes = ec2.CfnRouteTable(self, "PublicRouteTable", vpc_id=vpc.ref)
-        ec2.CfnSubnetRouteTableAssociation(self, "PublicRouteTableAssociation", subnet_id=public.ref, route_table_id=public_routes.ref)
-        to_igw = ec2.CfnRoute(self, "PublicDefaultRoute", route_table_id=public_routes.ref, destination_cidr_block="0.0.0.0/0", gateway_id=igw.ref)
+        ).ref
+        public_routes = ec2.CfnRouteTable(self, "PublicRouteTable", vpc_id=vpc_id).ref
+        ec2.CfnSubnetRouteTableAssociation(self, "PublicRouteTableAssociation", subnet_id=public_id,
+                                           route_table_id=public_routes)
+        to_igw = ec2.CfnRoute(self, "PublicDefaultRoute", route_table_id=public_routes,
+                              destination_cidr_block="0.0.0.0/0", gateway_id=igw_id)
         to_igw.node.add_dependency(attachment)
 
         eip = ec2.CfnEIP(self, "NatAddress", domain="vpc")
-        nat = ec2.CfnNatGateway(self, "NatGateway", subnet_id=public.ref, allocation_id=eip.attr_allocation_id)
+        nat = ec2.CfnNatGateway(self, "NatGateway", subnet_id=public_id, allocation_id=eip.attr_allocation_id)
 
-        compute = ec2.CfnSubnet(
-            self, "ComputeSubnet", vpc_id=vpc.ref, cidr_block=net.compute_subnet_cidr,
+        compute_id = ec2.CfnSubnet(
+            self, "ComputeSubnet", vpc_id=vpc_id, cidr_block=net.compute_subnet_cidr,
             availability_zone_id=self.plan.availability_zone_id, map_public_ip_on_launch=False,
-        )
-        compute_routes = ec2.CfnRouteTable(self, "ComputeRouteTable", vpc_id=vpc.ref)
-        ec2.CfnSubnetRouteTableAssociation(self, "ComputeRouteTableAssociation", subnet_id=compute.ref, route_table_id=compute_routes.ref)
-        ec2.CfnRoute(self, "ComputeDefaultRoute", route_table_id=compute_routes.ref, destination_cidr_block="0.0.0.0/0", nat_gateway_id=nat.ref)
+        ).ref
+        compute_routes = ec2.CfnRouteTable(self, "ComputeRouteTable", vpc_id=vpc_id).ref
+        ec2.CfnSubnetRouteTableAssociation(self, "ComputeRouteTableAssociation", subnet_id=compute_id,
+                                           route_table_id=compute_routes)
+        ec2.CfnRoute(self, "ComputeDefaultRoute", route_table_id=compute_routes, destination_cidr_block="0.0.0.0/0",
+                     nat_gateway_id=nat.ref)
 
-        services_id = compute.ref
+        services_id = compute_id
         if net.services_subnet_cidr is not None:  # a Local Zone: FSx, endpoints, head node in the parent zone
-            services = ec2.CfnSubnet(
-                self, "ServicesSubnet", vpc_id=vpc.ref, cidr_block=net.services_subnet_cidr,
+            services_id = ec2.CfnSubnet(
+                self, "ServicesSubnet", vpc_id=vpc_id, cidr_block=net.services_subnet_cidr,
                 availability_zone_id=net.services_zone_id, map_public_ip_on_launch=False,
-            )
-            ec2.CfnSubnetRouteTableAssociation(self, "ServicesRouteTableAssociation", subnet_id=services.ref,
-                                               route_table_id=compute_routes.ref)
-            services_id = services.ref
+            ).ref
+            ec2.CfnSubnetRouteTableAssociation(self, "ServicesRouteTableAssociation", subnet_id=services_id,
+                                               route_table_id=compute_routes)
 
         ec2.CfnVPCEndpoint(
-            self, "S3GatewayEndpoint", vpc_id=vpc.ref, vpc_endpoint_type="Gateway",
+            self, "S3GatewayEndpoint", vpc_id=vpc_id, vpc_endpoint_type="Gateway",
             service_name=Fn.sub("com.amazonaws.${AWS::Region}.s3"),
-            route_table_ids=[compute_routes.ref, public_routes.ref],
+            route_table_ids=[compute_routes, public_routes],
         )
-        self._add_flow_logs(vpc.ref)
-        return vpc.ref, compute.ref, services_id
+        self._add_flow_logs(vpc_id)
+        return vpc_id, compute_id, services_id
 
     def _add_database_subnets(self, vpc_id: str) -> tuple[str, ...]:
         """The Slurm accounting database's subnets: an RDS DB subnet group needs subnets in at least two Availability
@@ -107,16 +114,17 @@ class NetworkStack(Stack):
         Region's first two zones (``Fn::GetAZs``) differ by construction, whatever the compute zone is; slurmdbd on
         the head node reaching the database across zones is fine for a trickle of inserts. Their own route table
         has no route out: the database answers the VPC and reaches nothing."""
-        routes = ec2.CfnRouteTable(self, "DatabaseRouteTable", vpc_id=vpc_id)
+        routes = ec2.CfnRouteTable(self, "DatabaseRouteTable", vpc_id=vpc_id).ref
         ids = []
         for index, cidr in enumerate(self.plan.database_subnet_cidrs or ()):
             subnet = ec2.CfnSubnet(
                 self, f"DatabaseSubnet{index + 1}", vpc_id=vpc_id, cidr_block=cidr,
                 availability_zone=Fn.select(index, Fn.get_azs()), map_public_ip_on_launch=False,
             )
+            subnet_id = subnet.ref
             ec2.CfnSubnetRouteTableAssociation(self, f"DatabaseSubnet{index + 1}RouteTableAssociation",
-                                               subnet_id=subnet.ref, route_table_id=routes.ref)
-            ids.append(subnet.ref)
+                                               subnet_id=subnet_id, route_table_id=routes)
+            ids.append(subnet_id)
         return tuple(ids)
 
     def _add_flow_logs(self, vpc_id: str) -> None:
@@ -125,8 +133,8 @@ class NetworkStack(Stack):
         # Confused-deputy conditions: only this account's flow logs may assume the role (VPC user guide,
         # "IAM role for publishing flow logs to CloudWatch Logs").
         principal = iam.ServicePrincipal("vpc-flow-logs.amazonaws.com", conditions={
-            "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
-            "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:ec2:{Aws.REGION}:{Aws.ACCOUNT_ID}:vpc-flow-log/*"},
+            "StringEquals": {"aws:SourceAccount": AWS.ACCOUNT_ID},
+            "ArnLike": {"aws:SourceArn": f"arn:{AWS.PARTITION}:ec2:{AWS.REGION}:{AWS.ACCOUNT_ID}:vpc-flow-log/*"},
         })
         role = iam.Role(self, "FlowLogsRole", assumed_by=principal,
                         description="Lets VPC Flow Logs write to the project's flow-log group")
@@ -147,8 +155,8 @@ class NetworkStack(Stack):
             self, "EfaSecurityGroup", vpc=vpc, allow_all_outbound=False,
             description=f"{name}: EFA, all traffic to and from itself",
         )
-        efa.add_ingress_rule(efa, ec2.Port.all_traffic(), "EFA: all traffic from members")
-        efa.add_egress_rule(efa, ec2.Port.all_traffic(), "EFA: all traffic to members")
+        efa.add_ingress_rule(efa, tokens.all_traffic(), "EFA: all traffic from members")
+        efa.add_egress_rule(efa, tokens.all_traffic(), "EFA: all traffic to members")
 
         node = ec2.SecurityGroup(
             self, "NodeSecurityGroup", vpc=vpc, allow_all_outbound=True,
@@ -159,7 +167,7 @@ class NetworkStack(Stack):
             description=f"{name}: FSx for Lustre file servers",
         )
         for low, high in LUSTRE_PORT_RANGES:
-            port = ec2.Port.tcp(low) if low == high else ec2.Port.tcp_range(low, high)
+            port = tokens.tcp(low, high)
             # EC2 allows only a-zA-Z0-9 ._-:/()#,@[]+=&;{}!$* in rule descriptions.
             ports = f"TCP {low}" if low == high else f"TCP {low}-{high}"
             for peer, who in ((node, "nodes"), (efa, "EFA members"), (storage, "itself")):
@@ -172,7 +180,7 @@ class NetworkStack(Stack):
             self, "EndpointSecurityGroup", vpc=vpc, allow_all_outbound=False,
             description=f"{self.plan.project}: interface endpoints, HTTPS from the VPC",
         )
-        group.add_ingress_rule(ec2.Peer.ipv4(self.plan.vpc_cidr), ec2.Port.tcp(443), "HTTPS from the VPC")
+        group.add_ingress_rule(ec2.Peer.ipv4(self.plan.vpc_cidr), tokens.tcp(443), "HTTPS from the VPC")
         for service in self.plan.spec.interface_endpoints:
             ec2.CfnVPCEndpoint(
                 self, "Endpoint" + "".join(part.capitalize() for part in service.replace("-", ".").split(".")),

@@ -4,10 +4,11 @@ project's metrics workspace."""
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, Aws, Validations
+from aws_cdk import Acknowledgment, Validations
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from fmcluster.stacks.tokens import AWS
 from fmcluster.contracts import MetricsContract
 from fmcluster.facts import PROJECT_TAG
 from fmcluster.plan import ClusterPlan
@@ -48,7 +49,7 @@ def _add_node_health_policy(scope: Construct, plan: ClusterPlan, role: iam.Role)
     project_tag = {f"aws:ResourceTag/{PROJECT_TAG}": plan.project}
 
     def arn(service: str, resource: str) -> str:
-        return f"arn:{Aws.PARTITION}:{service}:{Aws.REGION}:{Aws.ACCOUNT_ID}:{resource}"
+        return f"arn:{AWS.PARTITION}:{service}:{AWS.REGION}:{AWS.ACCOUNT_ID}:{resource}"
 
     reads = ["autoscaling:DescribeAutoScalingInstances"]
     if any(g.needs_imex for g in plan.groups):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from aws_cdk import (
     Acknowledgment,
-    Aws,
     CfnOutput,
     RemovalPolicy,
     Stack,
@@ -36,6 +35,7 @@ from aws_cdk import (
 )
 from constructs import Construct
 
+from fmcluster.stacks.tokens import AWS
 from fmcluster.contracts import (
     GRAFANA_WORKSPACE_OUTPUT,
     PROMETHEUS_REMOTE_WRITE_OUTPUT,
@@ -95,7 +95,7 @@ class ObservabilityStack(Stack):
         aps_principal = iam.ServicePrincipal("aps.amazonaws.com")
         topic.add_to_resource_policy(iam.PolicyStatement(
             principals=[aps_principal], actions=["sns:Publish", "sns:GetTopicAttributes"], resources=[topic.topic_arn],
-            conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+            conditions={"StringEquals": {"aws:SourceAccount": AWS.ACCOUNT_ID},
                         "ArnEquals": {"aws:SourceArn": self.workspace.attr_arn}},
         ))
         # The alert manager publishes encrypted messages, so it needs the key too. The key policy
@@ -103,8 +103,8 @@ class ObservabilityStack(Stack):
         # this account's workspaces in this Region instead.
         self.alerts_key.add_to_resource_policy(iam.PolicyStatement(
             principals=[aps_principal], actions=["kms:GenerateDataKey*", "kms:Decrypt"], resources=["*"],
-            conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
-                        "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:aps:{Aws.REGION}:{Aws.ACCOUNT_ID}:workspace/*"}},
+            conditions={"StringEquals": {"aws:SourceAccount": AWS.ACCOUNT_ID},
+                        "ArnLike": {"aws:SourceArn": f"arn:{AWS.PARTITION}:aps:{AWS.REGION}:{AWS.ACCOUNT_ID}:workspace/*"}},
         ))
 
     def _add_workspace(self, topic_arn: str, rules_data: str) -> aps.CfnWorkspace:
@@ -113,7 +113,7 @@ class ObservabilityStack(Stack):
         log_group.apply_removal_policy(RemovalPolicy.RETAIN)
         workspace = aps.CfnWorkspace(
             self, "PrometheusWorkspace", alias=self.project_name,
-            alert_manager_definition=rules.alertmanager_definition(topic_arn, Aws.REGION),
+            alert_manager_definition=rules.alertmanager_definition(topic_arn, AWS.REGION),
             kms_key_arn=obs.kms_key_arn,
             logging_configuration=aps.CfnWorkspace.LoggingConfigurationProperty(log_group_arn=log_group.attr_arn),
         )
@@ -126,7 +126,7 @@ class ObservabilityStack(Stack):
         role = iam.Role(
             self, "GrafanaRole",
             assumed_by=iam.ServicePrincipal("grafana.amazonaws.com", conditions={
-                "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}),
+                "StringEquals": {"aws:SourceAccount": AWS.ACCOUNT_ID}}),
             description=f"fmcluster {self.project_name}: Grafana reads this project's Prometheus workspace and CloudWatch",
         )
         role.add_to_policy(iam.PolicyStatement(actions=APS_QUERY_ACTIONS, resources=[self.workspace.attr_arn]))

@@ -21,7 +21,6 @@ from typing import Any
 
 from aws_cdk import (
     Acknowledgment,
-    Aws,
     CfnOutput,
     CfnStack,
     CustomResource,
@@ -35,6 +34,7 @@ from aws_cdk import (
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
+from fmcluster.stacks.tokens import AWS
 from fmcluster.bootstrap.bundles import DispatchedBundles
 
 from fmcluster.contracts import (
@@ -134,9 +134,10 @@ class ParallelClusterCluster(Construct):
             }),
         )
         for arn in bootstrap_read_arns:
-            if "*" in _nag_text(stack, arn):
+            text = _nag_text(stack, arn)
+            if "*" in text:
                 Validations.of(self.node_policy).acknowledge(Acknowledgment(
-                    id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag_text(stack, arn)}]",
+                    id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{text}]",
                     reason="Read-only s3:GetObject under the bootstrap bundle's own key prefix (files named by the "
                            "renderer); no other prefix, bucket or action.",
                 ))
@@ -150,7 +151,7 @@ class ParallelClusterCluster(Construct):
 
         self.configuration = generate.cluster_config(
             plan, network=network, storage=storage, bootstrap=self.bootstrap,
-            node_policy_arns=[self.node_policy.managed_policy_arn], region=Aws.REGION, partition=Aws.PARTITION,
+            node_policy_arns=[self.node_policy.managed_policy_arn], region=AWS.REGION, partition=AWS.PARTITION,
             accounting=accounting,
         )
         self.provider: CfnStack | None = None
@@ -193,6 +194,7 @@ class ParallelClusterCluster(Construct):
             reason="ParallelCluster names the node roles when it creates the cluster; the path is this cluster's "
                    "own and a condition limits the policies to fmcluster's node policy and the project's.",
         ))
+        Validations.of(attach).acknowledge(*acknowledgments)  # one jsii call for both
         self.provider = CfnStack(
             self, "Provider",
             template_url=Fn.sub(PROVIDER_TEMPLATE % version),

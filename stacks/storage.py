@@ -14,7 +14,6 @@ import re
 from aws_cdk import (
     Acknowledgment,
     CfnOutput,
-    Duration,
     RemovalPolicy,
     Stack,
     Validations,
@@ -32,6 +31,7 @@ from aws_cdk import (
     aws_s3 as s3,
 )
 from constructs import Construct
+from fmcluster.stacks.tokens import block_all_public_access, days
 
 from fmcluster.contracts import (
     BUCKET_OUTPUTS,
@@ -83,11 +83,11 @@ class StorageStack(Stack):
         # writes for the logging service (feature flag serverAccessLogsUseBucketPolicy in cdk.json).
         logs_bucket = s3.Bucket(
             self, "AccessLogsBucket", encryption=s3.BucketEncryption.S3_MANAGED, enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL, versioned=True,
+            block_public_access=block_all_public_access(), versioned=True,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED, removal_policy=RemovalPolicy.RETAIN,
             lifecycle_rules=[s3.LifecycleRule(
-                id="ExpireAccessLogs", expiration=Duration.days(spec.access_log_days),
-                noncurrent_version_expiration=Duration.days(1))],
+                id="ExpireAccessLogs", expiration=days(spec.access_log_days),
+                noncurrent_version_expiration=days(1))],
         )
         Validations.of(logs_bucket).acknowledge(Acknowledgment(
             id="AwsSolutions::AwsSolutions-S1",
@@ -98,11 +98,11 @@ class StorageStack(Stack):
             self, "DataBucket",
             encryption=s3.BucketEncryption.KMS if key else s3.BucketEncryption.S3_MANAGED,
             encryption_key=key, bucket_key_enabled=bool(key),
-            enforce_ssl=True, versioned=True, block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True, versioned=True, block_public_access=block_all_public_access(),
             server_access_logs_bucket=logs_bucket, server_access_logs_prefix="data-bucket/",
             lifecycle_rules=[s3.LifecycleRule(
-                id="ExpireOldVersions", noncurrent_version_expiration=Duration.days(spec.noncurrent_version_days),
-                abort_incomplete_multipart_upload_after=Duration.days(7))],
+                id="ExpireOldVersions", noncurrent_version_expiration=days(spec.noncurrent_version_days),
+                abort_incomplete_multipart_upload_after=days(7))],
             removal_policy=RemovalPolicy.RETAIN,
         )
 
