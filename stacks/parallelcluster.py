@@ -194,7 +194,6 @@ class ParallelClusterCluster(Construct):
             reason="ParallelCluster names the node roles when it creates the cluster; the path is this cluster's "
                    "own and a condition limits the policies to fmcluster's node policy and the project's.",
         ))
-        Validations.of(attach).acknowledge(*acknowledgments)  # one jsii call for both
         self.provider = CfnStack(
             self, "Provider",
             template_url=Fn.sub(PROVIDER_TEMPLATE % version),
