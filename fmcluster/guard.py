@@ -89,6 +89,7 @@ CUSTOM_NAMES: dict[str, str] = {
     "AWS::PCS::Cluster": "/properties/Name",
     "AWS::PCS::ComputeNodeGroup": "/properties/Name",
     "AWS::PCS::Queue": "/properties/Name",
+    "AWS::SSM::Parameter": "/properties/Name",  # the ParallelCluster nodes' bootstrap pointers
 }
 """CloudFormation cannot replace a resource whose custom name stays the same: the update fails ("cannot update a
 stack when a custom-named resource requires replacing. Rename ... and update the stack again") and rolls back

@@ -21,6 +21,7 @@ from fmcluster.generate import placeholders
 
 MIXED = project_dict(
     name="pcsmix",
+    os="ubuntu-24.04",  # a system AWS's PCS image recipe builds on (pcs-os)
     compute_groups=[
         {"name": "ondemand", "instance_type": "p5.48xlarge", "count": 2},
         {"name": "reserved", "instance_type": "p5en.48xlarge", "count": 4,
