@@ -13,15 +13,13 @@ from typing import Annotated
 
 import typer
 
-from fmcluster import checks, config
 from fmcluster.acceptance import DEFAULT_MARGIN, AcceptanceError, build_report, to_text
 from fmcluster.bootstrap.acceptance import render_acceptance
 from fmcluster.bootstrap.context import bundle_mounts_fsx
 from fmcluster.bootstrap.versions import BootstrapError
 from fmcluster.cli.bootstrap import _deployed_fsx
 from fmcluster.cli.outdir import default_out
-from fmcluster.cli.firstjob import first_job_cmd
-from fmcluster.errors import ConfigError
+from fmcluster.cli.firstjob import checked, first_job_cmd
 
 app = typer.Typer(help="Acceptance: NCCL, EFA and GPU checks as jobs, and their report.", no_args_is_help=True)
 
@@ -47,15 +45,7 @@ def render_cmd(
 ) -> None:
     """Write the acceptance jobs of PROJECT into OUT: per compute group, the node checks (GPUs, EFA,
     fi_info, the bootstrap's health check, dcgmi diag -r 2) and nccl-tests all_reduce/all_gather runs."""
-    try:
-        loaded = config.load(project)
-        plan, _ = checks.validate(loaded)
-    except ConfigError as exc:
-        typer.echo(exc.report(), err=True)
-        raise typer.Exit(exc.exit_code) from None
-    if image is not None and (not image.strip() or any(c in image for c in "'\"`$\\ \n")):
-        typer.echo(f"--image {image!r}: give an image reference or a .sqsh path without quotes, spaces or $", err=True)
-        raise typer.Exit(USAGE_EXIT)
+    loaded, plan = checked(project, image)
     if nccl_tests_dir is not None and (not nccl_tests_dir.startswith("/")
                                        or any(c in nccl_tests_dir for c in "'\"`$\\ \n")):
         typer.echo(f"--nccl-tests-dir {nccl_tests_dir!r}: give an absolute path without quotes, spaces or $", err=True)

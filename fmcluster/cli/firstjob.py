@@ -23,6 +23,21 @@ from fmcluster.plan import Plan
 from fmcluster.plan.associations import plan_associations
 
 USAGE_EXIT = 2
+
+
+def checked(project: str, image: str | None) -> tuple[config.LoadedProject, Plan]:
+    """The project, validated, and a safe ``--image`` (it lands in a shell script), or exit 2 saying why: the
+    acceptance jobs' and the first job's commands take both alike."""
+    try:
+        loaded = config.load(project)
+        plan, _ = checks.validate(loaded)
+    except ConfigError as exc:
+        typer.echo(exc.report(), err=True)
+        raise typer.Exit(exc.exit_code) from None
+    if image is not None and (not image.strip() or any(c in image for c in "'\"`$\\ \n")):
+        typer.echo(f"--image {image!r}: give an image reference or a .sqsh path without quotes, spaces or $", err=True)
+        raise typer.Exit(USAGE_EXIT)
+    return loaded, plan
 BUCKET_OUTPUT = "BucketName"
 """NAME-storage's output with the project bucket's name (:data:`fmcluster.contracts.BUCKET_OUTPUTS`)."""
 
@@ -38,15 +53,7 @@ def first_job_cmd(
     """Write the first training job of PROJECT into OUT/first-job: per Slurm compute group, a batch script that runs
     torchrun on all the group's nodes in a PyTorch container (pyxis) and trains a small synthetic transformer with
     FSDP, data and checkpoints on FSx for Lustre, logging step time, tokens per second and MFU."""
-    try:
-        loaded = config.load(project)
-        plan, _ = checks.validate(loaded)
-    except ConfigError as exc:
-        typer.echo(exc.report(), err=True)
-        raise typer.Exit(exc.exit_code) from None
-    if image is not None and (not image.strip() or any(c in image for c in "'\"`$\\ \n")):
-        typer.echo(f"--image {image!r}: give an image reference or a .sqsh path without quotes, spaces or $", err=True)
-        raise typer.Exit(USAGE_EXIT)
+    loaded, plan = checked(project, image)
     cluster = plan.cluster
     out = out or default_out(loaded.project.name, "acceptance")
     fsx = _deployed_fsx(plan.storage.spec) if bundle_mounts_fsx(cluster.driver.flavour) else None
