@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -20,7 +19,6 @@ from dataclasses import replace
 from aws_cdk import App, Environment, Fn, Stack, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
 from fmcluster.bootstrap import bundles
-from fmcluster.stacks import _project_node
 from fmcluster.stacks.accounting import AccountingStack
 from fmcluster.stacks.cluster import ClusterStack
 from fmcluster.stacks.network import NetworkStack
@@ -232,16 +230,12 @@ def synthesize(ref: str | Path, outdir: Path, context: dict[str, str] | None = N
     so the guard judges the templates a deploy sends.
     Raises :class:`ConfigError` for a bad file.
     """
-    _use_project_node()
     loaded = config.load(ref)
     plan, _ = checks.validate(loaded)
     app = new_app(outdir=str(outdir), context={**(context or {}), "nag": "false"})
     build_project(app, loaded, plan)
     assembly = app.synth()
     return {stack.stack_name: stack.template for stack in assembly.stacks}
-
-
-_use_project_node = _project_node  # the Node 22 of node_modules first on PATH (fmcluster.stacks, before aws_cdk)
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fmcluster.stacks.app import _use_project_node, build, new_app
+from fmcluster.stacks.app import build, new_app
 
 CLI_CONTEXT = {
     # cdk deploy option -> the context key the CDK CLI sets to true unless the option is negated (--no-...)
@@ -54,7 +54,6 @@ def synthesize_assembly(ref: str, outdir: Path, context: dict[str, object]) -> A
     Raises :class:`fmcluster.errors.ConfigError` for a bad file and ``RuntimeError`` (``ValidationFailed``) when
     cdk-nag refuses the templates (its findings are printed above).
     """
-    _use_project_node()
     app = new_app(outdir=str(outdir), context={**context, "project": ref})
     build(app, [ref])
     cloud = app.synth()

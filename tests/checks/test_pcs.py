@@ -134,3 +134,12 @@ def test_the_slurm_versions_are_the_ones_pcs_takes() -> None:
     from support.api_documented import pcs_slurm_versions
 
     assert list(SLURM_VERSIONS) == pcs_slurm_versions()
+
+
+def test_the_systems_pcs_os_allows_are_those_pcs_images_are_profiled_on() -> None:
+    """checks may not import bootstrap (stages point down): the check's list and the image profiles are held
+    together here instead, so a profile added for another system shows at once."""
+    from fmcluster.bootstrap import profiles
+    from fmcluster.checks.pcs import PCS_OPERATING_SYSTEMS
+
+    assert set(PCS_OPERATING_SYSTEMS) == {p.os for p in profiles.load_profiles() if p.flavour == "pcs"}
