@@ -35,30 +35,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
-import socket
 import sys
 from pathlib import Path
 from typing import Any
 
-for _key, _value in {
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_EC2_METADATA_DISABLED": "true",
-    "AWS_CONFIG_FILE": os.devnull,
-    "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-}.items():
-    os.environ[_key] = _value
-for _key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
-    os.environ.pop(_key, None)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import pcluster_offline  # noqa: E402 (first: seals the process before botocore loads)
 
-
-def _no_network(*_args: Any, **_kwargs: Any) -> Any:
-    raise OSError("pcluster_synth: network access is blocked")
-
-
-socket.socket.connect = _no_network  # type: ignore[method-assign]
-socket.create_connection = _no_network  # type: ignore[assignment]
-socket.getaddrinfo = _no_network  # type: ignore[assignment]
+pcluster_offline.seal("pcluster_synth", "us-east-1")
 
 import botocore.client  # noqa: E402
 import botocore.exceptions  # noqa: E402
