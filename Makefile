@@ -52,9 +52,10 @@ pcluster-venv: .venv-pcluster/.installed
 wheel-check: setup  ## build the wheel, install it in a fresh venv, plan/render/synthesize from it
 	tools/check_wheel.sh
 
-bench: setup pcluster-venv  ## synth-time benchmarks and where the time goes (.bench/synth.json, .bench/profile.json; see bench/README.md)
+bench: setup pcluster-venv  ## synth-time benchmarks, where the time goes, bad-input refusal times (.bench/synth.json, profile.json, corpus.json; see bench/README.md)
 	$(PY) bench/synth_bench.py
 	$(PY) bench/synth_profile.py
+	$(PY) bench/corpus_bench.py
 
 clean:
 	rm -rf cdk.out .bench .pytest_cache

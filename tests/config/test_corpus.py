@@ -1,11 +1,11 @@
 """Hostile and malformed project files kept as files (``corpus/``): each gets exit 2 and the located message
-``corpus/expected.yaml`` names, within a time and memory bound."""
+``corpus/expected.yaml`` names, within a memory bound (and a hang guard); how fast is measured in
+``bench/corpus_bench.py``, not here."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -38,9 +38,8 @@ class _Warned:
 
 
 @pytest.mark.parametrize("name", FILES)
-def test_bad_input_gets_its_located_message_quickly(name: str) -> None:
+def test_bad_input_gets_its_located_message(name: str) -> None:
     want = EXPECTED[name]
-    start = time.perf_counter()
     if want.get("level") == "warning":
         _, warnings = checks.validate(config.load(CORPUS / name))
         value = _Warned(warnings)
@@ -48,14 +47,12 @@ def test_bad_input_gets_its_located_message_quickly(name: str) -> None:
         with pytest.raises(ConfigError) as refused:
             checks.validate(config.load(CORPUS / name))
         value = refused.value
-    elapsed = time.perf_counter() - start
     first = value.problems[0]
     assert first.level == want.get("level", "error")
     assert first.column == want.get("column"), first.format()
     assert (first.line, first.path) == (want["line"], want["path"]), first.format()
     assert first.message.startswith(want["message"]), first.format()
     assert first.file == CORPUS / name
-    assert elapsed < 2.0, f"{name} took {elapsed:.1f} s"
     if "hint" in want:
         assert (first.hint or "").startswith(want["hint"]), first.format()
     everything = value.problems + value.warnings
