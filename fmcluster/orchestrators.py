@@ -73,6 +73,12 @@ class Orchestrator:
     efa_file_system_refusal: str = ""
     """Why its nodes cannot mount an EFA-enabled FSx for Lustre file system (empty: they can; our bundle sets up the
     LNet-over-EFA client)."""
+    teams: tuple[str, ...] = field(default=())
+    """The parts of the project's ``teams`` (:mod:`fmcluster.config.teams`) it enforces: ``members``,
+    ``fair_share``, ``guaranteed``, ``borrow``, ``lend``, ``preempt``. A team asking for a part not here is refused
+    at validate (teams-supported), with ``teams_why``; empty: no teams at all."""
+    teams_why: str = "fmcluster does not apply teams on it"
+    """Why the parts not in ``teams`` cannot be enforced (the teams-supported check says it)."""
     nodes: tuple[str, ...] = ("compute",)
     """The nodes ``fmcluster connect --node`` reaches, its default first: ``head`` (ParallelCluster's head node),
     ``controller`` (HyperPod's slurmctld), ``login``, ``compute`` (a GPU node of a compute group: where nothing

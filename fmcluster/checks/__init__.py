@@ -21,6 +21,7 @@ from fmcluster.checks import (
     parallelcluster,
     pcs,
     storage,
+    teams,
     zones,
 )
 from fmcluster.checks.registry import Check, Finding, check, collect
@@ -28,8 +29,8 @@ from fmcluster.config.loader import LoadedProject
 from fmcluster.errors import ConfigError, Problem
 from fmcluster.plan import Plan, make_plan
 
-CHECKS: dict[str, Check] = collect(
-    (network, zones, capacity, observability, storage, mounts, limits, parallelcluster, hyperpod, pcs, accounting))
+CHECKS: dict[str, Check] = collect((network, zones, capacity, observability, storage, mounts, limits, parallelcluster,
+                                    hyperpod, pcs, accounting, teams))
 
 
 @check("suppressed-warning-exists", "warning")

@@ -15,6 +15,7 @@ from fmcluster.config.observability import ObservabilityConfig as Observability
 from fmcluster.config.parallelcluster import ParallelClusterSettings
 from fmcluster.config.pcs import PcsSettings
 from fmcluster.config.storage import Storage
+from fmcluster.config.teams import Team, validate_team_names
 from fmcluster.orchestrators import NAMES, ORCHESTRATORS
 from fmcluster.facts import (
     MAX_USER_TAGS,
@@ -91,6 +92,10 @@ class Project(Model):
     storage: Storage = Field(default_factory=Storage, description="Shared storage.")
     orchestrator: Orchestrator = Field(default_factory=Orchestrator, description="Job scheduler.")
     observability: Observability = Field(default_factory=Observability, description="Metrics and alerts.")
+    teams: list[Team] = Field(
+        default_factory=list, max_length=100,
+        description="Teams sharing the cluster: members, fair-share weight, and each team's guaranteed and "
+                    "borrowable instances per compute group (enforced by the scheduler where it can).")
     tags: dict[str, str] = Field(default_factory=dict, description="Tags put on every resource.")
     suppress_warnings: list[str] = Field(
         default_factory=list, description="Names of warning checks to silence (errors cannot be silenced)."
@@ -107,6 +112,11 @@ class Project(Model):
             if problem:
                 raise located(problem, key)
         return value
+
+    @field_validator("teams")
+    @classmethod
+    def _unique_team_names(cls, value: list[Team]) -> list[Team]:
+        return validate_team_names(value)
 
     @field_validator("compute_groups")
     @classmethod
