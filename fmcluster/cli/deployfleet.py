@@ -14,6 +14,7 @@ from typing import Any
 
 import typer
 
+from fmcluster.cli import plandiff
 from fmcluster.cli.project import REPLACEMENT_EXIT, err, out
 from fmcluster.generate import pcluster_update as pu
 
@@ -29,9 +30,8 @@ def _print(line: str, *, error: bool = False) -> None:
     (err if error else out).print(line, highlight=False, markup=False, soft_wrap=True)
 
 
-def refused(updates: list[pu.ClusterUpdate]) -> list[pu.ClusterUpdate]:
-    """The updates no fleet stop makes possible: a new cluster, or the login nodes stopped first."""
-    return [u for u in updates if u.needs in (pu.NEVER, pu.LOGIN, pu.FLEET_AND_LOGIN)]
+refused = plandiff.impossible
+"""The updates no fleet stop makes possible: a new cluster, or the login nodes stopped first."""
 
 
 def report(updates: list[pu.ClusterUpdate]) -> None:

@@ -118,6 +118,13 @@ def compare_files(new_ref: str | Path, old_ref: str | Path, synthesize: guard.Sy
     return found
 
 
+def impossible(updates: list[pcluster_update.ClusterUpdate]) -> list[pcluster_update.ClusterUpdate]:
+    """The updates no fleet stop makes possible (a new cluster, or the login nodes stopped first): ``deploy`` refuses
+    them, and so does ``plan --against`` (exit 3)."""
+    return [u for u in updates if u.needs in (pcluster_update.NEVER, pcluster_update.LOGIN,
+                                              pcluster_update.FLEET_AND_LOGIN)]
+
+
 def summary(against: str, comparison: Comparison) -> list[str]:
     """The verdict, then short lists: what is refused, what changes in place, what is replaced, added, removed."""
     refused = comparison.replacements
@@ -147,7 +154,7 @@ def summary(against: str, comparison: Comparison) -> list[str]:
         if any(u.needs == pcluster_update.FLEET for u in updates):
             lines.append("    fmcluster deploy refuses a change that needs the compute fleet stopped while it runs; "
                          "--stop-fleet stops it around the deploy")
-        if any(u.needs not in (pcluster_update.FLEET, pcluster_update.NOTHING) for u in updates):
+        if impossible(updates):
             lines.append("    fmcluster deploy refuses a change that needs a new cluster or the login nodes stopped: "
                          "ParallelCluster would refuse the update and CloudFormation roll the cluster stack back")
     return lines

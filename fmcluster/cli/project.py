@@ -124,6 +124,10 @@ def plan(
             out.print()
         print_plan(the_plan, out, wide=wide, quote=quote, live_note=live_note)
     refuse_replacements(replacements, allow_replace)
+    if comparison is not None and plandiff.impossible(comparison.cluster_updates):
+        err.print("refused: fmcluster deploy would refuse this: ParallelCluster cannot apply it to the running cluster "
+                  "at any fleet state (the changes are listed above; exit 3)", highlight=False, soft_wrap=True)
+        raise typer.Exit(REPLACEMENT_EXIT)
 
 
 def refuse_replacements(replacements: list | None, allow_replace: bool) -> None:

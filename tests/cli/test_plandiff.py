@@ -107,3 +107,16 @@ def test_a_change_parallelcluster_applies_running_is_not_named(tmp_path: Path) -
     result = CliRunner().invoke(app, ["plan", str(tmp_path / "new.yaml"), "--against", str(tmp_path / "old.yaml")])
     assert result.exit_code == 0 and "needs more than a ParallelCluster update" not in result.output, result.output
     assert "Custom::PclusterCluster" in result.output  # it is a change, listed in place
+
+
+def test_a_change_parallelcluster_never_applies_is_refused_by_plan_as_by_deploy(tmp_path: Path) -> None:
+    """HeadNode.InstanceType has update policy UNSUPPORTED (ParallelCluster 3.16.1): deploy exits 3 before cdk runs
+    (deployfleet.refuse_impossible), and plan --against says the same with the same exit code, not 0."""
+    pc = BASE + "orchestrator: {type: parallelcluster, parallelcluster: {head_node_instance_type: m7i.xlarge}}\n"
+    (tmp_path / "old.yaml").write_text(pc)
+    (tmp_path / "new.yaml").write_text(pc.replace("m7i.xlarge", "m7i.2xlarge"))
+    result = CliRunner().invoke(app, ["plan", str(tmp_path / "new.yaml"), "--against", str(tmp_path / "old.yaml")])
+    assert result.exit_code == 3, result.output
+    text = " ".join(result.output.split())
+    assert "HeadNode.InstanceType" in text and "a new cluster: ParallelCluster does not update it" in text
+    assert "fmcluster deploy would refuse this" in text
