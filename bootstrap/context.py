@@ -22,7 +22,7 @@ from fmcluster.bootstrap.versions import (
 )
 from pydantic import Field, field_validator, model_validator
 
-from fmcluster.bootstrap.flavours import FLAVOURS as FLAVOUR_TRAITS, Flavour as FlavourTraits
+from fmcluster.flavours import FLAVOURS as FLAVOUR_TRAITS, Flavour as FlavourTraits
 from fmcluster.bootstrap.nodefacts import FSX_BOOT_ENV, FsxMount, InstanceFacts, Options
 from fmcluster.orchestrators import ORCHESTRATORS
 from fmcluster.facts import OPERATING_SYSTEMS as _OS_FACTS

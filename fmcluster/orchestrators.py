@@ -37,7 +37,7 @@ class Orchestrator:
     summary: str
     """One phrase for the key reference (``docs/project-file.md``)."""
     flavour: str
-    """The bootstrap flavour its nodes run (:mod:`fmcluster.bootstrap.flavours`)."""
+    """The bootstrap flavour its nodes run (:mod:`fmcluster.flavours`)."""
     slurm: bool
     """Its cluster runs Slurm (``cdk deploy`` starts it, unless the orchestrator's settings say otherwise)."""
     capacity_types: frozenset[str] = ALL_CAPACITY

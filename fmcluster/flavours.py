@@ -2,7 +2,7 @@
 
 A flavour is a row of :data:`FLAVOURS`; the context (:mod:`fmcluster.bootstrap.context`) and the templates read
 its traits, never its name. Each orchestrator names its flavour (:attr:`fmcluster.orchestrators.base.Orchestrator.
-flavour`); the image it boots is in ``profiles/<flavour>-<os>.yaml``.
+flavour`); the image it boots is in ``bootstrap/profiles/<flavour>-<os>.yaml``.
 """
 
 from __future__ import annotations
