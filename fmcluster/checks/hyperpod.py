@@ -75,7 +75,7 @@ def ultraservers(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
         planned = plan.group(group.name)
         spares = planned.spare_instances_per_ultraserver
         usable = {u.name: planned.usable_per_ultraserver(u.instances) for u in sizes}
-        if sizes and all(n <= 0 or group.count % n for n in usable.values()):
+        if sizes and not planned.whole_ultraservers(wanted):
             offered = " or ".join(f"{usable[u.name]} ({u.name}, {u.instances} instances" +
                                   (f" less {spares} spare)" if spares else ")") for u in sizes)
             multiples = sorted(n for n in usable.values() if n > 0)
