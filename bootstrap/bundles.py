@@ -107,7 +107,7 @@ def dispatched_contexts(cluster: ClusterPlan) -> dict[str, BootstrapContext]:
     queue has IMEX instances, the QoS per partition; its exporters) and one per instance type. ParallelCluster
     mounts FSx itself, so none mounts it."""
     out = {HEAD_NODE_BUNDLE: context_for(cluster, cluster.groups[0].name, "head", "parallelcluster", fsx=None,
-                                         imex_prolog=any(g.needs_imex for g in cluster.groups),
+                                         imex_prolog=cluster.needs_imex,
                                          qos_partitions=qos_partitions(cluster))}
     for group in cluster.groups:
         if group.instance_type not in out:
