@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,13 +136,20 @@ class AwsSession:
             region = getattr(request_signer, "region_name", None) or self.region
             self.actions[model.name] = self.last = (f"{model.service_model.signing_name}:{model.name}", region)
 
-    @contextmanager
-    def errors(self) -> Iterator[None]:
-        """Turn whatever botocore raises inside into one :class:`AwsError` line."""
-        try:
-            yield
-        except (BotoCoreError, ClientError) as exc:
-            raise translate(exc, self) from None
+    def errors(self) -> AbstractContextManager[None]:
+        """Turn whatever botocore raises inside into one :class:`AwsError` line, worded with this session."""
+        return errors(self)
+
+
+@contextmanager
+def errors(session: AwsSession | None = None) -> Iterator[None]:
+    """The one place botocore's exceptions become :class:`AwsError` (:func:`translate`), worded with ``session``, else
+    the session this process made last: :meth:`AwsSession.errors`, and the command's outer guard
+    (:func:`fmcluster.cli.awserrors.account_errors`), which prints the line."""
+    try:
+        yield
+    except (BotoCoreError, ClientError) as exc:
+        raise translate(exc, session) from None
 
 
 _current: list[AwsSession] = []
