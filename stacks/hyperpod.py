@@ -30,7 +30,7 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 from fmcluster.stacks.tokens import AWS, block_all_public_access, is_unresolved
-from fmcluster.bootstrap.bundles import LifecycleBundles
+from fmcluster.bootstrap.hyperpod import LifecycleBundles
 
 from fmcluster.contracts import (
     HYPERPOD_CLUSTER_ARN_OUTPUT,
