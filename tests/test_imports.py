@@ -263,7 +263,8 @@ def package_cycles(graph: dict[str, set[str]]) -> list[str]:
 
 def test_no_cycles_between_packages():
     """Files may be acyclic while their packages are not: ``generate/metrics.py`` reading ``bootstrap/flavours.py``
-    (now ``fmcluster/flavours.py``) while ``bootstrap/`` imports ``generate/`` was one. Each package imports the others one way."""
+    (now ``fmcluster/flavours.py``) while ``bootstrap/`` imports ``generate/`` was one. Each package imports the
+    others one way."""
     cycles = package_cycles(edges())
     assert not cycles, "packages import each other:\n" + "\n".join(cycles)
 

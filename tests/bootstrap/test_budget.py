@@ -48,7 +48,8 @@ def test_the_default_project_on_its_image_is_counted_from_launch_and_fits_with_a
         (image,) = profiles.profiles_for(ctx.flavour, ctx.os, ctx.arch)
         est = budget.estimate(ctx, image)
         before = sum(p.seconds for p in est.before)
-        assert before == FLAVOURS["parallelcluster"].boot_before_kernel.seconds + 420  # launch and ParallelCluster's setup
+        launch = FLAVOURS["parallelcluster"].boot_before_kernel.seconds
+        assert before == launch + 420  # launch and ParallelCluster's setup
         assert all(p.assumed and p.why for p in est.before)  # no source gives them: said so
         assert est.seconds == before + est.bundle_seconds
         assert est.spare == 1800 - est.seconds - FLAVOURS["parallelcluster"].boot_margin.seconds
@@ -71,7 +72,8 @@ def test_what_the_image_lacks_is_what_the_budget_counts():
     assert dict(without_driver.lines)["driver"] == sum(driver.installs) + driver.local
     bare = budget.estimate(ctx)
     assert {"driver", "fabric_manager", "nvlsm", "efa", "enroot", "pyxis", "dcgm"} <= {n for n, _ in bare.lines}
-    assert bare.seconds > FLAVOURS["parallelcluster"].boot_limit.seconds  # the bare OS is why ParallelCluster needs its AMI
+    # the bare OS is why ParallelCluster needs its AMI
+    assert bare.seconds > FLAVOURS["parallelcluster"].boot_limit.seconds
 
 
 def test_retries_count_every_attempt_and_the_waits_between():
