@@ -111,8 +111,8 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
             1800, "Slurm ResumeTimeout (ParallelCluster DevSettings/Timeouts/ComputeNodeBootstrapTimeout)",
             "aws/aws-parallelcluster-cookbook@f75d84c38ecfac1891e5f3e8fe2d424cc3e7448d cookbooks/aws-parallelcluster-"
             "slurm/libraries/update.rb:55 (ComputeNodeBootstrapTimeout or 1800) and files/default/head_node_slurm/"
-            "slurm/templates/slurm_parallelcluster.conf:10 (ResumeTimeout={{ compute_node_bootstrap_timeout }}); a later "
-            "cookbook change (aws-parallelcluster-cookbook #3175) speaks of 2100 s: the smaller is used"),
+            "slurm/templates/slurm_parallelcluster.conf:10 (ResumeTimeout={{ compute_node_bootstrap_timeout }}); a "
+            "later cookbook change (aws-parallelcluster-cookbook #3175) speaks of 2100 s: the smaller is used"),
         boot_before=(
             PARALLELCLUSTER_LAUNCH,
             Phase("ParallelCluster's setup", 420,
