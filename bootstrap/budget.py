@@ -4,7 +4,8 @@ an image.
 A node the scheduler waits for must be ready in time: ParallelCluster's Slurm gives a powering-up node ``ResumeTimeout``
 seconds from the moment it asked EC2 for it, then marks it down and replaces it (a static capacity-block node loops).
 That time covers EC2's launch, ParallelCluster's own setup before it runs ``OnNodeConfigured`` (our bundle), the bundle,
-and what ParallelCluster does after it (:data:`BEFORE`, :data:`MARGIN`: figures no source states are marked assumed).
+and what ParallelCluster does after it (each flavour's ``boot_limit``, ``boot_before`` and ``boot_margin`` in
+:mod:`fmcluster.flavours`: figures no source states are marked assumed).
 
 What the bundle costs depends on the image: on the flavour's own image most steps only verify and reuse; what the image
 lacks is downloaded and installed (:data:`COSTS`: each component's downloads, package-manager calls and local work).
@@ -23,72 +24,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fmcluster.bootstrap.context import BootstrapContext, Flavour
+from fmcluster.bootstrap.context import BootstrapContext
 from fmcluster.bootstrap.profiles import ImageProfile
+from fmcluster.flavours import Limit, Phase
 
-
-@dataclass(frozen=True)
-class Limit:
-    seconds: int | None
-    name: str
-    source: str
-    unconfirmed: bool = False
-
-
-LIMITS: dict[Flavour, Limit] = {
-    "parallelcluster": Limit(
-        1800, "Slurm ResumeTimeout (ParallelCluster DevSettings/Timeouts/ComputeNodeBootstrapTimeout)",
-        "aws/aws-parallelcluster-cookbook@f75d84c38ecfac1891e5f3e8fe2d424cc3e7448d cookbooks/aws-parallelcluster-slurm/"
-        "libraries/update.rb:55 (ComputeNodeBootstrapTimeout or 1800) and files/default/head_node_slurm/slurm/templates/"
-        "slurm_parallelcluster.conf:10 (ResumeTimeout={{ compute_node_bootstrap_timeout }}); a later cookbook change "
-        "(aws-parallelcluster-cookbook #3175) speaks of 2100 s: the smaller is used"),
-    "hyperpod": Limit(
-        None, "HyperPod lifecycle script limit", "unconfirmed: no public source states how long HyperPod waits for "
-        "OnInitComplete before it fails the node", unconfirmed=True),
-    "self-managed": Limit(None, "none", "self-managed nodes have no scheduler waiting on them"),
-    "pcs": Limit(
-        None, "PCS node registration/boot limit", "unconfirmed: the PCS user guide says when user data runs (shell "
-        "parts after the instance registers, before slurmd starts: \"Working with Amazon EC2 user data\") but no "
-        "public source found states how long PCS waits for slurmd (a ResumeTimeout is not among PCS's custom Slurm "
-        "settings we found)", unconfirmed=True),
-}
-
-
-@dataclass(frozen=True)
-class Phase:
-    """Time inside the limit that is not the bundle's."""
-
-    name: str
-    seconds: int
-    why: str
-    assumed: bool = True
-    """No source gives the figure: stated as an assumption wherever it is shown."""
-
-
-BEFORE_KERNEL: dict[Flavour, Phase] = {
-    "parallelcluster": Phase(
-        "EC2 launch", 120,
-        "from ParallelCluster's RunInstances to the kernel starting (instance pending, firmware): no source gives a "
-        "figure for GPU instances"),
-}
-"""Time the limit counts before the node's kernel starts (the entry script measures the rest: /proc/uptime)."""
-
-BEFORE: dict[Flavour, tuple[Phase, ...]] = {
-    "parallelcluster": (
-        BEFORE_KERNEL["parallelcluster"],
-        Phase("ParallelCluster's setup", 420,
-              "from the kernel starting to OnNodeConfigured (cloud-init, the cookbook's config recipes, shared storage "
-              "mounts): ParallelCluster's own integration tests allow a node 5 minutes, 7 in 3.13 on RHEL/Rocky, to "
-              "join the scheduler (aws/aws-parallelcluster#6761, tests/integration-tests/tests/common/hit_common.py "
-              "wait_for_num_nodes_in_scheduler); the larger is assumed"),
-    ),
-}
-"""What the limit counts before the bundle starts, per flavour (none: no limit, or the bundle starts the clock)."""
-
-MARGIN: dict[Flavour, Phase] = {
-    "parallelcluster": Phase("after the bundle", 120, "ParallelCluster finishes the node after OnNodeConfigured "
-                                                      "returns and slurmd registers with slurmctld"),
-}
 
 SLOW_LINK_MBPS = 10
 """A slow but working link for the no-failure figure (MB/s): an estimate, not a measurement."""
@@ -181,10 +120,11 @@ def retried(ctx: BootstrapContext, attempt_s: int) -> int:
 def deadline_s(ctx: BootstrapContext) -> int | None:
     """Seconds after the kernel starts at which the entry script stops the steps (``FMC_DEADLINE``): the scheduler's
     limit less the time it counts before the kernel and the margin after the bundle. None where no limit applies."""
-    limit = LIMITS[ctx.flavour].seconds
-    if limit is None or ctx.flavour not in BEFORE_KERNEL:
+    traits = ctx.traits
+    limit = traits.boot_limit.seconds
+    if limit is None or traits.boot_before_kernel is None or traits.boot_margin is None:
         return None
-    return limit - BEFORE_KERNEL[ctx.flavour].seconds - MARGIN[ctx.flavour].seconds
+    return limit - traits.boot_before_kernel.seconds - traits.boot_margin.seconds
 
 
 @dataclass(frozen=True)
@@ -288,9 +228,9 @@ def estimate(ctx: BootstrapContext, profile: ImageProfile | None = None,
         lines.append(("slurmdbd and slurmctld waits", o.slurmdbd_wait_s + o.slurmctld_wait_s))
     fixed = sum(s for n, s in lines if n in ("package lock", "verify and reuse", "health check",
                                              "slurmdbd and slurmctld waits"))
-    return Estimate(image=profile.name if profile else "the bare OS", before=BEFORE.get(ctx.flavour, ()),
-                    lines=lines, retried_seconds=retry_total + fixed, calls=calls, limit=LIMITS[ctx.flavour],
-                    margin=MARGIN.get(ctx.flavour), deadline=deadline_s(ctx))
+    return Estimate(image=profile.name if profile else "the bare OS", before=ctx.traits.boot_before,
+                    lines=lines, retried_seconds=retry_total + fixed, calls=calls, limit=ctx.traits.boot_limit,
+                    margin=ctx.traits.boot_margin, deadline=deadline_s(ctx))
 
 
 def _download_s(ctx: BootstrapContext, d: Download) -> int:

@@ -22,7 +22,7 @@ from fmcluster.bootstrap.versions import (
 )
 from pydantic import Field, field_validator, model_validator
 
-from fmcluster.bootstrap.flavours import FLAVOURS as FLAVOUR_TRAITS, Flavour as FlavourTraits
+from fmcluster.flavours import FLAVOURS as FLAVOUR_TRAITS, Flavour as FlavourTraits
 from fmcluster.bootstrap.nodefacts import FSX_BOOT_ENV, FsxMount, InstanceFacts, Options
 from fmcluster.orchestrators import ORCHESTRATORS
 from fmcluster.facts import OPERATING_SYSTEMS as _OS_FACTS
@@ -210,9 +210,9 @@ class BootstrapContext(_Frozen):
     @property
     def needs_nvlsm(self) -> bool:
         """The instance type needs the NVLink Subnet Manager beside Fabric Manager (the catalog's ``needs_nvlsm``: HGX
-        B200/B300, fourth-generation NVSwitches; FACTS.md section 4)."""
-        i = self.instance
-        return i is not None and i.nvswitch and not i.needs_imex and i.needs_nvlsm
+        B200/B300, fourth-generation NVSwitches; FACTS.md section 4), read as the catalog states it (the catalog's test
+        holds that only NVSwitch types without IMEX carry it)."""
+        return self.instance is not None and self.instance.needs_nvlsm
 
     def package_entries(self, component: str) -> list[str]:
         """Like :meth:`packages`, with ``{branch}`` left for the node to fill from the version it installs."""

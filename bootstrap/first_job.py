@@ -85,7 +85,7 @@ def work_dir(cluster: ClusterPlan) -> str:
 
 def containers(cluster: ClusterPlan, group: str) -> bool:
     """Whether the group's nodes run containers through pyxis: as the bootstrap decides for their flavour (no
-    enroot and pyxis where slurmd cannot load pyxis, :attr:`fmcluster.bootstrap.flavours.Flavour.pyxis_loadable`)."""
+    enroot and pyxis where slurmd cannot load pyxis, :attr:`fmcluster.flavours.Flavour.pyxis_loadable`)."""
     return bool(_context(cluster, group, cluster.driver.flavour, None).options.containers)
 
 

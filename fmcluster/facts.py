@@ -156,6 +156,22 @@ AZ_ID_REGIONS: dict[str, str] = {az_id_prefix(r): r for r in REGIONS}
 assert len(AZ_ID_REGIONS) == len(REGIONS), "two Regions with one AZ-ID prefix"
 
 
+DEFAULT_REGIONS = frozenset({
+    "us-east-1", "us-east-2", "us-west-1", "us-west-2", "ca-central-1", "sa-east-1", "eu-central-1", "eu-west-1",
+    "eu-west-2", "eu-west-3", "eu-north-1", "ap-northeast-1", "ap-northeast-2", "ap-northeast-3", "ap-south-1",
+    "ap-southeast-1", "ap-southeast-2",
+})
+"""The aws partition's Regions enabled in every account: those launched before 20 March 2019. Every later one
+is an opt-in Region, disabled until the account enables it (AWS Account Management reference, "Enable or
+disable AWS Regions in your account", docs.aws.amazon.com/accounts/latest/reference/manage-acct-regions.html).
+The page states the rule, not a list: the membership follows from each Region's launch date and is unconfirmed
+against an AWS table. It only shapes a hint ("may be an opt-in Region not enabled"), never a decision."""
+
+
+def is_opt_in(region: str) -> bool:
+    """Whether an account must enable ``region`` before using it (the aws partition's later Regions)."""
+    return region not in DEFAULT_REGIONS and not region.startswith(("cn-", "us-gov-"))
+
 
 @dataclass(frozen=True)
 class LocalZone:

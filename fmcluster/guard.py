@@ -351,9 +351,13 @@ def moved(old: Project, new: Project) -> str | None:
     return None
 
 
-def check(new_ref: str | Path, old_ref: str | Path, synthesize: Synthesize) -> list[Replacement]:
-    """Synthesize both project files with ``synthesize`` (:func:`fmcluster.stacks.app.synthesize`) and compare."""
+def synthesize_both(new_ref: str | Path, old_ref: str | Path,
+                    synthesize: Synthesize) -> tuple[dict[str, dict], dict[str, dict], str | None]:
+    """OLD's and NEW's templates, each project file synthesized once with ``synthesize``
+    (:func:`fmcluster.stacks.app.synthesize`), and :func:`moved`: what :func:`compare` takes. `fmcluster plan
+    --against` (:func:`fmcluster.cli.plandiff.compare_files`) compares them for the guard and for every other
+    difference."""
     with tempfile.TemporaryDirectory() as tmp:
         old = synthesize(old_ref, Path(tmp) / "old")
         new = synthesize(new_ref, Path(tmp) / "new")
-    return compare(old, new, moved(config.load(old_ref).project, config.load(new_ref).project))
+    return old, new, moved(config.load(old_ref).project, config.load(new_ref).project)

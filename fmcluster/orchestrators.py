@@ -8,7 +8,7 @@ implementations, each in the orchestrator's own module of that stage:
 stage       table                                    ParallelCluster's entry, for example
 ==========  =======================================  ==============================================
 generate    ``fmcluster.generate.schedulers``        ``fmcluster.generate.parallelcluster``
-bootstrap   ``fmcluster.bootstrap.bundles.RENDERERS``  ``render_dispatched_bundles``
+bootstrap   ``fmcluster.bootstrap.bundles.RENDERERS``  ``fmcluster.bootstrap.parallelcluster``
 stacks      ``fmcluster.stacks.cluster.BUILDERS``    ``fmcluster.stacks.parallelcluster.build``
 aws         ``fmcluster.aws.preflight.ORCHESTRATOR_CHECKS``
 aws         ``fmcluster.aws.status.CLUSTERS``        ``fmcluster.aws.parallelcluster.cluster_status``
@@ -37,7 +37,7 @@ class Orchestrator:
     summary: str
     """One phrase for the key reference (``docs/project-file.md``)."""
     flavour: str
-    """The bootstrap flavour its nodes run (:mod:`fmcluster.bootstrap.flavours`)."""
+    """The bootstrap flavour its nodes run (:mod:`fmcluster.flavours`)."""
     slurm: bool
     """Its cluster runs Slurm (``cdk deploy`` starts it, unless the orchestrator's settings say otherwise)."""
     capacity_types: frozenset[str] = ALL_CAPACITY

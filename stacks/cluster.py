@@ -26,7 +26,7 @@ from aws_cdk import (
     aws_s3_assets as s3_assets,
 )
 from constructs import Construct
-from fmcluster.bootstrap.bundles import GroupBundle
+from fmcluster.bootstrap.selfmanaged import GroupBundle
 from fmcluster.stacks.launch_template import camel, efa_launch_template
 from fmcluster.stacks import hyperpod, parallelcluster, pcs
 from fmcluster.stacks.node_role import add_node_role

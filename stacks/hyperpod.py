@@ -30,7 +30,7 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 from fmcluster.stacks.tokens import AWS, block_all_public_access, is_unresolved
-from fmcluster.bootstrap.bundles import LifecycleBundles
+from fmcluster.bootstrap.hyperpod import LifecycleBundles
 
 from fmcluster.contracts import (
     HYPERPOD_CLUSTER_ARN_OUTPUT,
@@ -155,7 +155,7 @@ class HyperPodCluster(Construct):
             statements.append(iam.PolicyStatement(sid="ReadAccountingSecret", actions=["secretsmanager:GetSecretValue"],
                                                   resources=[self.accounting.secret_arn]))
         clusters = f"arn:{AWS.PARTITION}:sagemaker:{AWS.REGION}:{AWS.ACCOUNT_ID}:cluster/*"
-        if any(g.needs_imex for g in self.plan.groups):
+        if self.plan.needs_imex:
             # fmcluster-imex finds the node's UltraServer members with HyperPod's node API (UltraServerInfo.Id,
             # PrivatePrimaryIp); EC2 cannot see HyperPod's instances. Not the cluster's own ARN: the cluster
             # depends on this policy, so naming it here would be a circular reference.

@@ -52,7 +52,7 @@ def _add_node_health_policy(scope: Construct, plan: ClusterPlan, role: iam.Role)
         return f"arn:{AWS.PARTITION}:{service}:{AWS.REGION}:{AWS.ACCOUNT_ID}:{resource}"
 
     reads = ["autoscaling:DescribeAutoScalingInstances"]
-    if any(g.needs_imex for g in plan.groups):
+    if plan.needs_imex:
         reads = ["ec2:DescribeInstanceTopology", "ec2:DescribeInstances", *reads]
     policy = iam.Policy(scope, "NodeHealthPolicy", roles=[role], statements=[
         iam.PolicyStatement(sid="DescribeNodes",  # no resource-level permissions for these reads

@@ -35,7 +35,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 from fmcluster.stacks.tokens import AWS
-from fmcluster.bootstrap.bundles import DispatchedBundles
+from fmcluster.bootstrap.parallelcluster import DispatchedBundles
 
 from fmcluster.contracts import (
     BOOTSTRAP_ARGS_OUTPUT,

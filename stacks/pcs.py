@@ -29,7 +29,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_pcs as pcs
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
-from fmcluster.bootstrap.bundles import LOGIN_BUNDLE, GroupBundle
+from fmcluster.bootstrap.selfmanaged import LOGIN_BUNDLE, GroupBundle
 from fmcluster.stacks.launch_template import camel, efa_launch_template
 from fmcluster.stacks.node_role import add_node_role
 

@@ -108,6 +108,14 @@ def test_nvme_drive_count_agrees_with_ec2_data(name: str) -> None:
     assert catalog.get(name).local_nvme_drives == sum(d["Count"] for d in disks)
 
 
+def test_only_hgx_nvswitch_types_need_nvlsm() -> None:
+    """nvlsm manages fourth-generation NVSwitch trays of HGX systems (Fabric Manager user guide 2.3, "Systems Using
+    Fourth Generation NVSwitches"); GB200's NVLink domain is IMEX's, p5.4xlarge has no NVSwitch. The bootstrap reads
+    ``needs_nvlsm`` alone, so the flag must never sit on a type without NVSwitches or with IMEX."""
+    wrong = [n for n, t in catalog.CATALOG.items() if t.needs_nvlsm and (not t.nvswitch or t.needs_imex)]
+    assert not wrong, wrong
+
+
 def test_p5_4xlarge_is_one_h100_without_nvswitch() -> None:
     """FACTS.md section 1: 1 x H100 80 GB, 1 x 3,800 GB NVMe, one card at 100 Gbps with one EFA interface."""
     t, ec2 = catalog.get("p5.4xlarge"), MOTO_TYPES["p5.4xlarge"]

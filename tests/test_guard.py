@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from fmcluster import guard
 from fmcluster.cli import REPLACEMENT_EXIT, app
+from fmcluster.cli.plandiff import compare_files
 
 OLD = BASE + """storage:
   fsx:
@@ -114,7 +115,7 @@ def test_a_rename_or_another_region_makes_a_second_copy(tmp_path: Path, change, 
     old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
     old.write_text(OLD)
     new.write_text(change(OLD))
-    found = guard.check(new, old, synthesize)
+    found = compare_files(new, old, synthesize).replacements
     kinds = {r.type for r in found}
     assert {"AWS::FSx::FileSystem", "AWS::S3::Bucket", "AWS::APS::Workspace"} <= kinds
     assert all(words in r.reason and "second, empty one is created" in r.reason for r in found)
@@ -126,7 +127,7 @@ def test_changing_the_throughput_of_an_efa_file_system_is_refused(tmp_path: Path
                       "    metadata: {mode: AUTOMATIC}\n")
     (tmp_path / "old.yaml").write_text(efa)
     (tmp_path / "new.yaml").write_text(efa.replace("throughput_per_tib: 250", "throughput_per_tib: 1000"))
-    [found] = guard.check(tmp_path / "new.yaml", tmp_path / "old.yaml", synthesize)
+    [found] = compare_files(tmp_path / "new.yaml", tmp_path / "old.yaml", synthesize).replacements
     assert found.logical_id == "FileSystem" and "EFA-enabled" in found.reason and "250 to 1000" in found.reason
 
 

@@ -4,11 +4,11 @@ function-local import fails here.
 
 The stages, lowest first (a module may import its own unit and any lower stage):
 
-    facts      errors, facts, catalog, pcluster_facts, contracts, templates, orchestrators, prices
+    facts      errors, facts, catalog, pcluster_facts, contracts, templates, orchestrators, flavours, prices
     config     fmcluster.config
     plan       fmcluster.plan
-    node plan  bootstrap.versions, bootstrap.flavours,  (pure: what a node runs)
-               bootstrap.nodefacts, bootstrap.context
+    node plan  bootstrap.versions, bootstrap.nodefacts, (pure: what a node runs)
+               bootstrap.context
     checks     fmcluster.checks
     generate   fmcluster.generate, fmcluster.guard,     (pure outputs: cluster.yaml, rules, dashboards;
                fmcluster.acceptance                      acceptance logs parsed and judged)
@@ -31,11 +31,11 @@ SOURCES = {"fmcluster": ROOT / "fmcluster", "fmcluster.stacks": ROOT / "stacks",
 
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("facts", ("fmcluster", "fmcluster.errors", "fmcluster.facts", "fmcluster.catalog", "fmcluster.pcluster_facts",
-               "fmcluster.contracts", "fmcluster.templates", "fmcluster.orchestrators", "fmcluster.prices")),
+               "fmcluster.contracts", "fmcluster.templates", "fmcluster.orchestrators", "fmcluster.flavours",
+               "fmcluster.prices")),
     ("config", ("fmcluster.config",)),
     ("plan", ("fmcluster.plan",)),
-    ("node plan", ("fmcluster.bootstrap.versions", "fmcluster.bootstrap.flavours", "fmcluster.bootstrap.nodefacts",
-                   "fmcluster.bootstrap.context")),
+    ("node plan", ("fmcluster.bootstrap.versions", "fmcluster.bootstrap.nodefacts", "fmcluster.bootstrap.context")),
     ("checks", ("fmcluster.checks",)),
     ("generate", ("fmcluster.generate", "fmcluster.guard", "fmcluster.acceptance")),
     ("bootstrap", ("fmcluster.bootstrap",)),
@@ -220,3 +220,61 @@ def test_no_module_is_longer_than_about_400_lines():
     long = {str(p.relative_to(ROOT)): n for p in MODULES.values()
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 420}
     assert not long, f"split these along their seams: {long}"
+
+
+def unit_of(module: str) -> str:
+    """The package a module belongs to: ``fmcluster.generate.metrics`` -> ``fmcluster.generate``; a module at the
+    top of ``fmcluster`` (``fmcluster.catalog``) is a unit of its own."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_cycles(graph: dict[str, set[str]]) -> list[str]:
+    """Every cycle between packages in a module graph: one line per pair of packages that import each other,
+    directly or through others, naming one import that closes it."""
+    units: dict[str, set[str]] = {}
+    witness: dict[tuple[str, str], str] = {}
+    for module, targets in graph.items():
+        for target in targets:
+            a, b = unit_of(module), unit_of(target)
+            if a != b:
+                units.setdefault(a, set()).add(b)
+                witness.setdefault((a, b), f"{module} imports {target}")
+
+    def reach(start: str) -> dict[str, list[str]]:
+        paths, todo = {start: [start]}, [start]
+        while todo:
+            node = todo.pop()
+            for nxt in sorted(units.get(node, ())):
+                if nxt not in paths:
+                    paths[nxt] = [*paths[node], nxt]
+                    todo.append(nxt)
+        return paths
+
+    found = []
+    for a in sorted(units):
+        for b, path in sorted(reach(a).items()):
+            if a < b and a in reach(b):
+                back = reach(b)[a]
+                loop = path + back[1:]
+                steps = "; ".join(witness[(x, y)] for x, y in zip(loop, loop[1:]))
+                found.append(f"{' -> '.join(loop)} ({steps})")
+    return found
+
+
+def test_no_cycles_between_packages():
+    """Files may be acyclic while their packages are not: ``generate/metrics.py`` reading ``bootstrap/flavours.py``
+    (now ``fmcluster/flavours.py``) while ``bootstrap/`` imports ``generate/`` was one. Each package imports the
+    others one way."""
+    cycles = package_cycles(edges())
+    assert not cycles, "packages import each other:\n" + "\n".join(cycles)
+
+
+def test_the_package_check_sees_a_cycle_through_files_that_are_acyclic():
+    graph = {"fmcluster.generate.metrics": {"fmcluster.bootstrap.flavours"}, "fmcluster.bootstrap.flavours": set(),
+             "fmcluster.bootstrap.collector": {"fmcluster.generate.metrics"}, "fmcluster.catalog": set(),
+             "fmcluster.guard": {"fmcluster.catalog"}, "fmcluster.plan.storage": {"fmcluster.catalog"}}
+    cycles = package_cycles(graph)
+    assert len(cycles) == 1 and cycles[0].startswith("fmcluster.bootstrap -> fmcluster.generate -> fmcluster.bootstrap")
+    assert "fmcluster.generate.metrics imports fmcluster.bootstrap.flavours" in cycles[0]
+    del graph["fmcluster.generate.metrics"]
+    assert not package_cycles(graph)

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from support import ROOT
 
-from fmcluster import orchestrators
+from fmcluster import flavours, orchestrators
 from fmcluster.aws.connect import TARGETS
 from fmcluster.aws.preflight import ORCHESTRATOR_CHECKS
 from fmcluster.aws.status import CLUSTERS
-from fmcluster.bootstrap import bundles, flavours
+from fmcluster.bootstrap import bundles
 from fmcluster.cli.planservices import ROWS
 from fmcluster.generate.schedulers import SCHEDULERS
 from fmcluster.plan import cost
@@ -27,7 +27,7 @@ TABLES = {"generate.schedulers.SCHEDULERS": SCHEDULERS, "bootstrap.bundles.RENDE
 
 OWN = {"parallelcluster", "hyperpod", "pcs", "selfmanaged"}
 """Module names of an orchestrator's own modules (``fmcluster/<stage>/<orchestrator>.py``)."""
-SEAM = {ROOT / "fmcluster" / "orchestrators.py", ROOT / "bootstrap" / "flavours.py"}
+SEAM = {ROOT / "fmcluster" / "orchestrators.py", ROOT / "fmcluster" / "flavours.py"}
 
 
 @pytest.mark.parametrize("table", sorted(TABLES))

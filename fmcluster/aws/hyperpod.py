@@ -10,11 +10,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from fmcluster.aws import StackOutputsError
 from fmcluster.aws.nodes import ClusterReadError, ClusterStatus, GroupStatus, NodeNotInProject, Target
 from fmcluster.aws.session import is_account_problem
-from fmcluster.aws.stacks import stack_outputs
-from fmcluster.aws.stackstate import StackState
+from fmcluster.aws.stackstate import StackState, stack_state
 from fmcluster.contracts import HYPERPOD_CLUSTER_ARN_OUTPUT, HYPERPOD_CLUSTER_ID_OUTPUT, stack_name
 from fmcluster.generate.hyperpod import CONTROLLER, LOGIN, instance_groups
 from fmcluster.plan import Plan
@@ -72,20 +70,6 @@ def cluster_health(sagemaker: Any, name: str) -> ClusterHealth:
                          failure=cluster.get("FailureMessage") or None, groups=groups)
 
 
-def deployed_cluster(cfn: Any, project: str) -> str:
-    """The ARN of the cluster the ``NAME-cluster`` stack made (its name is known only once deployed: its prefix and
-    the compute subnet's ID), with a boto3 CloudFormation client. DescribeCluster takes it as ``ClusterName``."""
-    name = stack_name(project, "cluster")
-    try:
-        outputs = stack_outputs(cfn, name)
-    except StackOutputsError as exc:
-        raise HyperPodError(str(exc)) from None
-    if HYPERPOD_CLUSTER_ARN_OUTPUT not in outputs:
-        raise HyperPodError(f"stack {name} has no output {HYPERPOD_CLUSTER_ARN_OUTPUT}: is it a HyperPod project? "
-                            "(deploy it: fmcluster deploy PROJECT)")
-    return outputs[HYPERPOD_CLUSTER_ARN_OUTPUT]
-
-
 # --- fmcluster status and connect (the aws stage's tables: fmcluster.aws.status, fmcluster.aws.connect) ----------
 
 FAILED = frozenset({"Failure"})
@@ -99,11 +83,22 @@ NODE_GROUPS = {"controller": CONTROLLER, "login": LOGIN}
 
 
 def _arn(plan: Plan, stack: StackState) -> str:
+    """The ARN of the cluster the ``NAME-cluster`` stack made (its name is known only once deployed: its prefix and
+    the compute subnet's ID): the one reader of that output, for `fmcluster status`, `connect` and `hyperpod status`.
+    DescribeCluster takes it as ``ClusterName``."""
+    if not stack.deployed:
+        raise HyperPodError(f"cannot read stack {stack.name}: it is not deployed (deploy it: fmcluster deploy "
+                            f"{plan.project})")
     arn = stack.outputs.get(HYPERPOD_CLUSTER_ARN_OUTPUT)
     if not arn:
         raise HyperPodError(f"stack {stack.name} has no output {HYPERPOD_CLUSTER_ARN_OUTPUT} (redeploy it: fmcluster "
                             f"deploy {plan.project})")
     return arn
+
+
+def deployed_cluster(cfn: Any, plan: Plan) -> str:
+    """:func:`_arn` of the ``NAME-cluster`` stack, read with a boto3 CloudFormation client."""
+    return _arn(plan, stack_state(cfn, stack_name(plan.project, "cluster")))
 
 
 def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState) -> ClusterStatus:

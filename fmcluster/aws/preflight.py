@@ -99,7 +99,7 @@ def run_check(check: Check, timeout: float = CHECK_TIMEOUT_S) -> list[Result]:
         return [Result(check.name, check.subject, "warn", f"no answer within {timeout:g} s", "run preflight again")]
     except ClientError as exc:
         code = ac._code(exc)
-        if is_account_problem(exc) and code not in DENIED | THROTTLED | CANNOT_RUN:
+        if is_account_problem(exc) and code not in THROTTLED | CANNOT_RUN:
             raise  # expired or refused credentials: no other check can run either
         what = "not allowed" if code in CANNOT_RUN else "failed"
         return [Result(check.name, check.subject, "warn", f"could not check: {ac._error(exc)}",

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +56,7 @@ from botocore.retries.standard import ThrottledRetryableChecker
 
 from fmcluster.aws import INPUT_EXIT, AwsError
 from fmcluster.aws.permissions import COMMAND_ACTIONS
-from fmcluster.facts import AZ_ID_REGIONS, zone_region_prefix
+from fmcluster.facts import AZ_ID_REGIONS, is_opt_in, zone_region_prefix
 
 # --- bounded waits -------------------------------------------------------------------------------
 
@@ -86,26 +86,11 @@ DENIED = frozenset({"AccessDenied", "AccessDeniedException", "UnauthorizedOperat
 ACCOUNT_CODES = THROTTLED | EXPIRED | REFUSED | DENIED
 """Client error codes about the caller, never about what was asked for."""
 
-DEFAULT_REGIONS = frozenset({
-    "us-east-1", "us-east-2", "us-west-1", "us-west-2", "ca-central-1", "sa-east-1", "eu-central-1", "eu-west-1",
-    "eu-west-2", "eu-west-3", "eu-north-1", "ap-northeast-1", "ap-northeast-2", "ap-northeast-3", "ap-south-1",
-    "ap-southeast-1", "ap-southeast-2",
-})
-"""The aws partition's Regions enabled in every account: those launched before 20 March 2019. Every later one
-is an opt-in Region, disabled until the account enables it (AWS Account Management reference, "Enable or
-disable AWS Regions in your account", docs.aws.amazon.com/accounts/latest/reference/manage-acct-regions.html).
-The page states the rule, not a list: the membership follows from each Region's launch date and is unconfirmed
-against an AWS table. It only shapes a hint ("may be an opt-in Region not enabled"), never a decision."""
-
 REGION_ORDER = ("--region", "the project's region:", "AWS_REGION", "AWS_DEFAULT_REGION",
                 "the profile's region (~/.aws/config)", "the project's availability_zone_id")
 """Where the Region comes from, first found wins."""
 
 DOCS = "README.md, \"Commands that call AWS\""
-
-
-def is_opt_in(region: str) -> bool:
-    return region not in DEFAULT_REGIONS and not region.startswith(("cn-", "us-gov-"))
 
 
 def is_account_problem(exc: BaseException) -> bool:
@@ -151,13 +136,20 @@ class AwsSession:
             region = getattr(request_signer, "region_name", None) or self.region
             self.actions[model.name] = self.last = (f"{model.service_model.signing_name}:{model.name}", region)
 
-    @contextmanager
-    def errors(self) -> Iterator[None]:
-        """Turn whatever botocore raises inside into one :class:`AwsError` line."""
-        try:
-            yield
-        except (BotoCoreError, ClientError) as exc:
-            raise translate(exc, self) from None
+    def errors(self) -> AbstractContextManager[None]:
+        """Turn whatever botocore raises inside into one :class:`AwsError` line, worded with this session."""
+        return errors(self)
+
+
+@contextmanager
+def errors(session: AwsSession | None = None) -> Iterator[None]:
+    """The one place botocore's exceptions become :class:`AwsError` (:func:`translate`), worded with ``session``, else
+    the session this process made last: :meth:`AwsSession.errors`, and the command's outer guard
+    (:func:`fmcluster.cli.awserrors.account_errors`), which prints the line."""
+    try:
+        yield
+    except (BotoCoreError, ClientError) as exc:
+        raise translate(exc, session) from None
 
 
 _current: list[AwsSession] = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fmcluster import catalog
+from fmcluster.checks import orchestrated
 from fmcluster.checks.registry import Finding, check
 from fmcluster.config.hyperpod import BUCKET_PREFIX, CONTROLLER, LOGIN
 from fmcluster.config.loader import LoadedProject
@@ -75,7 +76,7 @@ def ultraservers(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
         planned = plan.group(group.name)
         spares = planned.spare_instances_per_ultraserver
         usable = {u.name: planned.usable_per_ultraserver(u.instances) for u in sizes}
-        if sizes and all(n <= 0 or group.count % n for n in usable.values()):
+        if sizes and not planned.whole_ultraservers(wanted):
             offered = " or ".join(f"{usable[u.name]} ({u.name}, {u.instances} instances" +
                                   (f" less {spares} spare)" if spares else ")") for u in sizes)
             multiples = sorted(n for n in usable.values() if n > 0)
@@ -96,10 +97,7 @@ def groups(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     project = loaded.project
     hp = project.orchestrator.hp
     names = [g.name for g in project.compute_groups]
-    for name in hp.groups:
-        if name not in names:
-            yield Finding(HP + ("groups", name), f"{name!r} is not a compute group",
-                          f"compute groups: {', '.join(names)}")
+    yield from orchestrated.unknown_groups(HP + ("groups",), hp.groups, loaded)
     for i, name in enumerate(names):
         if name in (CONTROLLER, LOGIN):
             yield Finding(("compute_groups", i, "name"),
@@ -138,9 +136,4 @@ def lifecycle_bucket(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                       f"name it {BUCKET_PREFIX}{name}, or leave lifecycle_bucket_name out for the default")
 
 
-@check("hyperpod-settings-unused", "warning")
-def settings_unused(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
-    if loaded.project.orchestrator.hyperpod is not None and not _active(loaded):
-        yield Finding(HP,
-                      f"orchestrator.hyperpod is ignored with orchestrator.type: {loaded.project.orchestrator.type}",
-                      "set orchestrator.type: hyperpod, or remove the section")
+settings_unused = orchestrated.settings_unused("hyperpod")

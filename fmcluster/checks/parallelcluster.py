@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator
 
 from fmcluster import pcluster_facts as support
+from fmcluster.checks import orchestrated
 from fmcluster.checks.registry import Finding, check
 from fmcluster.config.loader import LoadedProject
 from fmcluster.contracts import STACKS, stack_name
@@ -24,10 +25,6 @@ TAG_VALUE = r"^([\w\+\-\=\.\_\:\@/]{0,256})$"
 
 def _active(loaded: LoadedProject) -> bool:
     return loaded.project.orchestrator.type == "parallelcluster"
-
-
-def _explicit(loaded: LoadedProject) -> bool:
-    return getattr(loaded.project.orchestrator, "parallelcluster", None) is not None
 
 
 @check("parallelcluster-instance-type", "error")
@@ -165,8 +162,7 @@ def capacity(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     for name, static in settings.static_nodes.items():
         loc = PC + ("static_nodes", name)
         if name not in groups:
-            yield Finding(loc,
-                           f"{name!r} is not a compute group", f"compute groups: {', '.join(groups)}")
+            yield orchestrated.not_a_group(loc, name, groups)
             continue
         _, group = groups[name]
         if group.capacity.type == "capacity-block" and static != group.count:
@@ -214,12 +210,7 @@ def tag_values(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                            "letters, digits and + - = . _ : @ / only (no spaces)")
 
 
-@check("parallelcluster-settings-unused", "warning")
-def settings_unused(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
-    if _explicit(loaded) and not _active(loaded):
-        yield Finding(PC,
-                       f"orchestrator.parallelcluster is ignored with orchestrator.type: {loaded.project.orchestrator.type}",
-                       "set orchestrator.type: parallelcluster, or remove the section")
+settings_unused = orchestrated.settings_unused("parallelcluster")
 
 
 @check("parallelcluster-retained-cluster-network", "error")

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 
 from fmcluster import catalog
+from fmcluster.checks import orchestrated
 from fmcluster.checks.registry import Finding, check
 from fmcluster.config.loader import LoadedProject
 from fmcluster.config.pcs import LOGIN, NODE_GROUP_NAME, SIZE_NODES, SLURM_VERSIONS
@@ -72,12 +73,7 @@ def names(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
             yield Finding(("compute_groups", i, "name"),
                           f"{group.name!r} cannot name a PCS compute node group and queue: 3 to 25 letters, digits "
                           "and hyphens, starting with a letter", "rename the compute group")
-    settings = loaded.project.orchestrator.pcs_settings
-    known = [g.name for g in loaded.project.compute_groups]
-    for name in settings.groups:
-        if name not in known:
-            yield Finding(PCS + ("groups", name), f"{name!r} is not a compute group",
-                          f"compute groups: {', '.join(known)}")
+    yield from orchestrated.unknown_groups(PCS + ("groups",), loaded.project.orchestrator.pcs_settings.groups, loaded)
 
 
 @check("pcs-slurm-version", "error")
@@ -163,8 +159,4 @@ def capacity(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                               f"use slurm_version {ULTRASERVER_SLURM} or later")
 
 
-@check("pcs-settings-unused", "warning")
-def settings_unused(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
-    if loaded.project.orchestrator.pcs is not None and not _active(loaded):
-        yield Finding(PCS, f"orchestrator.pcs is ignored with orchestrator.type: {loaded.project.orchestrator.type}",
-                      "set orchestrator.type: pcs, or remove the section")
+settings_unused = orchestrated.settings_unused("pcs")

@@ -24,15 +24,13 @@ def fail(exc: AwsError, *, as_json: bool = False) -> NoReturn:
 
 @contextmanager
 def account_errors(*, as_json: bool = False) -> Iterator[None]:
-    """Inside, an :class:`AwsError` or anything botocore raises ends the command with one line."""
+    """Inside, an :class:`AwsError` or anything botocore raises ends the command with one line (botocore's
+    exceptions translated by the session's :func:`~fmcluster.aws.session.errors`, as every call inside is)."""
+    # boto3 loads here, for the commands that call AWS alone (each makes its session inside)
+    from fmcluster.aws.session import errors
+
     try:
-        yield
+        with errors():
+            yield
     except AwsError as exc:
         fail(exc, as_json=as_json)
-    except Exception as exc:
-        if not type(exc).__module__.startswith("botocore"):
-            raise
-        # botocore is loaded already: it raised this
-        from fmcluster.aws.session import translate
-
-        fail(translate(exc), as_json=as_json)

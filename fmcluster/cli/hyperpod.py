@@ -47,7 +47,7 @@ def status(
         session = aws_session(loaded.project, region=region, command="hyperpod status")
         try:
             with session.errors():
-                name = deployed_cluster(session.client("cloudformation"), plan.project)
+                name = deployed_cluster(session.client("cloudformation"), plan)
                 health = cluster_health(session.client("sagemaker"), name)
         except HyperPodError as exc:
             typer.echo(f"error: {exc}", err=True)

@@ -13,11 +13,10 @@ stopped, or not at all, is named with its policy, as ``fmcluster deploy`` will j
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fmcluster import config, guard
+from fmcluster import guard
 from fmcluster.generate import pcluster_update
 
 SHOWN = 8
@@ -105,10 +104,7 @@ def differences(old: dict[str, dict], new: dict[str, dict], judged: set[tuple[st
 
 def compare_files(new_ref: str | Path, old_ref: str | Path, synthesize: guard.Synthesize) -> Comparison:
     """Synthesize both files once: the guard's verdict and every other difference."""
-    with tempfile.TemporaryDirectory() as tmp:
-        old = synthesize(old_ref, Path(tmp) / "old")
-        new = synthesize(new_ref, Path(tmp) / "new")
-    moved = guard.moved(config.load(old_ref).project, config.load(new_ref).project)
+    old, new, moved = guard.synthesize_both(new_ref, old_ref, synthesize)
     replacements = guard.compare(old, new, moved)
     if moved is not None:
         return Comparison(replacements=replacements)

@@ -74,16 +74,11 @@ def ultraserver(cluster: ClusterPlan, group: GroupPlan) -> UltraServerMembership
     """The UltraServers a group's instances fill: the configured type, else the largest whose usable instances
     (a training plan's spares held back: 17 of an x72 with AWS's default of 1) divide the count.
     None for a type without UltraServers, or a count that fills none whole (a check refuses that)."""
-    offers = catalog.get(group.instance_type).ultraservers
-    if not offers:
+    fits = group.whole_ultraservers(cluster.hyperpod.group(group.name).ultraserver)
+    if not fits:
         return None
-    wanted = cluster.hyperpod.group(group.name).ultraserver
-    candidates = [u for u in offers if u.name == wanted] if wanted else sorted(offers, key=lambda u: -u.instances)
-    for offer in candidates:
-        usable = group.usable_per_ultraserver(offer.instances)
-        if usable > 0 and group.count % usable == 0:
-            return UltraServerMembership(offer.name, usable, group.count // usable)
-    return None
+    offer, usable = fits[0]
+    return UltraServerMembership(offer.name, usable, group.count // usable)
 
 
 def instance_groups(cluster: ClusterPlan) -> list[InstanceGroup]:

@@ -36,7 +36,7 @@ from functools import cache
 from typing import Any, Literal
 
 from fmcluster import templates
-from fmcluster.bootstrap.flavours import FLAVOURS
+from fmcluster.flavours import FLAVOURS
 
 DCGM_COUNTERS_CSV = templates.DCGM_COUNTERS
 

@@ -131,7 +131,7 @@ def cluster_config(
     }
     config["Scheduling"] = {
         "Scheduler": "slurm",
-        "SlurmSettings": _slurm_settings(settings, imex=any(g.needs_imex for g in cluster.groups),
+        "SlurmSettings": _slurm_settings(settings, imex=cluster.needs_imex,
                                          accounting=accounting, policy=cluster.slurm_policy),
         "SlurmQueues": [
             _queue(cluster, queue, network, security_groups, policies, bootstrap)

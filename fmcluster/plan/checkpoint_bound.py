@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fmcluster.config.storage import Checkpoint, Storage
-from fmcluster.plan.storage import GB, MB, StoragePlan, plan_storage
+from fmcluster.config.storage import Checkpoint
+from fmcluster.plan.storage import GB, MB, StoragePlan, smallest_meeting
 
 BOUND_WRITE_LIMIT_SECONDS = 3600.0
 """Longest acceptable write time of the bound: a checkpoint of the whole HBM in an hour or less."""
@@ -71,12 +71,4 @@ def plan_checkpoint_bound(storage: StoragePlan, hbm_gb: float | None, gpus: int)
 def _smallest_meeting(storage: StoragePlan, size: int, gpus: int) -> StoragePlan:
     """Ask the checkpoint planner itself: one checkpoint of the bound, written fast enough for both limits."""
     needed_mb_s = max(size / MB / BOUND_WRITE_LIMIT_SECONDS, PER_GPU_FLOOR_MB_S * gpus)
-    spec = storage.spec
-    free = {"storage_capacity_gib": None}
-    if spec.fsx.deployment_type == "PERSISTENT_2":
-        free["throughput_per_tib"] = None
-    sized: Storage = spec.model_copy(update={
-        "fsx": spec.fsx.model_copy(update=free),
-        "checkpoint": Checkpoint(bytes=size, target_write_seconds=size / MB / needed_mb_s, keep=1),
-    })
-    return plan_storage(storage.project, sized, gpus)
+    return smallest_meeting(storage, Checkpoint(bytes=size, target_write_seconds=size / MB / needed_mb_s, keep=1), gpus)

@@ -62,6 +62,12 @@ class ClusterPlan:
         return slurm_policy(self.accounting, self.driver.accounting_defaults)
 
     @property
+    def needs_imex(self) -> bool:
+        """Some group's nodes share an NVLink domain through IMEX (GB200 UltraServers: the catalog's ``needs_imex``):
+        the cluster then needs IMEX's node permissions, Slurm's IMEX settings and, under ParallelCluster, the prolog."""
+        return any(g.needs_imex for g in self.groups)
+
+    @property
     def os_facts(self) -> OsFacts:
         return OPERATING_SYSTEMS[self.os]
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fmcluster.config.storage import Checkpoint, Storage
-from fmcluster.plan.storage import MB, StoragePlan, plan_storage
+from fmcluster.config.storage import Checkpoint
+from fmcluster.plan.storage import MB, StoragePlan, smallest_meeting
 
 TIME_SHARE_LIMIT = 0.05
 """Judgement, not an AWS fact: more than 5% of the cluster's wall time writing and restoring checkpoints is
@@ -95,12 +95,4 @@ def _smallest_under_limit(storage: StoragePlan, ckpt: Checkpoint, interval: floa
     """
     size_mb = ckpt.size_bytes / MB
     needed_mb_s = size_mb * (1 / interval + failures_per_day / DAY_SECONDS) / TIME_SHARE_LIMIT
-    spec = storage.spec
-    free: dict[str, object] = {"storage_capacity_gib": None}
-    if spec.fsx.deployment_type == "PERSISTENT_2":
-        free["throughput_per_tib"] = None
-    sized: Storage = spec.model_copy(update={
-        "fsx": spec.fsx.model_copy(update=free),
-        "checkpoint": ckpt.model_copy(update={"target_write_seconds": size_mb / needed_mb_s}),
-    })
-    return plan_storage(storage.project, sized, gpus)
+    return smallest_meeting(storage, ckpt.model_copy(update={"target_write_seconds": size_mb / needed_mb_s}), gpus)

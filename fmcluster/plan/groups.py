@@ -91,6 +91,15 @@ class GroupPlan:
         """Instances of an UltraServer of ``instances`` that the group can use (the plan's spares held back)."""
         return instances - self.spare_instances_per_ultraserver
 
+    def whole_ultraservers(self, wanted: str | None = None) -> list[tuple[catalog.UltraServer, int]]:
+        """The UltraServer offers (``wanted`` alone, else every one, largest first) whose usable instances divide the
+        count, each with its usable instances: the one test of divisibility (the check refuses a group with none,
+        HyperPod's instance groups take the first)."""
+        offers = catalog.get(self.instance_type).ultraservers
+        candidates = [u for u in offers if u.name == wanted] if wanted else sorted(offers, key=lambda u: -u.instances)
+        usable = [(u, self.usable_per_ultraserver(u.instances)) for u in candidates]
+        return [(u, n) for u, n in usable if n > 0 and self.count % n == 0]
+
     @property
     def kernel_arch(self) -> KernelArch:
         """The architecture as the node's kernel names it (``uname -m``)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fmcluster.config.storage import PERSISTENT_2_THROUGHPUT, FileSystem, Storage
+from fmcluster.config.storage import PERSISTENT_2_THROUGHPUT, Checkpoint, FileSystem, Storage
 from fmcluster.contracts import MountContract, StorageContract
 from fmcluster.facts import FSX_EFA_STEP_GIB, fsx_capacities, fsx_efa_capacities
 
@@ -181,6 +181,20 @@ def plan_storage(project: str, storage: Storage, gpus: int) -> StoragePlan:
         project=project,
         spec=storage,
     )
+
+
+def smallest_meeting(storage: StoragePlan, checkpoint: Checkpoint, gpus: int) -> StoragePlan:
+    """The smallest file system of the project's deployment type (and its PERSISTENT_2 tier) that writes
+    ``checkpoint`` within its ``target_write_seconds``: the planner's own search with size and tier set free.
+
+    The one search behind every "the smallest file system that would do" (goodput's time share, the HBM bound).
+    """
+    spec = storage.spec
+    free: dict[str, object] = {"storage_capacity_gib": None}
+    if spec.fsx.deployment_type == "PERSISTENT_2":
+        free["throughput_per_tib"] = None
+    sized: Storage = spec.model_copy(update={"fsx": spec.fsx.model_copy(update=free), "checkpoint": checkpoint})
+    return plan_storage(storage.project, sized, gpus)
 
 
 def duration_text(seconds: float) -> str:

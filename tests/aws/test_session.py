@@ -14,7 +14,7 @@ from support import clean_aws_home
 
 from fmcluster.aws import AwsError
 from fmcluster.aws import session as aws
-from fmcluster.facts import REGIONS
+from fmcluster.facts import DEFAULT_REGIONS, REGIONS, is_opt_in
 
 CONFIG = """\
 [default]
@@ -88,9 +88,9 @@ def test_no_region_at_all(home: Path) -> None:
 
 
 def test_default_regions_are_real_and_the_rest_opt_in() -> None:
-    assert aws.DEFAULT_REGIONS <= set(REGIONS)
-    assert not aws.is_opt_in("us-east-1") and aws.is_opt_in("af-south-1") and aws.is_opt_in("mx-central-1")
-    assert not aws.is_opt_in("cn-north-1") and not aws.is_opt_in("us-gov-west-1")  # other partitions: no opt-in
+    assert DEFAULT_REGIONS <= set(REGIONS)
+    assert not is_opt_in("us-east-1") and is_opt_in("af-south-1") and is_opt_in("mx-central-1")
+    assert not is_opt_in("cn-north-1") and not is_opt_in("us-gov-west-1")  # other partitions: no opt-in
 
 
 # --- what botocore raises, in one line -----------------------------------------------------------

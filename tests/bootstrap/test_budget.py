@@ -14,6 +14,7 @@ from support.sandbox import Image, build_sandbox, context_for, make_project
 from typer.testing import CliRunner
 
 from fmcluster import config
+from fmcluster.flavours import FLAVOURS
 from fmcluster.generate.hyperpod import instance_groups
 from fmcluster.plan import make_plan
 
@@ -33,7 +34,7 @@ def _contexts():
 
 @pytest.mark.parametrize("key, ctx", list(_contexts()), ids=lambda v: v if isinstance(v, str) else "")
 def test_every_bundle_fits_its_scheduler_on_its_image(key, ctx):
-    limit = budget.LIMITS[ctx.flavour]
+    limit = ctx.traits.boot_limit
     for profile in profiles.profiles_for(ctx.flavour, ctx.os, ctx.arch):
         for label, present in profile.variants(ctx.arch):
             est = budget.estimate(ctx, profile, present)
@@ -47,10 +48,11 @@ def test_the_default_project_on_its_image_is_counted_from_launch_and_fits_with_a
         (image,) = profiles.profiles_for(ctx.flavour, ctx.os, ctx.arch)
         est = budget.estimate(ctx, image)
         before = sum(p.seconds for p in est.before)
-        assert before == budget.BEFORE_KERNEL["parallelcluster"].seconds + 420  # launch and ParallelCluster's setup
+        launch = FLAVOURS["parallelcluster"].boot_before_kernel.seconds
+        assert before == launch + 420  # launch and ParallelCluster's setup
         assert all(p.assumed and p.why for p in est.before)  # no source gives them: said so
         assert est.seconds == before + est.bundle_seconds
-        assert est.spare == 1800 - est.seconds - budget.MARGIN["parallelcluster"].seconds
+        assert est.spare == 1800 - est.seconds - FLAVOURS["parallelcluster"].boot_margin.seconds
         assert est.fits and est.spare >= 0, est.report()
         text = "\n".join(est.report())
         assert "from launch" in text and "(assumed:" in text and f"{est.spare} s to spare" in text
@@ -70,7 +72,8 @@ def test_what_the_image_lacks_is_what_the_budget_counts():
     assert dict(without_driver.lines)["driver"] == sum(driver.installs) + driver.local
     bare = budget.estimate(ctx)
     assert {"driver", "fabric_manager", "nvlsm", "efa", "enroot", "pyxis", "dcgm"} <= {n for n, _ in bare.lines}
-    assert bare.seconds > budget.LIMITS["parallelcluster"].seconds  # the bare OS is why ParallelCluster needs its AMI
+    # the bare OS is why ParallelCluster needs its AMI
+    assert bare.seconds > FLAVOURS["parallelcluster"].boot_limit.seconds
 
 
 def test_retries_count_every_attempt_and_the_waits_between():
@@ -119,7 +122,8 @@ def test_the_lock_allowance_is_shared_by_every_call_of_a_boot(tmp_path):
 def test_the_entry_script_stops_the_steps_at_the_deadline_counted_from_boot(tmp_path):
     ctx = context_for(make_project("p5.48xlarge", "ubuntu-22.04", "parallelcluster"), "gpu", "compute")
     deadline = budget.deadline_s(ctx)
-    assert deadline == 1800 - budget.BEFORE_KERNEL["parallelcluster"].seconds - budget.MARGIN["parallelcluster"].seconds
+    pc = FLAVOURS["parallelcluster"]
+    assert deadline == 1800 - pc.boot_before_kernel.seconds - pc.boot_margin.seconds
     sb = build_sandbox(tmp_path / "sb", ctx, Image(dcgm_exporter=False))
     entry = (sb.bundle / "bootstrap.sh").read_text()
     assert f"+ {deadline}))" in entry and "/proc/uptime" in entry
@@ -142,15 +146,15 @@ def test_self_managed_nodes_have_no_deadline():
 
 
 def test_the_limits_name_their_source_or_say_unconfirmed():
-    assert budget.LIMITS["parallelcluster"].seconds == 1800
-    assert "update.rb:55" in budget.LIMITS["parallelcluster"].source
-    assert budget.LIMITS["hyperpod"].unconfirmed and budget.LIMITS["hyperpod"].seconds is None
+    assert FLAVOURS["parallelcluster"].boot_limit.seconds == 1800
+    assert "update.rb:55" in FLAVOURS["parallelcluster"].boot_limit.source
+    assert FLAVOURS["hyperpod"].boot_limit.unconfirmed and FLAVOURS["hyperpod"].boot_limit.seconds is None
     # no public source states how long PCS waits for a node's slurmd: no figure is invented
-    assert budget.LIMITS["pcs"].unconfirmed and budget.LIMITS["pcs"].seconds is None
-    assert set(budget.LIMITS) == set(context.FLAVOURS)
+    assert FLAVOURS["pcs"].boot_limit.unconfirmed and FLAVOURS["pcs"].boot_limit.seconds is None
+    assert all(f.boot_limit.source for f in FLAVOURS.values())  # every flavour says where its limit comes from
     for cost in budget.COSTS.values():
         assert cost.why
-    assert "aws/aws-parallelcluster#6761" in budget.BEFORE["parallelcluster"][1].why
+    assert "aws/aws-parallelcluster#6761" in FLAVOURS["parallelcluster"].boot_before[1].why
 
 
 def test_render_shows_the_budget_only_for_the_images_the_flavour_boots(tmp_path: Path):

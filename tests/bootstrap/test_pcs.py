@@ -1,6 +1,6 @@
-"""The pcs flavour's bundle, as rendered: what the traits of its row in bootstrap/flavours.py make of it.
+"""The pcs flavour's bundle, as rendered: what the traits of its row in fmcluster/flavours.py make of it.
 
-Each expectation is the PCS fact it stands for (sources beside the row in bootstrap/flavours.py), not a value read
+Each expectation is the PCS fact it stands for (sources beside the row in fmcluster/flavours.py), not a value read
 back from the row: the bundle mounts FSx (PCS has no storage setting), has no container step (configless slurmd
 cannot load pyxis), runs Slurm's clients from where AWS's PCS recipe installs Slurm, finds a GB200 node's IMEX
 peers from EC2 (no per-job prolog under PCS) and tags the instance when its health check fails.

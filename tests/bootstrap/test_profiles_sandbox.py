@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from fmcluster.bootstrap import context, profiles
-from fmcluster.bootstrap.flavours import FLAVOURS as FLAVOUR_TRAITS
+from fmcluster.flavours import FLAVOURS as FLAVOUR_TRAITS
 from fmcluster.bootstrap.versions import BootstrapError
 from support import PROJECTS
 from support.sandbox import FSX, Image, build_sandbox, calls_of

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from fmcluster.bootstrap import profiles, render
-from fmcluster.bootstrap.flavours import FLAVOURS
+from fmcluster.flavours import FLAVOURS
 from fmcluster.generate import metrics
 from support import slurm_stubs
 from support.slurm_stubs import HEALTHY_JOBS, HEALTHY_NODES, Job, Node, gpu_tres, p5

@@ -2,7 +2,7 @@
 
 A flavour is a row of :data:`FLAVOURS`; the context (:mod:`fmcluster.bootstrap.context`) and the templates read
 its traits, never its name. Each orchestrator names its flavour (:attr:`fmcluster.orchestrators.base.Orchestrator.
-flavour`); the image it boots is in ``profiles/<flavour>-<os>.yaml``.
+flavour`); the image it boots is in ``bootstrap/profiles/<flavour>-<os>.yaml``.
 """
 
 from __future__ import annotations
@@ -13,6 +13,28 @@ from typing import Literal
 ImexMembers = Literal["ec2-topology", "hyperpod-api", "job-prolog"]
 SlurmctldRole = Literal["head"]
 SlurmMetricsRole = Literal["head", "login"]
+
+
+@dataclass(frozen=True)
+class Limit:
+    """How long the orchestrator waits for a node it launched, counted from the launch (the boot budget's limit,
+    :mod:`fmcluster.bootstrap.budget`)."""
+
+    seconds: int | None
+    name: str
+    source: str
+    unconfirmed: bool = False
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Time inside the limit that is not the bundle's."""
+
+    name: str
+    seconds: int
+    why: str
+    assumed: bool = True
+    """No source gives the figure: stated as an assumption wherever it is shown."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +74,16 @@ class Flavour:
     sinfo, which any node with Slurm's clients and credentials can run): the slurmctld node where it is ours, a login
     node where AWS runs the controller; None: no Slurm metrics are collected."""
 
+    boot_limit: Limit = Limit(None, "none", "no scheduler waits on the node")
+    """How long the orchestrator waits for the node (seconds None: no limit, or none known)."""
+    boot_before: tuple[Phase, ...] = ()
+    """What the limit counts before the bundle starts (none: no limit, or the bundle starts the clock)."""
+    boot_before_kernel: Phase | None = None
+    """The part of ``boot_before`` before the node's kernel starts (the entry script measures the rest:
+    /proc/uptime); None: the entry script sets no deadline."""
+    boot_margin: Phase | None = None
+    """What the orchestrator does after the bundle, inside the limit."""
+
     @property
     def slurm(self) -> bool:
         return self.slurm_prefix is not None
@@ -61,20 +93,46 @@ class Flavour:
         return self.imex_members != "job-prolog"
 
 
+PARALLELCLUSTER_LAUNCH = Phase(
+    "EC2 launch", 120,
+    "from ParallelCluster's RunInstances to the kernel starting (instance pending, firmware): no source gives a "
+    "figure for GPU instances")
+
 FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
-    Flavour("self-managed", slurm_prefix=None, mounts_fsx=True, marks_unhealthy=True, reboots_itself=True),
+    Flavour("self-managed", slurm_prefix=None, mounts_fsx=True, marks_unhealthy=True, reboots_itself=True,
+            boot_limit=Limit(None, "none", "self-managed nodes have no scheduler waiting on them")),
     Flavour(
         "parallelcluster", slurm_prefix="/opt/slurm", mounts_fsx=False, slurm_config_on_head_only=True,
         plugstack_where="ParallelCluster's head node shares /opt/slurm with every node (ParallelCluster user guide, "
                         "\"internal directories\"); the cookbook ships the files only as examples under "
                         "/opt/parallelcluster/examples (aws-parallelcluster-cookbook recipes/install/install_pyxis.rb)",
-        imex_members="job-prolog", slurmctld_role="head", slurm_metrics_role="head"),
+        imex_members="job-prolog", slurmctld_role="head", slurm_metrics_role="head",
+        boot_limit=Limit(
+            1800, "Slurm ResumeTimeout (ParallelCluster DevSettings/Timeouts/ComputeNodeBootstrapTimeout)",
+            "aws/aws-parallelcluster-cookbook@f75d84c38ecfac1891e5f3e8fe2d424cc3e7448d cookbooks/aws-parallelcluster-"
+            "slurm/libraries/update.rb:55 (ComputeNodeBootstrapTimeout or 1800) and files/default/head_node_slurm/"
+            "slurm/templates/slurm_parallelcluster.conf:10 (ResumeTimeout={{ compute_node_bootstrap_timeout }}); a "
+            "later cookbook change (aws-parallelcluster-cookbook #3175) speaks of 2100 s: the smaller is used"),
+        boot_before=(
+            PARALLELCLUSTER_LAUNCH,
+            Phase("ParallelCluster's setup", 420,
+                  "from the kernel starting to OnNodeConfigured (cloud-init, the cookbook's config recipes, shared "
+                  "storage mounts): ParallelCluster's own integration tests allow a node 5 minutes, 7 in 3.13 on "
+                  "RHEL/Rocky, to join the scheduler (aws/aws-parallelcluster#6761, tests/integration-tests/tests/"
+                  "common/hit_common.py wait_for_num_nodes_in_scheduler); the larger is assumed"),
+        ),
+        boot_before_kernel=PARALLELCLUSTER_LAUNCH,
+        boot_margin=Phase("after the bundle", 120, "ParallelCluster finishes the node after OnNodeConfigured returns "
+                                                   "and slurmd registers with slurmctld")),
     Flavour(
         "hyperpod", slurm_prefix="/opt/slurm", mounts_fsx=False,
         plugstack_include_note=" (slurmd resolves the controller's include locally)",
         plugstack_where="HyperPod's slurmd runs configless and fetches plugstack.conf from the controller, ignoring "
                         "a compute-local one",
-        imex_members="hyperpod-api", slurmctld_role="head", slurm_metrics_role="head"),
+        imex_members="hyperpod-api", slurmctld_role="head", slurm_metrics_role="head",
+        boot_limit=Limit(
+            None, "HyperPod lifecycle script limit", "unconfirmed: no public source states how long HyperPod waits "
+            "for OnInitComplete before it fails the node", unconfirmed=True)),
     # AWS PCS: the image is AWS's dlami_for_pcs_imagebuilder recipe on the DLAMI (profiles/pcs-*.yaml).
     # - Slurm: the recipe installs 24.11, 25.05 and 25.11 under /opt/aws/pcs/scheduler/slurm-<version> and puts
     #   24.11 first on PATH, its clients working with newer controllers (aws-samples/aws-hpc-recipes@
@@ -93,11 +151,16 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
     #   tags the instance (fmcluster:health=unhealthy; no source says PCS uses an Auto Scaling group, so the group
     #   lookup is best effort). PCS's own instance health checks (ComputeNodeGroup InstanceHealthChecks, PCS API
     #   reference "HealthMonitoring": repair action AUTO | REPLACE | ISOLATE | NONE) watch the node once it runs.
-    # - Reboot: none; a scheduler waits on the node (how long is unconfirmed: budget.LIMITS).
+    # - Reboot: none; a scheduler waits on the node (how long is unconfirmed: boot_limit).
     # - IMEX: as self-managed (EC2 instance topology at boot); GB200 under PCS: no source found.
     # - Slurm metrics: slurmctld runs on a controller AWS manages, which runs nothing of ours; the login nodes run
     #   sackd, through which Slurm's client commands reach it (PCS user guide, "Login nodes"), so the Slurm metrics
     #   script (squeue, sinfo) runs on the login node group's nodes. Without login nodes, none is collected.
     Flavour("pcs", slurm_prefix="/opt/aws/pcs/scheduler/slurm-24.11", mounts_fsx=True, marks_unhealthy=True,
-            pyxis_loadable=False, slurm_metrics_role="login"),
+            pyxis_loadable=False, slurm_metrics_role="login",
+            boot_limit=Limit(
+                None, "PCS node registration/boot limit", "unconfirmed: the PCS user guide says when user data runs "
+                "(shell parts after the instance registers, before slurmd starts: \"Working with Amazon EC2 user "
+                "data\") but no public source found states how long PCS waits for slurmd (a ResumeTimeout is not "
+                "among PCS's custom Slurm settings we found)", unconfirmed=True)),
 )}
