@@ -35,7 +35,7 @@ docs: setup  ## regenerate docs/project-file.md, the reference of every key, fro
 	$(PY) -m fmcluster.generate.reference
 
 test: setup pcluster-venv  ## the full test suite: unit tests, cfn-lint, cdk-nag, shellcheck, promtool, ParallelCluster schema, deploy rehearsal
-	$(PY) -m pytest -n auto  # pytest-xdist: one worker per core
+	$(PY) -m pytest -n auto --dist worksteal  # a worker per core; an idle one takes half of a busy one's queue
 
 rehearse: setup  ## the deploy rehearsal alone: cdk bootstrap/deploy/destroy against moto on loopback (also in `make test`)
 	$(PY) -m pytest -m rehearsal tests/rehearsal

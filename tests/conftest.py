@@ -82,7 +82,11 @@ def promtool() -> str:
 
 SLOW_FIRST = ("tests/rehearsal/", "tests/observability_e2e/", "tests/aws/test_failures.py::test_an_endpoint_that")
 """Tests that take tens of seconds each: started first, so that with pytest-xdist they run beside the many short
-ones instead of after them (collection order would leave them for last and the run would end on one busy worker)."""
+ones instead of after them (collection order would leave them for last and the run would end on one busy worker).
+`make test` runs `--dist worksteal`: each worker starts on half of the collection (the first half holds these, in
+a row), and a worker that runs dry takes half of the other's queue, so both end together. (`--dist load`, xdist's
+default, sends the first quarter of each worker's share as one block and refills only a worker that is not busy
+with a long test: the first worker carried every slow test and about 300 others before it got anything else.)"""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

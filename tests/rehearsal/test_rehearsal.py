@@ -4,7 +4,8 @@ For the default project (ParallelCluster) with an accounting project beside it, 
 orchestrator and every PCS example (those together), in a moto server of its own
 (``moto_patched.py``: moto 5.2.5 with its gaps closed, each explained there):
 
-    cdk synth -c project=FILE -c nag=false                    the app, run by the CLI, into an assembly
+    cdk synth -c project=FILE,... -c nag=false                the app, run by the CLI, into an assembly (once
+                                                              per session, every rehearsed project)
     cdk bootstrap --app ASSEMBLY aws://ACCOUNT/REGION
     cdk deploy --app ASSEMBLY --all --require-approval never  termination protection on, as a user deploys
     fmcluster status FILE -o json                             each stack's state (default, accounting)
@@ -39,6 +40,7 @@ import io
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -52,6 +54,7 @@ import pytest
 from support import EXAMPLE_FILES, PROJECT_FILES, ROOT
 
 from fmcluster import config
+from fmcluster.contracts import STACKS
 from fmcluster.plan import make_plan
 
 HERE = Path(__file__).resolve().parent
@@ -253,10 +256,57 @@ class Rehearsal:
         return self.clients[service]
 
     def stacks(self) -> dict[str, dict]:
-        """Stack name -> template, in the assembly's dependency order."""
+        """Stack name -> template of the rehearsed projects' stacks, in the assembly's dependency order (the
+        assembly holds every rehearsed project's: :func:`rehearsal_assembly`)."""
         manifest = json.loads((self.assembly / "manifest.json").read_text())
-        return {art.get("displayName", name): json.loads((self.assembly / art["properties"]["templateFile"]).read_text())
-                for name, art in manifest["artifacts"].items() if art["type"] == "aws:cloudformation:stack"}
+        ours = {f"{config.parse(p.read_text(), p).project.name}-{kind}" for p in (self.file, *self.together)
+                for kind in STACKS}
+        found = {art.get("displayName", name): json.loads((self.assembly / art["properties"]["templateFile"])
+                                                          .read_text())
+                 for name, art in manifest["artifacts"].items() if art["type"] == "aws:cloudformation:stack"}
+        return {name: template for name, template in found.items() if name in ours}
+
+
+@pytest.fixture(scope="session")
+def rehearsal_assembly(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """One `cdk synth` (the CLI, cdk.json, app.py, as a user runs it) of every rehearsed project, per test session:
+    the rehearsals deploy from it with ``--app`` instead of a synthesis each (~20 s of CPU apiece). With
+    pytest-xdist the first worker synthesizes and the others wait (a file lock), as for ``synthesized``. The CLI's
+    own context (path metadata, version reporting) is in it, as in the assembly a user's second `cdk deploy` is
+    compared with: the day two's `fmcluster deploy` synthesizes the same way."""
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent
+    work, outcome = shared / "rehearsal-synth", shared / "rehearsal-synth.json"
+    with FileLock(str(shared / "rehearsal-synth.lock")):
+        if not outcome.exists():
+            work.mkdir(exist_ok=True)
+            r = Rehearsal(DEFAULT_PROJECT, work, DEFAULT_ACCOUNT, DEFAULT_REGION)
+            r.moto_log.write_text("(no moto: the synthesis calls no AWS)")
+            refs = ",".join(str(p) for p in rehearsed_files())
+            # nag=false: cdk-nag only reports (the nag tests gate it) and costs half the synth
+            # a failing synth fails here (exit and output shown); no outcome is written, so each worker tries it
+            r.cdk("synth", "--quiet", "-o", str(r.assembly), "-c", f"project={refs}", "-c", "nag=false")
+            error = f"it tried to leave loopback:\n{r.net_log.read_text()}" if r.net_log.exists() else None
+            outcome.write_text(json.dumps({"error": error, "log": r.outputs}))
+    error = json.loads(outcome.read_text())["error"]
+    if error:
+        pytest.fail(f"`cdk synth` of the rehearsed projects failed:\n{error}", pytrace=False)
+    return work / "cdk.out"
+
+
+def link_assembly(assembly: Path, where: Path) -> None:
+    """The session's assembly (:func:`rehearsal_assembly`), linked file by file into ``where``: the CLI's own writes
+    (cdk-assets' ``.cache`` of zipped bundles) stay in the rehearsal's folder."""
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:  # another file system
+            shutil.copy2(src, dst)
+
+    shutil.copytree(assembly, where, copy_function=link)
 
 
 def offline_blockers(template: dict) -> list[str]:
@@ -362,13 +412,14 @@ def test_rehearsed_projects_cover_every_orchestrator() -> None:
 
 @pytest.mark.rehearsal
 @pytest.mark.parametrize("files", rehearsals(), ids=lambda group: "+".join(p.stem for p in group))
-def test_rehearsal(files: tuple[Path, ...], tmp_path: Path) -> None:
+def test_rehearsal(files: tuple[Path, ...], tmp_path: Path, rehearsal_assembly: Path) -> None:
     assert CDK.exists(), "node_modules/.bin/cdk is missing: run `make setup` (npm ci)"
     file, *together = files
     project = config.parse(file.read_text(), file).project
     assert all(config.parse(p.read_text(), p).project.orchestrator.type == project.orchestrator.type for p in together)
     r = Rehearsal(file, tmp_path, project.account or DEFAULT_ACCOUNT, project.region or DEFAULT_REGION,
                   together=tuple(together))
+    link_assembly(rehearsal_assembly, r.assembly)
     r.start_moto()
     try:
         rehearse(r, project)
@@ -378,11 +429,9 @@ def test_rehearsal(files: tuple[Path, ...], tmp_path: Path) -> None:
 
 
 def rehearse(r: Rehearsal, project) -> None:
-    # nag=false: cdk-nag only reports (the nag tests gate it) and costs half the synth
-    refs = ",".join(str(p) for p in (r.file, *r.together))
-    # protection on, as a user deploys: `fmcluster destroy` lifts it (no -c protect=false)
-    r.cdk("synth", "--quiet", "-o", str(r.assembly), "-c", f"project={refs}", "-c", "nag=false")
+    # protection on, as a user deploys: `fmcluster destroy` lifts it (the synthesis has no -c protect=false)
     stacks = r.stacks()
+    assert stacks, f"no stack of {r.file.name} in the session's assembly"
     blocked = {name: offline_blockers(t) for name, t in stacks.items() if offline_blockers(t)}
     # ParallelCluster's provider template lives in AWS's public bucket; HyperPod's lifecycle scripts are
     # uploaded by CDK's bucket-deployment Lambda, which moto cannot run offline; moto has no PCS. Other stacks
@@ -399,8 +448,8 @@ def rehearse(r: Rehearsal, project) -> None:
     if blocked:
         r.cdk("deploy", *app, *executed, "--require-approval", "never")
         r.cdk("deploy", *app, *blocked, "--exclusively", "--method=prepare-change-set", "--require-approval", "never")
-    else:
-        r.cdk("deploy", *app, "--all", "--require-approval", "never")
+    else:  # the assembly holds every project's stacks: these, not --all
+        r.cdk("deploy", *app, *executed, "--require-approval", "never")
 
     # every executed stack reached CREATE_COMPLETE; every other one has a change set ready to run
     status = {s["StackName"]: s["StackStatus"] for s in cfn.describe_stacks()["Stacks"]}
@@ -457,12 +506,14 @@ def day_two(r: Rehearsal, stacks: dict[str, dict], deployed: dict[str, dict]) ->
     """After the first deploy, `fmcluster deploy` as a user runs it (validate, guard against the deployed templates
     read back with GetTemplate, then the real `cdk deploy`):
 
-    1. the model described (storage.checkpoint) instead of a pinned size: the planner grows FSx, an update;
+    1. the model described (storage.checkpoint) instead of a pinned size, so the planner grows FSx, and in the same
+       deploy an in-place change (a count, and the group's root volume, which the launch template carries): both
+       deployed as updates (one `fmcluster deploy`: a synthesis and a deploy fewer than one each) -- the storage
+       and cluster stacks UPDATE_COMPLETE, every resource keeps its physical ID, the launch template gets a new
+       version;
     2. a smaller model, whose planner-sized FSx would shrink, and a new VPC range, which would replace the network
        the file system and the cluster use: both refused (exit 3), nothing deployed;
-    3. an in-place change (a count, and the group's root volume, which the launch template carries): deployed as
-       an update -- every resource keeps its physical ID, the launch template gets a new version;
-    4. the strong references: deleting the network stack under the cluster that imports its values is refused.
+    3. the strong references: deleting the network stack under the cluster that imports its values is refused.
     """
     cfn = r.boto("cloudformation")
     project = config.parse(r.file.read_text(), r.file).project
@@ -475,40 +526,18 @@ def day_two(r: Rehearsal, stacks: dict[str, dict], deployed: dict[str, dict]) ->
     unpinned = re.sub(r"\n    storage_capacity_gib: \d+", "", text)
     assert unpinned != text
     model = "  checkpoint: {{parameters: {}, target_write_seconds: 600}}\n"
-    (day2 / r.file.name).write_text(unpinned + model.format("70e9"))
-    grown = r.fmcluster("deploy", str(day2 / r.file.name), *args)
-    assert "no file system, association, bucket or workspace would be replaced" in grown
-    storage = next(name for name in stacks if name.endswith("-storage"))
-    assert cfn.describe_stacks(StackName=storage)["Stacks"][0]["StackStatus"] == "UPDATE_COMPLETE"
-
-    (day2 / r.file.name).write_text(unpinned + model.format("13e9"))
-    refused = r.fmcluster("deploy", str(day2 / r.file.name), *args, expect=3)
-    assert "StorageCapacity shrinks" in refused and "refused" in refused, refused
-    held = cfn.get_template(StackName=storage)["TemplateBody"]
-    held = json.loads(held) if isinstance(held, str) else held
-    [fs] = [x for x in held["Resources"].values() if x["Type"] == "AWS::FSx::FileSystem"]
-    assert fs["Properties"]["StorageCapacity"] > stacks[storage]["Resources"]["FileSystem"]["Properties"][
-        "StorageCapacity"]  # still the grown file system: cdk never ran
-
-    # a new network under the deployed stacks: the VPC, subnet and groups the file system and cluster use are replaced
-    cidr = project.network.vpc_cidr
-    moved = (unpinned + model.format("70e9")).replace(f"vpc_cidr: {cidr}", "vpc_cidr: 10.250.0.0/16")
-    assert cidr and moved != unpinned + model.format("70e9")
-    (day2 / r.file.name).write_text(moved)
-    refused = r.fmcluster("deploy", str(day2 / r.file.name), *args, expect=3)
-    assert "/FileSystem (AWS::FSx::FileSystem): " in refused and "which is replaced" in refused, refused
-    assert f'CidrBlock changes from "{cidr}" to "10.250.0.0/16"' in refused, refused
-
     group = project.compute_groups[0]
     more = (unpinned + model.format("70e9")).replace(
         f"    count: {group.count}\n", f"    count: {group.count + 2}\n    root_volume_gib: 321\n", 1)
     assert "root_volume_gib: 321" in more
     (day2 / r.file.name).write_text(more)
-    r.fmcluster("deploy", str(day2 / r.file.name), *args)
-    status = {s["StackName"]: s["StackStatus"] for s in cfn.describe_stacks()["Stacks"]}
+    grown = r.fmcluster("deploy", str(day2 / r.file.name), *args)
+    assert "no file system, association, bucket or workspace would be replaced" in grown
+    storage = next(name for name in stacks if name.endswith("-storage"))
     cluster = next(name for name in stacks if name.endswith("-cluster"))
-    assert status[cluster] == "UPDATE_COMPLETE", status
-    for name, before in deployed.items():  # an update: not one resource was replaced
+    status = {s["StackName"]: s["StackStatus"] for s in cfn.describe_stacks()["Stacks"]}
+    assert (status[storage], status[cluster]) == ("UPDATE_COMPLETE", "UPDATE_COMPLETE"), status
+    for name, before in deployed.items():  # updates: not one resource was replaced
         after = {s["LogicalResourceId"]: s["PhysicalResourceId"]
                  for s in cfn.list_stack_resources(StackName=name)["StackResourceSummaries"] if s["LogicalResourceId"]}
         assert after == {lid: s["PhysicalResourceId"] for lid, s in before.items()}, name
@@ -519,6 +548,24 @@ def day_two(r: Rehearsal, stacks: dict[str, dict], deployed: dict[str, dict]) ->
     sizes = sorted((v["VersionNumber"], v["LaunchTemplateData"]["BlockDeviceMappings"][0]["Ebs"]["VolumeSize"])
                    for v in versions)
     assert len(sizes) == 2 and sizes[-1][1] == 321, sizes
+
+    (day2 / r.file.name).write_text(more.replace(model.format("70e9"), model.format("13e9")))
+    refused = r.fmcluster("deploy", str(day2 / r.file.name), *args, expect=3)
+    assert "StorageCapacity shrinks" in refused and "refused" in refused, refused
+    held = cfn.get_template(StackName=storage)["TemplateBody"]
+    held = json.loads(held) if isinstance(held, str) else held
+    [fs] = [x for x in held["Resources"].values() if x["Type"] == "AWS::FSx::FileSystem"]
+    assert fs["Properties"]["StorageCapacity"] > stacks[storage]["Resources"]["FileSystem"]["Properties"][
+        "StorageCapacity"]  # still the grown file system: cdk never ran
+
+    # a new network under the deployed stacks: the VPC, subnet and groups the file system and cluster use are replaced
+    cidr = project.network.vpc_cidr
+    moved = more.replace(f"vpc_cidr: {cidr}", "vpc_cidr: 10.250.0.0/16")
+    assert cidr and moved != more
+    (day2 / r.file.name).write_text(moved)
+    refused = r.fmcluster("deploy", str(day2 / r.file.name), *args, expect=3)
+    assert "/FileSystem (AWS::FSx::FileSystem): " in refused and "which is replaced" in refused, refused
+    assert f'CidrBlock changes from "{cidr}" to "10.250.0.0/16"' in refused, refused
 
     network = next(name for name in stacks if name.endswith("-network"))
     out = r.cdk("destroy", "--app", str(r.assembly), network, "--exclusively", "--force", expect=None)
