@@ -46,6 +46,9 @@ LIMITS: dict[Flavour, Limit] = {
         None, "HyperPod lifecycle script limit", "unconfirmed: no public source states how long HyperPod waits for "
         "OnInitComplete before it fails the node", unconfirmed=True),
     "self-managed": Limit(None, "none", "self-managed nodes have no scheduler waiting on them"),
+    "hyperpod-eks": Limit(
+        None, "HyperPod lifecycle script limit", "unconfirmed: no public source states how long HyperPod waits for "
+        "OnCreate before it fails the node", unconfirmed=True),
     "pcs": Limit(
         None, "PCS node registration/boot limit", "unconfirmed: the PCS user guide says when user data runs (shell "
         "parts after the instance registers, before slurmd starts: \"Working with Amazon EC2 user data\") but no "

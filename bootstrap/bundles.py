@@ -30,6 +30,7 @@ from fmcluster.bootstrap.render import (
 
 from fmcluster.contracts import COMPUTE_POINTER_ROLE, HEAD_POINTER_ROLE, MountContract
 from fmcluster.generate import schedulers
+from fmcluster.generate import hyperpod_eks
 from fmcluster.generate.hyperpod import instance_groups
 from fmcluster.plan import ClusterPlan
 
@@ -123,11 +124,19 @@ def lifecycle_contexts(cluster: ClusterPlan) -> dict[str, BootstrapContext]:
             for group in instance_groups(cluster)}
 
 
+def eks_lifecycle_contexts(cluster: ClusterPlan) -> dict[str, BootstrapContext]:
+    """HyperPod on EKS: one bundle per instance group (the system group's as a GPU-less node, each compute group's);
+    pods mount FSx through the CSI driver, so none mounts it."""
+    return {group.name: context_for(cluster, group.compute_group, group.role, "hyperpod-eks", fsx=None)  # type: ignore[arg-type]
+            for group in hyperpod_eks.instance_groups(cluster)}
+
+
 CONTEXTS: dict[str, Callable[[ClusterPlan, "FsxMount | None"], dict[str, BootstrapContext]]] = {
     "none": lambda cluster, mount: group_contexts(cluster, mount),
     "parallelcluster": lambda cluster, mount: dispatched_contexts(cluster),
     "hyperpod": lambda cluster, mount: lifecycle_contexts(cluster),
     "pcs": lambda cluster, mount: group_contexts(cluster, mount, login=cluster.pcs.login is not None),
+    "hyperpod-eks": lambda cluster, mount: eks_lifecycle_contexts(cluster),
 }
 """The bootstrap stage's table of what each orchestrator's nodes run: bundle name -> context, from the cluster and the
 FSx mount (ignored where the orchestrator mounts FSx itself). The renderers below and ``fmcluster bootstrap render``
@@ -208,6 +217,15 @@ def render_lifecycle_bundles(cluster: ClusterPlan, out_dir: Path) -> LifecycleBu
     return LifecycleBundles(root=root, sums=sums)
 
 
+def render_eks_lifecycle_bundles(cluster: ClusterPlan, out_dir: Path) -> LifecycleBundles:
+    """HyperPod on EKS: as :func:`render_lifecycle_bundles`, for :func:`eks_lifecycle_contexts`. HyperPod's EKS mode
+    runs the group's ``OnCreate`` script (AWS's samples: ``on_create.sh``, awsome-distributed-training
+    7.sagemaker-hyperpod-eks/LifecycleScripts/base-config): the same entry script, named there."""
+    root = _fresh(out_dir)
+    sums = {name: render_bundle(ctx, root / name).sums_sha256 for name, ctx in eks_lifecycle_contexts(cluster).items()}
+    return LifecycleBundles(root=root, sums=sums)
+
+
 Renderer = Callable[[ClusterPlan, Path, "MountContract | None", bool, "str | None"], object]
 
 RENDERERS: dict[str, Renderer] = {
@@ -218,6 +236,7 @@ RENDERERS: dict[str, Renderer] = {
     # login nodes
     "pcs": lambda cluster, out, fsx, at_boot, url: render_group_bundles(cluster, fsx, at_boot, out, url,
                                                                         login=cluster.pcs.login is not None),
+    "hyperpod-eks": lambda cluster, out, fsx, at_boot, url: render_eks_lifecycle_bundles(cluster, out),
 }
 """The bootstrap stage's table of orchestrators (:mod:`fmcluster.orchestrators`): how each renders its nodes'
 bundles, from the cluster, the folder, the FSx mount contract (its identity known only at boot when ``at_boot``)

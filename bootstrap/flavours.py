@@ -100,4 +100,8 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
     #   script (squeue, sinfo) runs on the login node group's nodes. Without login nodes, none is collected.
     Flavour("pcs", slurm_prefix="/opt/aws/pcs/scheduler/slurm-24.11", mounts_fsx=True, marks_unhealthy=True,
             pyxis_loadable=False, slurm_metrics_role="login"),
+    # SageMaker HyperPod on EKS: HyperPod's EKS AMI, no Slurm; pods mount FSx through the CSI driver (a static PV),
+    # so the node bundle mounts nothing. HyperPod's health-monitoring agent (the Helm chart) reads node health and
+    # taints the node itself (FACTS.md section 5b); IMEX peers from HyperPod's node API as under Slurm.
+    Flavour("hyperpod-eks", slurm_prefix=None, mounts_fsx=False, imex_members="hyperpod-api", pyxis_loadable=False),
 )}

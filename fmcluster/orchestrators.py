@@ -163,6 +163,16 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  accounting_defaults_why="AWS PCS takes no PriorityType or AccountingStorageTRES among its custom "
                                          "settings, and fmcluster cannot create a QoS in PCS's managed "
                                          "accounting"),
+    Orchestrator("hyperpod-eks", "SageMaker HyperPod orchestrated by Amazon EKS (Kubernetes)", "hyperpod-eks",
+                 slurm=False, capacity_types=frozenset({"on-demand", "training-plan"}), unbounded_groups=False,
+                 ultraserver_warning=False,
+                 # task governance's ComputeQuota per team (botocore sagemaker CreateComputeQuota): FairShareWeight,
+                 # ComputeQuotaResources (guaranteed), ResourceSharingConfig.BorrowLimit/Strategy (borrow, lend),
+                 # PreemptTeamTasks (preempt). Members would need a namespace RBAC binding per user: not mapped.
+                 teams=("fair_share", "guaranteed", "borrow", "lend", "preempt"),
+                 teams_why="task governance shares instances between teams' namespaces; who may submit to a team's "
+                           "namespace is Kubernetes RBAC, which fmcluster does not write",
+                 nodes=("compute",)),
 )}
 """``orchestrator.type`` -> what it is; the project file's default (no scheduler) first."""
 

@@ -70,14 +70,16 @@ class InstanceGroup:
         return f"{LIFECYCLE_PREFIX}/{self.name}/"
 
 
-def ultraserver(cluster: ClusterPlan, group: GroupPlan) -> UltraServerMembership | None:
+def ultraserver(cluster: ClusterPlan, group: GroupPlan, wanted: str | None = "") -> UltraServerMembership | None:
     """The UltraServers a group's instances fill: the configured type, else the largest whose usable instances
     (a training plan's spares held back: 17 of an x72 with AWS's default of 1) divide the count.
-    None for a type without UltraServers, or a count that fills none whole (a check refuses that)."""
+    None for a type without UltraServers, or a count that fills none whole (a check refuses that). ``wanted``: the
+    UltraServer type asked for (None: any), where another section than ``orchestrator.hyperpod`` holds it."""
     offers = catalog.get(group.instance_type).ultraservers
     if not offers:
         return None
-    wanted = cluster.hyperpod.group(group.name).ultraserver
+    if wanted == "":
+        wanted = cluster.hyperpod.group(group.name).ultraserver
     candidates = [u for u in offers if u.name == wanted] if wanted else sorted(offers, key=lambda u: -u.instances)
     for offer in candidates:
         usable = group.usable_per_ultraserver(offer.instances)

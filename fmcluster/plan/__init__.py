@@ -116,6 +116,8 @@ def make_plan(project: Project) -> Plan:
         account=project.account,
         pcs=project.orchestrator.pcs_settings,
         accounting=project.orchestrator.accounting,
+        hyperpod_eks=project.orchestrator.eks,
+        teams=tuple(project.teams),
     )
     return Plan(
         project=project.name,
