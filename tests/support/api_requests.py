@@ -75,6 +75,19 @@ REQUESTS: dict[str, Request] = {
              "SlurmConfiguration": "slurmConfiguration", "Tags": "tags"},
         generated={"queueName": "cfn-generated"},
     ),
+    # HyperPod task governance: aws-resource-sagemaker-clusterschedulerconfig.html and -computequota.html; the
+    # properties are the API's members by name (sagemaker CreateClusterSchedulerConfig, CreateComputeQuota).
+    "AWS::SageMaker::ClusterSchedulerConfig": Request(
+        "sagemaker:CreateClusterSchedulerConfig",
+        top={"Name": "Name", "ClusterArn": "ClusterArn", "SchedulerConfig": "SchedulerConfig",
+             "Description": "Description", "Tags": "Tags"},
+    ),
+    "AWS::SageMaker::ComputeQuota": Request(
+        "sagemaker:CreateComputeQuota",
+        top={"Name": "Name", "ClusterArn": "ClusterArn", "ComputeQuotaConfig": "ComputeQuotaConfig",
+             "ComputeQuotaTarget": "ComputeQuotaTarget", "ActivationState": "ActivationState",
+             "Description": "Description", "Tags": "Tags"},
+    ),
 }
 
 

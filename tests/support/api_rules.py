@@ -153,6 +153,9 @@ TABLE: dict[str, tuple[str, dict[str, Target]]] = {
         "OrganizationalUnits": "grafana:CreateWorkspace.workspaceOrganizationalUnits",
     }),
     "AWS::SageMaker::Cluster": ("sagemaker:CreateCluster", {}),
+    # HyperPod task governance (fmcluster.kubernetes.governance): the API members by name
+    "AWS::SageMaker::ClusterSchedulerConfig": ("sagemaker:CreateClusterSchedulerConfig", {}),
+    "AWS::SageMaker::ComputeQuota": ("sagemaker:CreateComputeQuota", {}),
     "AWS::CloudFormation::Stack": ("cloudformation:CreateStack", {}),
     "AWS::Lambda::LayerVersion": ("lambda:PublishLayerVersion", {}),
     "AWS::Lambda::Function": ("lambda:CreateFunction", {
