@@ -55,6 +55,11 @@ EKS_IMAGE_ACCOUNTS: dict[str, str] = {
     "il-central-1": "066635153087", "me-central-1": "759879836304", "me-south-1": "558608220178",
 }
 DEFAULT_EKS_IMAGE_ACCOUNT = "602401143452"
+EKS_IMAGE_REGIONS = tuple(sorted({*EKS_IMAGE_ACCOUNTS, "us-east-1", "us-east-2", "us-west-1", "us-west-2",
+                                  "ca-central-1", "sa-east-1", "eu-central-1", "eu-west-1", "eu-west-2", "eu-west-3",
+                                  "eu-north-1", "ap-northeast-1", "ap-northeast-2", "ap-northeast-3", "ap-south-1",
+                                  "ap-southeast-1", "ap-southeast-2"}))
+"""The Regions the stack's image-account mapping lists (the same user guide page)."""
 EFA_PLUGIN_IMAGE = "{account}.dkr.ecr.{region}.amazonaws.com/eks/aws-efa-k8s-device-plugin"
 """The EFA device plugin's image, in the project's Region (the chart renders us-west-2's by default: FACTS.md 5b)."""
 
