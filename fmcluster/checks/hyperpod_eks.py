@@ -110,6 +110,22 @@ def lifecycle_bucket(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                       f"name it {BUCKET_PREFIX}{name}, or leave lifecycle_bucket_name out for the default")
 
 
+KUBECTL_LAYER_VERSION = "1.33"
+"""The kubectl and Helm the deploy-time handler runs (the ``aws-cdk.lambda-layer-kubectl-v33`` package); kubectl
+supports a cluster one minor version either side (Kubernetes version skew policy), as CDK's layer docs say."""
+
+
+@check("hyperpod-eks-kubectl-skew", "warning")
+def kubectl_skew(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    version = loaded.project.orchestrator.eks.kubernetes_version
+    minor, layer = int(version.split(".")[1]), int(KUBECTL_LAYER_VERSION.split(".")[1])
+    if _active(loaded) and abs(minor - layer) > 1:
+        yield Finding(EKS + ("kubernetes_version",),
+                      f"Kubernetes {version} is more than one minor version from the deploy-time kubectl "
+                      f"{KUBECTL_LAYER_VERSION} (CDK's kubectl layer), outside kubectl's supported skew",
+                      "use Kubernetes 1.32 or 1.33, or accept that the chart install is untested there")
+
+
 @check("hyperpod-eks-settings-unused", "warning")
 def settings_unused(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     if loaded.project.orchestrator.hyperpod_eks is not None and not _active(loaded):

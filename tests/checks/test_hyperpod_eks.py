@@ -141,3 +141,10 @@ def test_section_ignored_under_another_orchestrator_is_a_warning() -> None:
     text = project("task_governance: true").replace("type: hyperpod-eks", "type: none")
     _, warnings = checks.validate(config.parse(text, Path("eks.yaml")))
     assert "hyperpod-eks-settings-unused" in [w.check for w in warnings]
+
+
+def test_a_version_far_from_the_deploy_time_kubectl_is_a_warning() -> None:
+    _, warnings = checks.validate(config.parse(project('kubernetes_version: "1.30"'), Path("eks.yaml")))
+    assert "hyperpod-eks-kubectl-skew" in [w.check for w in warnings]
+    _, warnings = checks.validate(config.parse(project('kubernetes_version: "1.32"'), Path("eks.yaml")))
+    assert "hyperpod-eks-kubectl-skew" not in [w.check for w in warnings]
