@@ -94,6 +94,7 @@ CUSTOM_NAMES: dict[str, str] = {
     "AWS::SSM::Parameter": "/properties/Name",  # the ParallelCluster nodes' bootstrap pointers
     "AWS::SageMaker::ClusterSchedulerConfig": "/properties/Name",  # task governance (stacks/hyperpod_eks.py)
     "AWS::SageMaker::ComputeQuota": "/properties/Name",
+    "AWS::EKS::Addon": "/properties/AddonName",  # unique within its cluster (NAME_SCOPES)
 }
 """CloudFormation cannot replace a resource whose custom name stays the same: the update fails ("cannot update a
 stack when a custom-named resource requires replacing. Rename ... and update the stack again") and rolls back
@@ -312,6 +313,7 @@ NAME_SCOPES: dict[str, str] = {
     # type -> the create-only property of the parent its name is unique in
     "AWS::PCS::ComputeNodeGroup": "/properties/ClusterId",
     "AWS::PCS::Queue": "/properties/ClusterId",
+    "AWS::EKS::Addon": "/properties/ClusterName",  # one add-on of a name per cluster (EKS API reference, CreateAddon)
 }
 """Names unique only inside a parent (PCS: a node group's or queue's name within its cluster, PCS API reference
 CreateComputeNodeGroup/CreateQueue): replaced together with that parent, the resource lands where its name is free."""

@@ -193,6 +193,8 @@ NOT_NAMES = {
     ("AWS::EC2::VPCEndpoint", "/properties/ServiceName"): "the AWS service it reaches, not its own name",
     ("AWS::EC2::FlowLog", "/properties/LogGroupName"): "the log group it writes to, not its own name",
     ("AWS::RDS::DBCluster", "/properties/DBSubnetGroupName"): "the subnet group it sits in, not its own name",
+    ("AWS::EKS::AccessEntry", "/properties/ClusterName"): "the cluster it grants access to, not its own name",
+    ("AWS::EKS::Addon", "/properties/ClusterName"): "the cluster it is installed in, not its own name",
 }
 
 
