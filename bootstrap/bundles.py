@@ -127,7 +127,8 @@ def lifecycle_contexts(cluster: ClusterPlan) -> dict[str, BootstrapContext]:
 def eks_lifecycle_contexts(cluster: ClusterPlan) -> dict[str, BootstrapContext]:
     """HyperPod on EKS: one bundle per instance group (the system group's as a GPU-less node, each compute group's);
     pods mount FSx through the CSI driver, so none mounts it."""
-    return {group.name: context_for(cluster, group.compute_group, group.role, "hyperpod-eks", fsx=None)  # type: ignore[arg-type]
+    return {group.name: context_for(cluster, group.compute_group, group.role,  # type: ignore[arg-type]
+                                    "hyperpod-eks", fsx=None)
             for group in hyperpod_eks.instance_groups(cluster)}
 
 

@@ -41,7 +41,8 @@ STATEFUL_TYPES = ("AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation",
 """What the guard judges. A HyperPod or PCS cluster holds no data, but replacing it (HyperPod: ClusterName, VpcConfig;
 PCS: Name, Networking, Size; create-only in cfn-lint's schemas, so no SCHEMA_GAPS entry) ends every running job, the
 Slurm queue and every node's local state; an EKS cluster's replacement (Name, RoleArn ... create-only) replaces the
-HyperPod cluster it orchestrates (Orchestrator/Eks is create-only) and every pod on it. The Slurm accounting database (``stacks/accounting.py``) holds every job's
+HyperPod cluster it orchestrates (Orchestrator/Eks is create-only) and every pod on it. The Slurm accounting
+database (``stacks/accounting.py``) holds every job's
 record: a new cluster starts with none (StorageEncrypted, DBSubnetGroupName, KmsKeyId ... are create-only in cfn-lint's
 schema)."""
 

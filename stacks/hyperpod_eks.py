@@ -107,7 +107,8 @@ class HyperPodEksCluster(HyperPodCluster):
         plan = self.plan
         settings = plan.hyperpod_eks
         stack = Stack.of(self)
-        self.tags = [CfnTag(key=PROJECT_TAG, value=plan.project), *(CfnTag(key=k, value=v) for k, v in plan.tags.items())]
+        self.tags = [CfnTag(key=PROJECT_TAG, value=plan.project),
+                     *(CfnTag(key=k, value=v) for k, v in plan.tags.items())]
         self.eks = self._add_control_plane(network)
         handler_role = iam.Role(self, "KubectlHandlerRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
                                 description=f"fmcluster {plan.project}: installs the HyperPod Helm chart")
@@ -267,7 +268,8 @@ class HyperPodEksCluster(HyperPodCluster):
         group = ec2.SecurityGroup.from_security_group_id(self, "KubectlGroup", handler_group.attr_group_id)
         # CDK's kubectl provider on the L1 cluster: the provider takes a cluster, the chart a cluster that has it
         bare = eks2.Cluster.from_cluster_attributes(self, "EksBare", cluster_name=self.eks.ref, vpc=vpc)
-        provider = eks2.KubectlProvider(self, "Kubectl", cluster=bare, kubectl_layer=KubectlV33Layer(self, "KubectlLayer"),
+        provider = eks2.KubectlProvider(self, "Kubectl", cluster=bare,
+                                        kubectl_layer=KubectlV33Layer(self, "KubectlLayer"),
                                         private_subnets=[subnet], security_groups=[group], role=handler_role)
         imported = eks2.Cluster.from_cluster_attributes(self, "EksRef", cluster_name=self.eks.ref, vpc=vpc,
                                                         kubectl_provider=provider)

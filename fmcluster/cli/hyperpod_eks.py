@@ -120,8 +120,8 @@ def fetch_chart(work: Path, cache: Path | None = None) -> Path:
         raise ChartFetchError(f"the chart at {chart.CHART_COMMIT} has tree SHA-256 {found}, not the pinned "
                               f"{chart.CHART_TREE_SHA256}: nothing was installed (report it; do not deploy)")
     helm = layer_helm()
-    env = {"HOME": str(work), "HELM_CACHE_HOME": str(work / "helm-cache"), "HELM_CONFIG_HOME": str(work / "helm-config"),
-           "HELM_DATA_HOME": str(work / "helm-data"), "PATH": os.environ.get("PATH", "")}
+    env = {"HOME": str(work), "HELM_CACHE_HOME": str(work / "helm-cache"),
+           "HELM_CONFIG_HOME": str(work / "helm-config"), "HELM_DATA_HOME": str(work / "helm-data"), "PATH": os.environ.get("PATH", "")}
     done = subprocess.run([str(helm), "dependency", "build", str(source)], capture_output=True, text=True,
                           check=False, timeout=600, env=env)
     if done.returncode != 0:
