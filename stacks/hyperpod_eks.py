@@ -35,7 +35,6 @@ from aws_cdk import (
     CfnOutput,
     CfnResource,
     CfnTag,
-    DefaultStackSynthesizer,
     Duration,
     Fn,
     Stack,
@@ -61,9 +60,11 @@ from fmcluster.generate.hyperpod_eks import (
     addons,
     instance_groups,
 )
-from fmcluster.kubernetes.governance import compute_quota_properties, scheduler_config_properties
+from fmcluster.kubernetes.governance import compute_quota_properties, scheduler_config_properties, team_namespace
+from fmcluster.kubernetes.volumes import fsx_volumes
 from fmcluster.stacks.hyperpod import HyperPodCluster
-from fmcluster.stacks.tokens import AWS, is_unresolved
+from fmcluster.stacks.kubectl import acknowledge_kubectl, depend_on_policies_only
+from fmcluster.stacks.tokens import AWS
 
 LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 """Every control-plane log type (cfn-lint's ``AWS::EKS::Cluster`` schema, ``LoggingTypeConfig.Type``)."""
@@ -71,6 +72,9 @@ ADMIN_POLICY = "arn:{partition}:eks::aws:cluster-access-policy/AmazonEKSClusterA
 """EKS's access policy for cluster admins (EKS user guide, "Associate access policies with access entries")."""
 CLUSTER_POLICY = "AmazonEKSClusterPolicy"
 HTTPS = 443
+PV_CAPACITY_GIB = 1200
+"""The static PVs' ``capacity``: Kubernetes requires one, nothing enforces it for an existing FSx file system (the
+FSx CSI driver's static provisioning example); FSx for Lustre's smallest size."""
 
 EKS_NODE_ACTIONS = ["ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses", "ec2:AttachNetworkInterface",
                     "ec2:DescribeInstances", "ec2:DescribeInstanceTypes", "ec2:DescribeTags",
@@ -138,8 +142,9 @@ class HyperPodEksCluster(HyperPodCluster):
         cluster.node.add_dependency(self.chart)
         for addon in self.addons.values():
             cluster.node.add_dependency(addon)
-        if settings.task_governance:
-            self._add_task_governance(cluster)
+        quotas: list[CfnResource] = self._add_task_governance(cluster) if settings.task_governance else []
+        if storage.fsx is not None:
+            self._add_fsx_volumes(storage, quotas)
         CfnOutput(stack, "EksClusterName", value=self.eks.ref, description="EKS cluster (aws eks update-kubeconfig)")
         CfnOutput(stack, "EksClusterArn", value=self.eks.attr_arn, description="EKS cluster orchestrating HyperPod")
         return cluster
@@ -277,9 +282,10 @@ class HyperPodEksCluster(HyperPodCluster):
             id="Annotation::@aws-cdk/aws-ec2:noSubnetRouteTableId",
             reason="The compute subnet is imported by ID only to place CDK's kubectl handler in it; nothing reads its "
                    "route table."))
-        self._acknowledge_kubectl(handler_role, provider)
-        _depend_on_policies_only(provider)
+        acknowledge_kubectl(self, handler_role, provider)
+        depend_on_policies_only(provider)
         asset = s3_assets.Asset(self, "HyperPodChartAsset", path=str(folder))
+        self.kubectl_cluster = imported
         helm = eks2.HelmChart(
             self, "HyperPodChart", cluster=imported, chart_asset=asset, release=chart.RELEASE,
             namespace=chart.NAMESPACE, values=chart.chart_values(self.plan, AWS.REGION, account), wait=True,
@@ -288,43 +294,6 @@ class HyperPodEksCluster(HyperPodCluster):
             if isinstance(child, CfnResource) and child.cfn_resource_type.startswith("Custom::"):
                 child.add_metadata("fmcluster:chart", chart.CHART_COMMIT if real else "stub")
         return helm
-
-    def _acknowledge_kubectl(self, handler_role: iam.Role, provider: Construct) -> None:
-        """cdk-nag on CDK's kubectl provider (its handler runs as ``handler_role``, its framework function beside)."""
-        stack = Stack.of(self)
-        qualifier = stack.node.try_get_context("@aws-cdk/core:bootstrapQualifier") or \
-            DefaultStackSynthesizer.DEFAULT_QUALIFIER
-        region = "<AWS::Region>" if is_unresolved(stack.region) else stack.region
-        partition = "<AWS::Partition>" if is_unresolved(stack.region) else stack.partition
-        assets = f"arn:{partition}:s3:::cdk-{qualifier}-assets-<AWS::AccountId>-{region}/*"
-        handler = stack.get_logical_id(provider.node.find_child("Handler").node.default_child)  # type: ignore[arg-type]
-        managed = "arn:<AWS::Partition>:iam::aws:policy/"
-        reasons = {
-            f"AwsSolutions::AwsSolutions-IAM4[Policy::{managed}service-role/AWSLambdaBasicExecutionRole]":
-                "CDK's kubectl provider functions write only their own logs; AWS's basic execution policy is that.",
-            f"AwsSolutions::AwsSolutions-IAM4[Policy::{managed}service-role/AWSLambdaVPCAccessExecutionRole]":
-                "The kubectl handler runs in the VPC (the Kubernetes API endpoint is private): AWS's policy for a "
-                "function's network interfaces.",
-            f"AwsSolutions::AwsSolutions-IAM4[Policy::{managed}AmazonEC2ContainerRegistryReadOnly]":
-                "CDK's kubectl handler may pull OCI charts from ECR (CDK's own grant); read-only.",
-            "AwsSolutions::AwsSolutions-IAM4[Policy::{\"Fn::If\":[\"" + stack.get_logical_id(
-                handler_role.node.scope.node.find_child("HasEcrPublic")) + "\",{\"Fn::Join\":[\"\",[\"arn:\","
-            "{\"Ref\":\"AWS::Partition\"},\":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly\"]]},"
-            "{\"Ref\":\"AWS::NoValue\"}]}]":
-                "CDK's kubectl handler may pull public OCI charts (CDK's own grant, aws partition only); read-only.",
-            "AwsSolutions::AwsSolutions-IAM5[Action::s3:GetBucket*]": "CDK's asset grant: read of the chart asset.",
-            "AwsSolutions::AwsSolutions-IAM5[Action::s3:GetObject*]": "CDK's asset grant: read of the chart asset.",
-            "AwsSolutions::AwsSolutions-IAM5[Action::s3:List*]": "CDK's asset grant: read of the chart asset.",
-            f"AwsSolutions::AwsSolutions-IAM5[Resource::{assets}]":
-                "The kubectl handler reads the HyperPod chart's asset from CDK's own asset bucket.",
-            f"AwsSolutions::AwsSolutions-IAM5[Resource::<{handler}.Arn>:*]":
-                "CDK's provider framework invokes the kubectl handler's versions and aliases only.",
-            "AwsSolutions::AwsSolutions-L1": "The runtime of CDK's kubectl handler is chosen by aws-cdk-lib and moves "
-                                             "with it.",
-        }
-        for scope in (handler_role, provider):
-            for rule, reason in reasons.items():
-                Validations.of(scope).acknowledge(Acknowledgment(id=rule, reason=reason))
 
     # -- 5. instance groups -----------------------------------------------------------------------------------
 
@@ -354,7 +323,22 @@ class HyperPodEksCluster(HyperPodCluster):
 
     # -- 6. task governance -----------------------------------------------------------------------------------
 
-    def _add_task_governance(self, cluster: sagemaker.CfnCluster) -> None:
+    def _add_fsx_volumes(self, storage: StorageContract, quotas: list[CfnResource]) -> None:
+        """The project's retained file system as a static PV and claim in ``default`` and each team's namespace
+        (:func:`fmcluster.kubernetes.volumes.fsx_volumes`); after the FSx CSI add-on, and after the quotas, whose
+        namespaces task governance creates."""
+        fsx = storage.fsx
+        assert fsx is not None
+        namespaces = ["default", *(team_namespace(t.name) for t in self.plan.teams)] if quotas else ["default"]
+        manifest = eks2.KubernetesManifest(
+            self, "FsxVolumes", cluster=self.kubectl_cluster, overwrite=True,
+            manifest=fsx_volumes(self.plan.project, namespaces, fsx.file_system_id, fsx.dns_name, fsx.mount_name,
+                                 PV_CAPACITY_GIB))
+        manifest.node.add_dependency(self.addons["aws-fsx-csi-driver"])
+        for quota in quotas:
+            manifest.node.add_dependency(quota)
+
+    def _add_task_governance(self, cluster: sagemaker.CfnCluster) -> list[CfnResource]:
         plan = self.plan
         governance = self._add_addons({TASK_GOVERNANCE: addons(plan)[TASK_GOVERNANCE]})[TASK_GOVERNANCE]
         governance.node.add_dependency(cluster)  # Kueue's pods need nodes (FACTS.md 5b: CoreDNS DEGRADED without any)
@@ -367,6 +351,7 @@ class HyperPodEksCluster(HyperPodCluster):
                                                                        cluster.attr_cluster_arn, tags=tags))
         scheduler.node.add_dependency(governance)
         types = {g.name: g.instance_type for g in plan.groups}
+        quotas = []
         for team in plan.teams:
             quota = CfnResource(self, f"Quota{''.join(p.title() for p in team.name.split('-'))}",
                                 type="AWS::SageMaker::ComputeQuota",
@@ -374,17 +359,8 @@ class HyperPodEksCluster(HyperPodCluster):
                                                                     cluster.attr_cluster_arn, tags=tags))
             quota.node.add_dependency(scheduler)
             quota.node.add_dependency(governance)
-
-
-def _depend_on_policies_only(scope: Construct) -> None:
-    """CDK writes DependsOn on a function's role beside the GetAtt that already orders them (cfn-lint W3005): keep
-    the rest (the role's policies), as :meth:`fmcluster.stacks.hyperpod.HyperPodCluster._acknowledge_upload` does."""
-    stack = Stack.of(scope)
-    for found in scope.node.find_all():
-        if isinstance(found, CfnResource) and found.cfn_resource_type == "AWS::Lambda::Function":
-            kept = [stack.get_logical_id(d) for d in found.obtain_dependencies()
-                    if isinstance(d, CfnResource) and d.cfn_resource_type != "AWS::IAM::Role"]
-            found.add_override("DependsOn", sorted(kept))
+            quotas.append(quota)
+        return quotas
 
 
 def build(stack: Any, bundles: LifecycleBundles, metrics: MetricsContract | None) -> None:

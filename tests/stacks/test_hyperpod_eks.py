@@ -190,3 +190,16 @@ def test_quotas_name_the_hyperpod_cluster_and_each_team(templates) -> None:
     assert all(q["ClusterArn"] == {"Fn::GetAtt": [hyperpod, "ClusterArn"]} for q in quotas.values())
     assert quotas["research"]["ComputeQuotaConfig"]["ComputeQuotaResources"] == [
         {"InstanceType": "ml.p5.48xlarge", "Count": 10}]
+
+
+def test_fsx_is_a_static_volume_in_default_and_each_team_namespace_after_the_csi_driver_and_quotas(templates):
+    template = templates[TEAMS]
+    after = _after(template)
+    manifest_id, manifest = _one(template, "Custom::AWSCDK-EKS-KubernetesResource")
+    text = json.dumps(manifest["Properties"]["Manifest"])
+    for namespace in ("default", "hyperpod-ns-research", "hyperpod-ns-inference"):
+        assert f'\\"namespace\\":\\"{namespace}\\"' in text, namespace
+    assert "FileSystemId" in text and '\\"storageClassName\\":\\"\\"' in text
+    csi = next(k for k, r in _of_type(template, "AWS::EKS::Addon").items()
+               if r["Properties"]["AddonName"] == "aws-fsx-csi-driver")
+    assert {csi, *_of_type(template, "AWS::SageMaker::ComputeQuota")} <= after[manifest_id]

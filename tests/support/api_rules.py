@@ -161,6 +161,7 @@ TABLE: dict[str, tuple[str, dict[str, Target]]] = {
         "AccessPolicies[].AccessScope": "eks:AssociateAccessPolicy.accessScope"}),
     "AWS::EKS::Addon": ("eks:CreateAddon", {}),
     "Custom::AWSCDK-EKS-HelmChart": ("cdk:HelmChart", {}),
+    "Custom::AWSCDK-EKS-KubernetesResource": ("cdk:KubernetesManifest", {}),
     # HyperPod task governance (fmcluster.kubernetes.governance): the API members by name
     "AWS::SageMaker::ClusterSchedulerConfig": ("sagemaker:CreateClusterSchedulerConfig", {}),
     "AWS::SageMaker::ComputeQuota": ("sagemaker:CreateComputeQuota", {}),
@@ -225,6 +226,11 @@ NOT_API: dict[str, dict[str, str]] = {
         key: "aws-cdk-lib's kubectl handler reads it (helm upgrade --install arguments); no AWS API takes it"
         for key in ("ClusterName", "RoleArn", "Release", "ChartAssetURL", "Namespace", "Values", "Wait", "Timeout",
                     "CreateNamespace", "SkipCrds", "Atomic", "ServiceToken", "Chart", "Version", "Repository")},
+    "Custom::AWSCDK-EKS-KubernetesResource": {
+        key: "aws-cdk-lib's kubectl handler reads it (kubectl apply); the objects are checked against their "
+             "Kubernetes schemas (tests/kubernetes)"
+        for key in ("ClusterName", "RoleArn", "Manifest", "Overwrite", "PruneLabel", "ServiceToken",
+                    "SkipValidation")},
     "AWS::CloudFormation::Stack": {
         "Parameters": "parameters of the nested template (ParallelCluster's provider), which declares their rules"},
 }
