@@ -9,8 +9,9 @@ Bundles go to a folder of the cloud assembly (``cdk.out/fmcluster-bundles/PROJEC
 which CDK publishes them as assets.
 
 This module holds the stage's tables (:data:`CONTEXTS`, :data:`RENDERERS`); each orchestrator's renderer lives in
-its own module (:mod:`fmcluster.bootstrap.selfmanaged`, also PCS's; ``parallelcluster``; ``hyperpod``), what they
-share in :mod:`fmcluster.bootstrap.bundling`. The names are kept here for the stacks and the CLI.
+its own module (:mod:`fmcluster.bootstrap.selfmanaged`, also PCS's; ``parallelcluster``; ``hyperpod``;
+``hyperpod_eks``), what they share in :mod:`fmcluster.bootstrap.bundling`. The names are kept here for the stacks
+and the CLI.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from fmcluster.bootstrap.bundling import fsx_mount, qos_partitions
 from fmcluster.bootstrap.context import BootstrapContext, FsxMount
 from fmcluster.bootstrap.hyperpod import LifecycleBundles, lifecycle_contexts, render_lifecycle_bundles
+from fmcluster.bootstrap.hyperpod_eks import eks_lifecycle_contexts, render_eks_lifecycle_bundles
 from fmcluster.bootstrap.parallelcluster import DispatchedBundles, dispatched_contexts, render_dispatched_bundles
 from fmcluster.bootstrap.render import HEAD_NODE_BUNDLE
 from fmcluster.bootstrap.selfmanaged import LOGIN_BUNDLE, GroupBundle, group_contexts, render_group_bundles
@@ -41,6 +43,7 @@ CONTEXTS: dict[str, Callable[[ClusterPlan, "FsxMount | None"], dict[str, Bootstr
     "parallelcluster": lambda cluster, mount: dispatched_contexts(cluster),
     "hyperpod": lambda cluster, mount: lifecycle_contexts(cluster),
     "pcs": lambda cluster, mount: group_contexts(cluster, mount, login=cluster.pcs.login is not None),
+    "hyperpod-eks": lambda cluster, mount: eks_lifecycle_contexts(cluster),
 }
 """The bootstrap stage's table of what each orchestrator's nodes run: bundle name -> context, from the cluster and the
 FSx mount (ignored where the orchestrator mounts FSx itself). The renderers and ``fmcluster bootstrap render``
@@ -62,6 +65,7 @@ RENDERERS: dict[str, Renderer] = {
     # login nodes
     "pcs": lambda cluster, out, fsx, at_boot, url: render_group_bundles(cluster, fsx, at_boot, out, url,
                                                                         login=cluster.pcs.login is not None),
+    "hyperpod-eks": lambda cluster, out, fsx, at_boot, url: render_eks_lifecycle_bundles(cluster, out),
 }
 """The bootstrap stage's table of orchestrators (:mod:`fmcluster.orchestrators`): how each renders its nodes'
 bundles, from the cluster, the folder, the FSx mount contract (its identity known only at boot when ``at_boot``)

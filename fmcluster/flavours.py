@@ -163,4 +163,11 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
                 "(shell parts after the instance registers, before slurmd starts: \"Working with Amazon EC2 user "
                 "data\") but no public source found states how long PCS waits for slurmd (a ResumeTimeout is not "
                 "among PCS's custom Slurm settings we found)", unconfirmed=True)),
+    # SageMaker HyperPod on EKS: HyperPod's EKS AMI, no Slurm; pods mount FSx through the CSI driver (a static PV),
+    # so the node bundle mounts nothing. HyperPod's health-monitoring agent (the Helm chart) reads node health and
+    # taints the node itself (FACTS.md section 5b); IMEX peers from HyperPod's node API as under Slurm.
+    Flavour("hyperpod-eks", slurm_prefix=None, mounts_fsx=False, imex_members="hyperpod-api", pyxis_loadable=False,
+            boot_limit=Limit(
+                None, "HyperPod lifecycle script limit", "unconfirmed: no public source states how long HyperPod waits "
+                "for OnCreate before it fails the node", unconfirmed=True)),
 )}

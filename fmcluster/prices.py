@@ -93,6 +93,7 @@ _SAGEMAKER: dict[str, float | None] = {
     # HyperPod controller and login defaults (fmcluster.config.hyperpod)
     "ml.m5.4xlarge": None,
     "ml.m5.12xlarge": None,
+    "ml.m5.2xlarge": None,  # the HyperPod EKS system group's default: no source read gave its HyperPod price
 }
 
 _FSX: dict[int, tuple[float | None, str]] = {

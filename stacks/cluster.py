@@ -28,7 +28,7 @@ from aws_cdk import (
 from constructs import Construct
 from fmcluster.bootstrap.selfmanaged import GroupBundle
 from fmcluster.stacks.launch_template import camel, efa_launch_template
-from fmcluster.stacks import hyperpod, parallelcluster, pcs
+from fmcluster.stacks import hyperpod, hyperpod_eks, parallelcluster, pcs
 from fmcluster.stacks.node_role import add_node_role
 
 from fmcluster.contracts import (
@@ -89,6 +89,7 @@ BUILDERS: dict[str, Callable[[ClusterStack, Any, MetricsContract | None], None]]
     "parallelcluster": parallelcluster.build,
     "hyperpod": hyperpod.build,
     "pcs": pcs.build,
+    "hyperpod-eks": hyperpod_eks.build,
 }
 """The stacks stage's table of orchestrators (:mod:`fmcluster.orchestrators`): what each adds to the cluster stack
 from its bundles (the stack holds the plan, network and storage contracts)."""

@@ -10,7 +10,8 @@ The stages, lowest first (a module may import its own unit and any lower stage):
     node plan  bootstrap.versions, bootstrap.nodefacts, (pure: what a node runs)
                bootstrap.context
     checks     fmcluster.checks
-    generate   fmcluster.generate, fmcluster.guard,     (pure outputs: cluster.yaml, rules, dashboards;
+    generate   fmcluster.generate, fmcluster.guard,     (pure outputs: cluster.yaml, rules, dashboards,
+               fmcluster.kubernetes                      Kubernetes objects and task governance;
                fmcluster.acceptance                      acceptance logs parsed and judged)
     bootstrap  bootstrap.render, bundles, collector     (Jinja)
     stacks     fmcluster.stacks (CDK)  |  aws  fmcluster.aws (boto3, the CLI's side path)
@@ -37,7 +38,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("plan", ("fmcluster.plan",)),
     ("node plan", ("fmcluster.bootstrap.versions", "fmcluster.bootstrap.nodefacts", "fmcluster.bootstrap.context")),
     ("checks", ("fmcluster.checks",)),
-    ("generate", ("fmcluster.generate", "fmcluster.guard", "fmcluster.acceptance")),
+    ("generate", ("fmcluster.generate", "fmcluster.guard", "fmcluster.acceptance", "fmcluster.kubernetes")),
     ("bootstrap", ("fmcluster.bootstrap",)),
     ("stacks", ("fmcluster.stacks",)),
     ("aws", ("fmcluster.aws",)),

@@ -25,7 +25,7 @@ TABLES = {"generate.schedulers.SCHEDULERS": SCHEDULERS, "bootstrap.bundles.RENDE
           "cli.planservices.ROWS": ROWS, "plan.cost.ORCHESTRATORS": cost.ORCHESTRATORS,
           "aws.status.CLUSTERS": CLUSTERS, "aws.connect.TARGETS": TARGETS}
 
-OWN = {"parallelcluster", "hyperpod", "pcs", "selfmanaged"}
+OWN = {"parallelcluster", "hyperpod", "hyperpod_eks", "pcs", "selfmanaged"}
 """Module names of an orchestrator's own modules (``fmcluster/<stage>/<orchestrator>.py``)."""
 SEAM = {ROOT / "fmcluster" / "orchestrators.py", ROOT / "fmcluster" / "flavours.py"}
 

@@ -26,6 +26,8 @@ MAX_LOG_BYTES = 64 * 1024 * 1024
 # Prefixes launchers add in front of each line: `srun --label` ("0: "), Open MPI's
 # --tag-output ("[1,0]<stdout>:"), as in awsome-distributed-training's nccl-tests README.
 _PREFIX = re.compile(r"^(?:\s*\d+: |\[\d+,\d+\]<std(?:out|err)>:)")
+# `kubectl logs --prefix` labels each line with its pod and container (kubectl's logs command, `--prefix`)
+_KUBECTL_PREFIX = re.compile(r"^\[pod/([^/\]\s]+)/[^\]\s]+\] ")
 
 
 class AcceptanceError(Exception):
@@ -78,28 +80,37 @@ def _fields(text: str, path: Path, what: str) -> dict[str, str]:
     return out
 
 
-def read_log(path: Path) -> Log:
-    """Read one acceptance log; :class:`AcceptanceError` when it is not one."""
+def _text(path: Path) -> str:
     try:
         size = path.stat().st_size
         if size > MAX_LOG_BYTES:
             raise AcceptanceError(f"{path}: {size} bytes is larger than an acceptance log can be "
                                   f"({MAX_LOG_BYTES // 2**20} MiB); point the report at the jobs' logs/ folder")
-        text = path.read_bytes().decode("utf-8", errors="replace")
+        return path.read_bytes().decode("utf-8", errors="replace")
     except OSError as exc:
         raise AcceptanceError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    raw = [strip_prefix(line) for line in text.splitlines()]
-    starts = [i for i, line in enumerate(raw) if line.startswith(HEADER + " ")]
-    if not starts:
-        raise AcceptanceError(f"{path}: no {HEADER} line; this is not a log of the jobs "
-                              "`fmcluster acceptance render` writes (hint: run those jobs, then report on their logs/)")
-    first = starts[0]
+
+
+def _by_pod(lines: list[str]) -> list[tuple[str | None, list[str]]]:
+    """The lines of each pod, in the order the pods first appear, where ``kubectl logs --prefix`` labelled them
+    (``[pod/NAME/CONTAINER] ``); the whole file as one stream otherwise."""
+    if not any(_KUBECTL_PREFIX.match(line) for line in lines):
+        return [(None, lines)]
+    pods: dict[str, list[str]] = {}
+    for line in lines:
+        m = _KUBECTL_PREFIX.match(line)
+        if m:
+            pods.setdefault(m.group(1), []).append(line[m.end():])
+    return list(pods.items())
+
+
+def _section(path: Path, raw: list[str], first: int, stop: int, pod: str | None) -> Log:
     meta = _fields(raw[first][len(HEADER):], path, HEADER)
     if meta.get("kind") not in KINDS:
         raise AcceptanceError(f"{path}: kind={meta.get('kind')!r} in the {HEADER} line; one of {', '.join(KINDS)}")
     rc = None
-    body_end = len(raw)
-    for i in range(len(raw) - 1, first, -1):
+    body_end = stop
+    for i in range(stop - 1, first, -1):
         if raw[i].startswith(END):
             end = _fields(raw[i][len(END):], path, END)
             try:
@@ -108,11 +119,34 @@ def read_log(path: Path) -> Log:
                 raise AcceptanceError(f"{path}: {END} line without rc=NUMBER: {raw[i]!r}") from None
             body_end = i
             break
-    return Log(path=path, meta=meta, lines=tuple(raw[first + 1:body_end]), rc=rc)
+    return Log(path=path, meta=meta, lines=tuple(raw[first + 1:body_end]), rc=rc,
+               extra={"pod": pod} if pod is not None else {})
+
+
+def read_logs(path: Path) -> list[Log]:
+    """Every acceptance log in one file: a job script's log holds one; what ``kubectl logs`` saved of a Kubernetes
+    job may hold several (an MPIJob launcher prints one per test, a node-check pod its node and dcgm logs, and
+    ``kubectl logs -l ... --prefix`` several pods' lines, each labelled ``[pod/NAME/CONTAINER]``). Each log runs from
+    its ``FMC-ACCEPTANCE`` line to the next one (of the same pod). :class:`AcceptanceError` when there is none."""
+    logs = []
+    for pod, lines in _by_pod(_text(path).splitlines()):
+        raw = [strip_prefix(line) for line in lines]
+        starts = [i for i, line in enumerate(raw) if line.startswith(HEADER + " ")]
+        logs += [_section(path, raw, first, stop, pod) for first, stop in zip(starts, starts[1:] + [len(raw)])]
+    if not logs:
+        raise AcceptanceError(f"{path}: no {HEADER} line; this is not a log of the jobs "
+                              "`fmcluster acceptance render` writes (hint: run those jobs, then report on their logs/)")
+    return logs
+
+
+def read_log(path: Path) -> Log:
+    """The first acceptance log in one file (:func:`read_logs`)."""
+    return read_logs(path)[0]
 
 
 def find_logs(target: Path) -> list[Path]:
-    """The logs under a directory (``*.log``, ``*.out``; ``logs/`` of a rendered directory), or the one file."""
+    """The logs under a directory (``*.log``, ``*.out``; ``logs/`` of a rendered directory, where the Kubernetes
+    jobs' README saves ``kubectl logs`` as ``*.log``), or the one file."""
     if target.is_file():
         return [target]
     if not target.is_dir():

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fmcluster.acceptance.judge import NO_REFERENCE, Finding, Judge, size_label
-from fmcluster.acceptance.logs import AcceptanceError, Log, find_logs, read_log
+from fmcluster.acceptance.logs import AcceptanceError, Log, find_logs, read_logs
 from fmcluster.acceptance.pairs import DEFAULT_MARGIN, ring, slow_nodes
 
 
@@ -41,20 +41,21 @@ def build_report(target: Path, margin: float = DEFAULT_MARGIN) -> Report:
     skipped = []
     for path in find_logs(target):
         try:
-            log = read_log(path)
+            logs = read_logs(path)
         except AcceptanceError as exc:
             if target.is_file():
                 raise
             skipped.append(str(exc))
             continue
-        if log.kind == "nccl":
-            report.runs.append(judge.nccl(log))
-        elif log.kind == "dcgm":
-            report.dcgm.append(judge.dcgm(log))
-        elif log.kind == "build":
-            report.builds.append(_build(log, judge))
-        else:
-            report.nodes.extend(judge.nodes(log))
+        for log in logs:
+            if log.kind == "nccl":
+                report.runs.append(judge.nccl(log))
+            elif log.kind == "dcgm":
+                report.dcgm.append(judge.dcgm(log))
+            elif log.kind == "build":
+                report.builds.append(_build(log, judge))
+            else:
+                report.nodes.extend(judge.nodes(log))
     if not (report.runs or report.dcgm or report.nodes or report.builds):
         raise AcceptanceError(f"{target}: no acceptance logs among {len(skipped)} files: " + "; ".join(skipped[:3]))
     for message in skipped:

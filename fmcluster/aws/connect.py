@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fmcluster.aws import hyperpod, parallelcluster, pcs, selfmanaged
+from fmcluster.aws import hyperpod, hyperpod_eks, parallelcluster, pcs, selfmanaged
 from fmcluster.aws.nodes import Target
 from fmcluster.aws.stackstate import StackState
 from fmcluster.plan import Plan
@@ -28,6 +28,7 @@ TARGETS: dict[str, TargetFinder] = {
     "parallelcluster": parallelcluster.target,
     "hyperpod": hyperpod.target,
     "pcs": pcs.target,
+    "hyperpod-eks": hyperpod_eks.target,
 }
 """The aws stage's table of orchestrators (:mod:`fmcluster.orchestrators`): how each finds the node to connect to."""
 

@@ -24,6 +24,7 @@ COMMAND_ACTIONS: dict[str, tuple[str, ...]] = {
         "ec2:DescribeSecurityGroups",
         "sso:ListInstances",                  # Grafana with AWS_SSO
         "pcs:ListClusters",                   # orchestrator.type pcs: a cluster being created blocks ours
+        "eks:DescribeAddonVersions",          # orchestrator.type hyperpod-eks: each add-on pin is offered
     ),
     "capacity search": (
         "ec2:DescribeCapacityBlockOfferings",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from botocore.exceptions import BotoCoreError, ClientError
 
 from fmcluster.aws import account_checks as ac
-from fmcluster.aws import pcs
+from fmcluster.aws import hyperpod_eks, pcs
 from fmcluster.aws.account_checks import CHECK_TIMEOUT_S, Clients, Result
 from fmcluster.aws.session import DENIED, THROTTLED, AwsSession, is_account_problem, translate
 from fmcluster.config.project import Project
@@ -86,6 +86,11 @@ ORCHESTRATOR_CHECKS: dict[str, Callable[[Project, Plan, Clients], list[Check]]] 
     "pcs": lambda project, plan, clients: [
         Check(pcs.CHECK, "clusters being created", lambda: pcs.check_pcs_creating(
             clients, plan, pcs_plan.name_start(plan.cluster)))],
+    "hyperpod-eks": lambda project, plan, clients: [
+        Check("quota", "HyperPod instances", lambda: ac.check_hyperpod_quota(clients, plan)),
+        Check(hyperpod_eks.CHECK, plan.cluster.hyperpod_eks.kubernetes_version,
+              lambda: hyperpod_eks.check_addon_versions(clients, plan)),
+        Check(hyperpod_eks.CHART_CHECK, "cache", hyperpod_eks.check_chart)],
 }
 """The aws stage's table of orchestrators (:mod:`fmcluster.orchestrators`): each one's own account checks."""
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fmcluster.aws import alerts as alerts_api
-from fmcluster.aws import hyperpod, parallelcluster, pcs, selfmanaged
+from fmcluster.aws import hyperpod, hyperpod_eks, parallelcluster, pcs, selfmanaged
 from fmcluster.aws.nodes import ClusterStatus
 from fmcluster.aws.stackstate import StackState, all_stacks
 from fmcluster.contracts import PROMETHEUS_WORKSPACE_OUTPUT, stack_name
@@ -28,6 +28,7 @@ CLUSTERS: dict[str, ClusterReader] = {
     "parallelcluster": parallelcluster.cluster_status,
     "hyperpod": hyperpod.cluster_status,
     "pcs": pcs.cluster_status,
+    "hyperpod-eks": hyperpod_eks.cluster_status,
 }
 """The aws stage's table of orchestrators (:mod:`fmcluster.orchestrators`): how each reads its cluster."""
 

@@ -14,6 +14,7 @@ from fmcluster.checks import (
     bootstrap,
     capacity,
     hyperpod,
+    hyperpod_eks,
     limits,
     mounts,
     network,
@@ -30,7 +31,7 @@ from fmcluster.errors import ConfigError, Problem
 from fmcluster.plan import Plan, make_plan
 
 CHECKS: dict[str, Check] = collect((network, zones, capacity, observability, storage, mounts, limits, parallelcluster,
-                                    hyperpod, pcs, accounting, teams))
+                                    hyperpod, hyperpod_eks, pcs, accounting, teams))
 
 
 @check("suppressed-warning-exists", "warning")

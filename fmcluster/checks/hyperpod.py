@@ -21,8 +21,12 @@ def _active(loaded: LoadedProject) -> bool:
 
 @check("hyperpod-instance-type", "error")
 def instance_types(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
-    if not _active(loaded):
-        return
+    if _active(loaded):
+        yield from instance_type_findings(loaded)
+
+
+def instance_type_findings(loaded: LoadedProject) -> Iterator[Finding]:
+    """Compute groups of a type HyperPod does not offer (HyperPod Slurm and HyperPod on EKS alike)."""
     for i, group in enumerate(loaded.project.compute_groups):
         if group.instance_type not in catalog.HYPERPOD_TYPES:
             offered = ", ".join(sorted(catalog.HYPERPOD_TYPES))
@@ -34,8 +38,11 @@ def instance_types(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
 @check("hyperpod-capacity", "error")
 def capacity(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     """HyperPod takes on-demand capacity or a SageMaker training plan; EC2 reservations and blocks it cannot use."""
-    if not _active(loaded):
-        return
+    if _active(loaded):
+        yield from capacity_findings(loaded)
+
+
+def capacity_findings(loaded: LoadedProject) -> Iterator[Finding]:
     for i, group in enumerate(loaded.project.compute_groups):
         if group.capacity.type in ("capacity-block", "reservation"):
             yield Finding(("compute_groups", i, "capacity"),
@@ -62,14 +69,17 @@ def head_capacity(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
 @check("hyperpod-ultraserver", "error")
 def ultraservers(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     """GB200 instances come in whole UltraServers through a training plan (x36 = 9, x72 = 18 instances)."""
-    if not _active(loaded):
-        return
-    hp = loaded.project.orchestrator.hp
+    if _active(loaded):
+        yield from ultraserver_findings(loaded, plan, loaded.project.orchestrator.hp, HP)
+
+
+def ultraserver_findings(loaded: LoadedProject, plan: Plan, settings, at: tuple) -> Iterator[Finding]:
+    """``settings``: the section whose ``group(name).ultraserver`` names the type (at ``at``)."""
     for i, group in enumerate(loaded.project.compute_groups):
         offers = catalog.get(group.instance_type).ultraservers
-        wanted = hp.group(group.name).ultraserver
+        wanted = settings.group(group.name).ultraserver
         if wanted and not offers:
-            yield Finding(HP + ("groups", group.name, "ultraserver"),
+            yield Finding(at + ("groups", group.name, "ultraserver"),
                           f"{group.instance_type} does not come in UltraServers", "remove ultraserver")
             continue
         sizes = [u for u in offers if wanted in (None, u.name)]

@@ -15,7 +15,7 @@ from fmcluster import catalog
 from fmcluster.facts import HOURS_PER_MONTH
 from fmcluster.cli.plantext import row, settings
 from fmcluster.facts import AMP_ACTIVE_SERIES_QUOTA
-from fmcluster.cli import hyperpod, parallelcluster, planpcs
+from fmcluster.cli import hyperpod, hyperpod_eks, parallelcluster, planpcs
 from fmcluster.generate import metrics, schedulers
 from fmcluster.plan import Plan
 from fmcluster.plan.associations import plan_associations
@@ -37,6 +37,7 @@ ROWS: dict[str, Callable[[Plan, dict, Table], None]] = {
     "parallelcluster": parallelcluster.plan_rows,
     "hyperpod": hyperpod.plan_rows,
     "pcs": planpcs.scheduler_rows,
+    "hyperpod-eks": hyperpod_eks.plan_rows,
 }
 """The cli stage's table of orchestrators (:mod:`fmcluster.orchestrators`): the scheduler section as text rows."""
 

@@ -10,6 +10,7 @@ from fmcluster.config.accounting import Accounting
 from fmcluster.config.base import Model, located
 from fmcluster.config.compute import ComputeGroup
 from fmcluster.config.hyperpod import HyperPodSettings
+from fmcluster.config.hyperpod_eks import HyperPodEksSettings
 from fmcluster.config.network import Network
 from fmcluster.config.observability import ObservabilityConfig as Observability
 from fmcluster.config.parallelcluster import ParallelClusterSettings
@@ -51,6 +52,11 @@ class Orchestrator(Model):
         default=None, description="AWS PCS settings (orchestrator.type: pcs); defaults apply when absent."
     )
 
+    hyperpod_eks: HyperPodEksSettings | None = Field(
+        default=None, description="HyperPod on EKS settings (orchestrator.type: hyperpod-eks); defaults apply when "
+                                  "absent."
+    )
+
     accounting: Accounting = Field(
         default_factory=Accounting,
         description="Slurm accounting (off by default: its database is retained and billed).")
@@ -64,6 +70,11 @@ class Orchestrator(Model):
     def pcluster(self) -> ParallelClusterSettings:
         """The ParallelCluster settings; their defaults when the section is absent."""
         return self.parallelcluster if self.parallelcluster is not None else ParallelClusterSettings()
+
+    @property
+    def eks(self) -> HyperPodEksSettings:
+        """The HyperPod-on-EKS settings; their defaults when the section is absent."""
+        return self.hyperpod_eks if self.hyperpod_eks is not None else HyperPodEksSettings()
 
     @property
     def pcs_settings(self) -> PcsSettings:

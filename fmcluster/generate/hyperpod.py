@@ -70,11 +70,14 @@ class InstanceGroup:
         return f"{LIFECYCLE_PREFIX}/{self.name}/"
 
 
-def ultraserver(cluster: ClusterPlan, group: GroupPlan) -> UltraServerMembership | None:
+def ultraserver(cluster: ClusterPlan, group: GroupPlan, wanted: str | None = "") -> UltraServerMembership | None:
     """The UltraServers a group's instances fill: the configured type, else the largest whose usable instances
     (a training plan's spares held back: 17 of an x72 with AWS's default of 1) divide the count.
-    None for a type without UltraServers, or a count that fills none whole (a check refuses that)."""
-    fits = group.whole_ultraservers(cluster.hyperpod.group(group.name).ultraserver)
+    None for a type without UltraServers, or a count that fills none whole (a check refuses that). ``wanted``: the
+    UltraServer type asked for (None: any), where another section than ``orchestrator.hyperpod`` holds it."""
+    if wanted == "":
+        wanted = cluster.hyperpod.group(group.name).ultraserver
+    fits = group.whole_ultraservers(wanted)
     if not fits:
         return None
     offer, usable = fits[0]

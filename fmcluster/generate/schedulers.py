@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 
-from fmcluster.generate import hyperpod, parallelcluster, pcs, selfmanaged
+from fmcluster.generate import hyperpod, hyperpod_eks, parallelcluster, pcs, selfmanaged
 from fmcluster.orchestrators import DiagramPart, SlurmTarget
 from fmcluster.plan import ClusterPlan, Plan
 
@@ -30,6 +30,7 @@ SCHEDULERS: dict[str, Scheduler] = {
     "parallelcluster": Scheduler.of(parallelcluster),
     "hyperpod": Scheduler.of(hyperpod),
     "pcs": Scheduler.of(pcs),
+    "hyperpod-eks": Scheduler.of(hyperpod_eks),
 }
 
 

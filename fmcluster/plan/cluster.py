@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 
 from fmcluster.config.accounting import Accounting, SlurmPolicy, slurm_policy
 from fmcluster.config.hyperpod import HyperPodSettings
+from fmcluster.config.hyperpod_eks import HyperPodEksSettings
 from fmcluster.config.parallelcluster import ParallelClusterSettings
 from fmcluster.config.pcs import PcsSettings
+from fmcluster.config.teams import Team
 from fmcluster.facts import OPERATING_SYSTEMS, OperatingSystem, OsFacts
 from fmcluster.orchestrators import Orchestrator as OrchestratorTraits
 from fmcluster.orchestrators import get as get_orchestrator
@@ -43,6 +45,14 @@ class ClusterPlan:
     """AWS PCS settings (their defaults unless ``orchestrator.pcs`` sets them)."""
     accounting: Accounting = field(default_factory=Accounting)
     """Slurm accounting (``orchestrator.accounting``; off unless the project turns it on)."""
+    hyperpod_eks: HyperPodEksSettings = field(default_factory=HyperPodEksSettings)
+    """HyperPod-on-EKS settings (their defaults unless ``orchestrator.hyperpod_eks`` sets them)."""
+    teams: tuple[Team, ...] = ()
+    """The project's teams (``teams``), in file order."""
+    control_plane_subnet_cidrs: tuple[str, ...] | None = ()
+    """The control plane's two /28s where the orchestrator has one (:attr:`fmcluster.orchestrators.Orchestrator.
+    control_plane_subnets`): the VPC's last two, as the accounting database's. Empty without; None where they
+    cannot be carved (an existing network, or no room: the hyperpod-eks-network check)."""
 
     @property
     def accounting_store(self) -> str | None:
@@ -81,6 +91,12 @@ class ClusterPlan:
         """How the HyperPod cluster name starts; the stack appends the compute subnet's ID (known at deploy time)
         so that a change of ``VpcConfig`` (create-only) comes with a new name and CloudFormation can replace it."""
         return self.hyperpod.cluster_name or f"{self.project}-hyperpod"
+
+    @property
+    def eks_name_prefix(self) -> str:
+        """How the HyperPod-on-EKS cluster name (and the EKS cluster's) starts; the stack appends the compute
+        subnet's ID as for :attr:`hyperpod_name_prefix`."""
+        return self.hyperpod_eks.cluster_name or f"{self.project}-hyperpod"
 
     @property
     def driver(self) -> OrchestratorTraits:

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from fmcluster.facts import HOURS_PER_MONTH
 from fmcluster.plan import Plan
 from fmcluster.plan import hyperpod as _hyperpod
+from fmcluster.plan import hyperpod_eks as _hyperpod_eks
 from fmcluster.plan import parallelcluster as _parallelcluster
 from fmcluster.plan import pcs as _pcs
 from fmcluster.plan.cluster import ClusterPlan
@@ -48,6 +49,7 @@ ORCHESTRATORS: dict[str, Callable[[ClusterPlan], OrchestratorCost]] = {
     "parallelcluster": _parallelcluster.cost_parts,
     "hyperpod": _hyperpod.cost_parts,
     "pcs": _pcs.cost_parts,
+    "hyperpod-eks": _hyperpod_eks.cost_parts,
 }
 """The plan stage's table of orchestrators (:mod:`fmcluster.orchestrators`): what each adds to the bill."""
 

@@ -75,7 +75,7 @@ def test_slurm_jobs_request_the_right_nodes_gpus_and_partition(rendered):
     checked = 0
     for name, (target, project, cluster) in rendered.items():
         sbatch = sorted(target.rglob("*.sbatch"))
-        if project.orchestrator.type == "none":
+        if not cluster.driver.slurm:  # no Slurm (none; hyperpod-eks: Kubernetes jobs, the k8s branch)
             assert not sbatch, f"{name}: no Slurm without an orchestrator"
             assert all((target / g.name / "nccl-mpirun.sh").is_file() for g in project.compute_groups)
             assert all((target / g.name / "setup-nccl-tests.sh").is_file() for g in project.compute_groups)
@@ -143,8 +143,8 @@ def test_the_health_check_is_the_deployed_bundles(rendered, tmp_path: Path):
 def test_the_logs_folder_survives_an_s3_sync(rendered):
     """`aws s3 sync` (README: the folder reaches FSx through the bucket) copies files, not empty folders, and Slurm
     opens every job's --output=logs/... before the script runs."""
-    for name, (target, project, _) in rendered.items():
-        if project.orchestrator.type == "none":
+    for name, (target, project, cluster) in rendered.items():
+        if not cluster.driver.slurm:
             continue
         for script in target.rglob("*.sbatch"):
             output = sbatch_options(script.read_text())["output"]

@@ -17,7 +17,7 @@ DECLARED = {action for actions in COMMAND_ACTIONS.values() for action in actions
 
 
 SERVICES = ("sts", "ec2", "sagemaker", "service-quotas", "fsx", "sso-admin", "pricing", "cloudformation", "grafana",
-            "pcs", "s3", "logs", "kms", "amp", "rds", "secretsmanager", "dynamodb", "ssm")
+            "pcs", "s3", "logs", "kms", "amp", "rds", "secretsmanager", "dynamodb", "ssm", "eks")
 """The botocore services fmcluster's commands call."""
 
 
@@ -130,7 +130,8 @@ def test_the_checks_catch_what_they_claim(tmp_path: Path) -> None:
     (tmp_path / "planted.py").write_text("def f(ec2, sm, clients):\n    ec2.describe_instances()\n"
                                          "    sm.get_paginator('list_clusters')\n"
                                          "    return clients('pcs').list_clusters()\n", encoding="utf-8")
-    # list_clusters is SageMaker's and PCS's: on a plain receiver it may be either, on clients("pcs") it is PCS's
+    # list_clusters is SageMaker's, PCS's and EKS's: on a plain receiver it may be any, on clients("pcs") it is PCS's
     assert calls(tmp_path) == [(frozenset({"ec2:DescribeInstances"}), "planted.py:2"),
-                               (frozenset({"sagemaker:ListClusters", "pcs:ListClusters"}), "planted.py:3"),
+                               (frozenset({"sagemaker:ListClusters", "pcs:ListClusters", "eks:ListClusters"}),
+                                "planted.py:3"),
                                (frozenset({"pcs:ListClusters"}), "planted.py:4")]

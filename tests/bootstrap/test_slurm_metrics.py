@@ -100,9 +100,9 @@ def test_only_the_controller_s_node_has_the_collector(orchestrator: str, role: s
 
 def test_the_trait_names_the_controller_s_role_and_pcs_has_none() -> None:
     assert {name: f.slurmctld_role for name, f in FLAVOURS.items()} == {
-        "self-managed": None, "parallelcluster": "head", "hyperpod": "head", "pcs": None}
+        "self-managed": None, "parallelcluster": "head", "hyperpod": "head", "pcs": None, "hyperpod-eks": None}
     assert {name: f.slurm_metrics_role for name, f in FLAVOURS.items()} == {
-        "self-managed": None, "parallelcluster": "head", "hyperpod": "head", "pcs": "login"}
+        "self-managed": None, "parallelcluster": "head", "hyperpod": "head", "pcs": "login", "hyperpod-eks": None}
 
 
 @pytest.mark.parametrize(("login", "runs"), [("    login: {count: 2}\n", True), ("    login: null\n", False)])

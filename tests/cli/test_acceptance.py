@@ -9,6 +9,7 @@ import pytest
 from support import ALL_FILES
 from typer.testing import CliRunner
 
+from fmcluster import orchestrators
 from fmcluster.cli import app
 
 FIXTURES = Path(__file__).resolve().parents[1] / "acceptance" / "fixtures"
@@ -22,7 +23,7 @@ def test_render_writes_the_jobs_and_says_what_to_run(path: Path, tmp_path: Path)
     readme = (tmp_path / "acc" / "README.md").read_text()
     assert readme in result.output
     manifest = json.loads((tmp_path / "acc" / "acceptance.json").read_text())
-    if manifest["orchestrator"] == "none":
+    if not orchestrators.get(manifest["orchestrator"]).slurm:
         assert "nccl-mpirun.sh group HOSTFILE" in readme and "sbatch" not in readme
     else:
         for group in manifest["groups"]:

@@ -50,6 +50,13 @@ def test_json_has_every_section_of_the_text(path: Path) -> None:
         for queue in scheduler["queues"]:
             first = groups[queue["node_groups"][0]]
             assert f"queue {queue['name']} {first['max_count']} x {first['instance_type']}" in text
+    elif scheduler["type"] == "hyperpod-eks":
+        assert f"EKS {scheduler['kubernetes_version']}" in text
+        assert all(f"{name} {version}" in text for name, version in scheduler["addons"].items())
+        for group in scheduler["instance_groups"]:
+            assert f"group {group['name']} {group['count']} x {group['instance_type']}" in text
+        for team in scheduler["teams"]:
+            assert f"team {team['name']} fair share {team['fair_share']}" in text
     else:
         assert "launch templates only" in text
     monitoring = data["monitoring"]

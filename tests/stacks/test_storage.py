@@ -124,7 +124,8 @@ def test_every_stateful_resource_is_retained(synthesized: Synthesized) -> None:
         for logical_id, r in template["Resources"].items():
             # a HyperPod or PCS cluster holds no data: like ParallelCluster's it goes with its stack (the guard
             # still refuses to replace it, which would end every running job)
-            if r["Type"] in STATEFUL_TYPES and r["Type"] not in ("AWS::SageMaker::Cluster", "AWS::PCS::Cluster"):
+            if r["Type"] in STATEFUL_TYPES and r["Type"] not in ("AWS::SageMaker::Cluster", "AWS::PCS::Cluster",
+                                                                  "AWS::EKS::Cluster"):
                 assert r.get("DeletionPolicy") == "Retain" and r.get("UpdateReplacePolicy") == "Retain", (stack, logical_id)
 
 

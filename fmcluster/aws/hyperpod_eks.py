@@ -1,0 +1,114 @@
+"""HyperPod on EKS in the account: the cluster's status (SageMaker's DescribeCluster, as for HyperPod Slurm), the node
+``fmcluster connect`` reaches (a GPU node, through Session Manager: HyperPod's ``sagemaker-cluster:`` target), and
+preflight's check of the pinned EKS add-on versions (``eks:DescribeAddonVersions``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from fmcluster.aws.account_checks import Result, passed
+from fmcluster.aws.hyperpod import FAILED, SESSION_TARGET, HyperPodError, _arn, cluster_health
+from fmcluster.aws.nodes import ClusterReadError, ClusterStatus, GroupStatus, NodeNotInProject, Target
+from fmcluster.aws.session import is_account_problem
+from fmcluster.aws.stackstate import StackState
+from fmcluster.contracts import HYPERPOD_CLUSTER_ID_OUTPUT
+from fmcluster.generate.hyperpod_chart import CHART_COMMIT, chart_dir
+from fmcluster.generate.hyperpod_eks import addons, instance_groups
+from fmcluster.plan import Plan
+
+CHECK = "eks add-ons"
+CHART_CHECK = "hyperpod chart"
+
+
+def check_chart() -> list[Result]:
+    """The chart synthesis ships is the pinned one from the cache, not the stub (no AWS call)."""
+    folder, real = chart_dir()
+    if real:
+        return [passed(CHART_CHECK, CHART_COMMIT[:12], f"the pinned HyperPod Helm chart ({folder})")]
+    return [Result(CHART_CHECK, CHART_COMMIT[:12], "fail", "the workstation's cache holds no HyperPod Helm chart at "
+                   "the pinned commit and SHA-256: a deploy would install fmcluster's test stub",
+                   "run `fmcluster hyperpod-eks fetch-chart` once (needs git and the internet), then deploy")]
+
+
+def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState) -> ClusterStatus:
+    """The compute groups' nodes; the system group as a fact."""
+    cluster = plan.cluster
+    try:
+        health = cluster_health(clients("sagemaker"), _arn(plan, stack))
+    except HyperPodError as exc:
+        return ClusterStatus(cluster.orchestrator, cluster.eks_name_prefix, "unknown", ok=False, problem=str(exc))
+    compute = {g.name for g in instance_groups(cluster) if g.compute_group}
+    facts = {"node recovery": cluster.hyperpod_eks.node_recovery,
+             "kubernetes": cluster.hyperpod_eks.kubernetes_version}
+    if health.failure:
+        facts["failure"] = health.failure
+    groups = []
+    for group in health.groups:
+        failing = sum(n for s, n in group.statuses.items() if s in FAILED)
+        running = group.statuses.get("Running", 0)
+        if group.name in compute:
+            groups.append(GroupStatus(group.name, group.instance_type, group.target, group.target, running,
+                                      pending=sum(group.statuses.values()) - running - failing, failing=failing,
+                                      states=dict(group.statuses)))
+        else:
+            nodes = ", ".join(f"{n} {s}" for s, n in group.statuses.items()) or "no nodes"
+            facts[group.name] = f"{group.current}/{group.target} {group.instance_type}: {nodes}"
+    return ClusterStatus(cluster.orchestrator, health.name, health.status, ok=health.status == "InService",
+                         facts=facts, groups=groups)
+
+
+def target(clients: Callable[[str], Any], plan: Plan, cluster_stack: Callable[[], StackState], node: str,
+           group: str | None) -> Target:
+    """The first running node of ``group`` (default: the first compute group)."""
+    names = [g.name for g in plan.groups]
+    name = group or names[0]
+    if name not in names:
+        raise NodeNotInProject(f"{plan.project} has no compute group {name!r} (groups: {', '.join(names)})")
+    stack = cluster_stack()
+    try:
+        arn = _arn(plan, stack)
+    except HyperPodError as exc:
+        raise ClusterReadError(str(exc)) from None
+    cluster_id = stack.outputs.get(HYPERPOD_CLUSTER_ID_OUTPUT) or arn.rsplit("/", 1)[-1]
+    nodes: list[dict] = []
+    try:
+        pages = clients("sagemaker").get_paginator("list_cluster_nodes").paginate(
+            ClusterName=arn, InstanceGroupNameContains=name)
+        for page in pages:
+            nodes.extend(n for n in page.get("ClusterNodeSummaries", []) if n.get("InstanceGroupName") == name)
+    except ClientError as exc:
+        if is_account_problem(exc):
+            raise
+        error = exc.response.get("Error", {})
+        raise ClusterReadError(f"cannot read HyperPod cluster {arn}: {error.get('Code')}: {error.get('Message')}"
+                               ) from None
+    running = [n for n in nodes if n.get("InstanceStatus", {}).get("Status") == "Running"]
+    if not running:
+        raise ClusterReadError(f"no running node in instance group {name} of HyperPod cluster {arn} "
+                               f"(hint: `fmcluster status {plan.project}`)")
+    instance_id = running[0]["InstanceId"]
+    return Target(SESSION_TARGET.format(cluster_id=cluster_id, group=name, instance_id=instance_id), instance_id,
+                  f"{name} node {instance_id} of HyperPod cluster {cluster_id}")
+
+
+def check_addon_versions(clients: Callable[[str], Any], plan: Plan) -> list[Result]:
+    """Each pinned add-on version is offered for the project's Kubernetes version (``DescribeAddonVersions``)."""
+    eks = clients("eks")
+    version = plan.cluster.hyperpod_eks.kubernetes_version
+    out = []
+    for name, pinned in addons(plan.cluster).items():
+        offered: list[str] = []
+        for page in eks.get_paginator("describe_addon_versions").paginate(addonName=name, kubernetesVersion=version):
+            for addon in page.get("addons", []):
+                offered += [v["addonVersion"] for v in addon.get("addonVersions", [])]
+        if pinned in offered:
+            out.append(passed(CHECK, name, f"{pinned} is offered for Kubernetes {version}"))
+        else:
+            newest = ", ".join(offered[:3]) or "none"
+            out.append(Result(CHECK, name, "fail", f"{pinned} is not offered for Kubernetes {version} (offered: "
+                              f"{newest})", "upgrade fmcluster, or choose another orchestrator.hyperpod_eks."
+                                            "kubernetes_version"))
+    return out

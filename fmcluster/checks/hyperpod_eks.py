@@ -1,0 +1,134 @@
+"""Checks for ``orchestrator.type: hyperpod-eks``: what SageMaker's CreateCluster or EKS would refuse, and the settings
+that mean nothing on Kubernetes, reported with the file and line of the field to change. The instance-type, capacity
+and UltraServer rules are HyperPod Slurm's (:mod:`fmcluster.checks.hyperpod`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fmcluster.checks.hyperpod import (
+    MAX_INSTANCE_GROUPS,
+    capacity_findings,
+    instance_type_findings,
+    ultraserver_findings,
+)
+from fmcluster.checks.registry import Finding, check
+from fmcluster.config.hyperpod import BUCKET_PREFIX
+from fmcluster.config.hyperpod_eks import SYSTEM
+from fmcluster.config.loader import LoadedProject
+from fmcluster.plan import Plan
+
+EKS = ("orchestrator", "hyperpod_eks")
+
+
+def _active(loaded: LoadedProject) -> bool:
+    return loaded.project.orchestrator.type == "hyperpod-eks"
+
+
+@check("hyperpod-eks-instance-type", "error")
+def instance_types(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    if _active(loaded):
+        yield from instance_type_findings(loaded)
+
+
+@check("hyperpod-eks-capacity", "error")
+def capacity(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    if _active(loaded):
+        yield from capacity_findings(loaded)
+
+
+@check("hyperpod-eks-ultraserver", "error")
+def ultraservers(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    if _active(loaded):
+        yield from ultraserver_findings(loaded, plan, loaded.project.orchestrator.eks, EKS)
+
+
+@check("hyperpod-eks-groups", "error")
+def groups(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """Settings for compute groups that exist; no compute group named like the system group; at most 100 instance
+    groups (the system group and one per compute group; botocore sagemaker ``ClusterInstanceGroupSpecifications``)."""
+    if not _active(loaded):
+        return
+    project = loaded.project
+    names = [g.name for g in project.compute_groups]
+    for name in project.orchestrator.eks.groups:
+        if name not in names:
+            yield Finding(EKS + ("groups", name), f"{name!r} is not a compute group",
+                          f"compute groups: {', '.join(names)}")
+    for i, name in enumerate(names):
+        if name == SYSTEM:
+            yield Finding(("compute_groups", i, "name"),
+                          f"compute group name {name!r} is the name of the system instance group",
+                          "rename the compute group")
+    if 1 + len(names) > MAX_INSTANCE_GROUPS:
+        yield Finding(("compute_groups",), f"{1 + len(names)} HyperPod instance groups (the system group and one per "
+                                           f"compute group); CreateCluster takes at most {MAX_INSTANCE_GROUPS}",
+                      "use fewer, larger compute groups")
+
+
+@check("hyperpod-eks-network", "error")
+def network(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """The EKS control plane's two /28 subnets (two Availability Zones) are carved from the VPC fmcluster makes."""
+    if not _active(loaded) or plan.cluster.control_plane_subnet_cidrs:
+        return
+    if loaded.project.network.existing is not None:
+        yield Finding(("network", "existing"), "an existing network has no subnets fmcluster can carve for the EKS "
+                                               "control plane (two /28s in two Availability Zones)",
+                      "let fmcluster create the VPC (remove network.existing)")
+    else:
+        yield Finding(("network", "vpc_cidr"), "the VPC has no room for the EKS control plane's two /28 subnets at "
+                                               "its end beside the other subnets",
+                      "use a larger vpc_cidr, or a smaller network.compute_subnet_prefix")
+
+
+@check("hyperpod-eks-slurm-settings", "error")
+def slurm_settings(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """HyperPod Slurm's section (controller, login, partitions, slurm.conf strategy) is refused, never ignored."""
+    if _active(loaded) and loaded.project.orchestrator.hyperpod is not None:
+        yield Finding(("orchestrator", "hyperpod"),
+                      "orchestrator.hyperpod holds HyperPod Slurm's settings (controller, login, partitions, "
+                      "slurm_config_strategy), which Kubernetes has none of",
+                      "move node recovery, deep health checks and group settings to orchestrator.hyperpod_eks, and "
+                      "remove orchestrator.hyperpod")
+
+
+@check("hyperpod-eks-teams", "error")
+def teams(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """Teams are enforced by task governance (a ComputeQuota per team): without it they would be ignored."""
+    if _active(loaded) and loaded.project.teams and not loaded.project.orchestrator.eks.task_governance:
+        yield Finding(("teams",), "teams are enforced on HyperPod EKS by task governance, which is off",
+                      "set orchestrator.hyperpod_eks.task_governance: true, or remove `teams`")
+
+
+@check("hyperpod-eks-lifecycle-bucket", "error")
+def lifecycle_bucket(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    name = loaded.project.orchestrator.eks.lifecycle_bucket_name
+    if _active(loaded) and name is not None and not name.startswith(BUCKET_PREFIX):
+        yield Finding(EKS + ("lifecycle_bucket_name",),
+                      f"lifecycle bucket {name!r} does not start with {BUCKET_PREFIX!r}: the cluster's managed policy "
+                      "(AmazonSageMakerClusterInstanceRolePolicy) reaches only sagemaker-* buckets",
+                      f"name it {BUCKET_PREFIX}{name}, or leave lifecycle_bucket_name out for the default")
+
+
+KUBECTL_LAYER_VERSION = "1.33"
+"""The kubectl and Helm the deploy-time handler runs (the ``aws-cdk.lambda-layer-kubectl-v33`` package); kubectl
+supports a cluster one minor version either side (Kubernetes version skew policy), as CDK's layer docs say."""
+
+
+@check("hyperpod-eks-kubectl-skew", "warning")
+def kubectl_skew(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    version = loaded.project.orchestrator.eks.kubernetes_version
+    minor, layer = int(version.split(".")[1]), int(KUBECTL_LAYER_VERSION.split(".")[1])
+    if _active(loaded) and abs(minor - layer) > 1:
+        yield Finding(EKS + ("kubernetes_version",),
+                      f"Kubernetes {version} is more than one minor version from the deploy-time kubectl "
+                      f"{KUBECTL_LAYER_VERSION} (CDK's kubectl layer), outside kubectl's supported skew",
+                      "use Kubernetes 1.32 or 1.33, or accept that the chart install is untested there")
+
+
+@check("hyperpod-eks-settings-unused", "warning")
+def settings_unused(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    if loaded.project.orchestrator.hyperpod_eks is not None and not _active(loaded):
+        yield Finding(EKS, f"orchestrator.hyperpod_eks is ignored with orchestrator.type: "
+                           f"{loaded.project.orchestrator.type}",
+                      "set orchestrator.type: hyperpod-eks, or remove the section")
