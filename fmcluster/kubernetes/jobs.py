@@ -23,7 +23,12 @@ from typing import Any
 
 import yaml
 
-from fmcluster.kubernetes.governance import PRIORITY_LABEL, QUEUE_LABEL, priority_label, team_queue
+from fmcluster.kubernetes.governance import (
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+    priority_label,
+    team_queue,
+)
 from fmcluster.kubernetes.nodes import NodeGroup
 from fmcluster.kubernetes.volumes import pod_volume
 
@@ -204,7 +209,19 @@ def first_job_pytorchjob(group: NodeGroup, image: str, placement: Placement, con
     }
 
 
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (scripts) as literal blocks, readable in the file ``kubectl apply`` takes."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
 def to_yaml(objects: list[dict]) -> str:
     """Objects as one multi-document YAML stream, keys in their built order (``kubectl apply -f``)."""
-    return "".join("---\n" + yaml.safe_dump(o, sort_keys=False, default_flow_style=False, width=100)
+    return "".join("---\n" + yaml.dump(o, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
                    for o in objects)

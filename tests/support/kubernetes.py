@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jsonschema
