@@ -128,7 +128,8 @@ def nccl_mpijob(group: NodeGroup, image: str, placement: Placement, *, nccl_test
     if group.count < 2:
         raise ValueError(f"group {group.name} has {group.count} node: NCCL across nodes needs 2")
     name = f"fmc-nccl-{group.name}"
-    launcher = {"name": "launcher", "image": image, "command": ["/bin/bash", "-c", launcher_script(group, nccl_tests_dir)],
+    command = ["/bin/bash", "-c", launcher_script(group, nccl_tests_dir)]
+    launcher = {"name": "launcher", "image": image, "command": command,
                 "env": _env(), "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
     # Workers run sshd: the mpi-operator v2 launcher reaches them over ssh (kubeflow/mpi-operator v2 design)
     worker = {"name": "worker", "image": image, "command": ["/usr/sbin/sshd", "-De"], "env": _env(),

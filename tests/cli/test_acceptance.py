@@ -44,7 +44,8 @@ def test_kubernetes_render_without_an_image_says_what_to_give(tmp_path: Path):
     result = runner.invoke(app, ["acceptance", "render", str(ROOT / "examples" / "p5en-hyperpod-eks.yaml"),
                                  "--out", str(tmp_path / "acc")])
     assert result.exit_code == 2
-    assert result.output.strip().splitlines()[-1].startswith("error: orchestrator.type hyperpod-eks runs the acceptance")
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("error: orchestrator.type hyperpod-eks runs the acceptance jobs in containers")
     assert "--image" in result.output
 
 

@@ -31,10 +31,12 @@ def _lint(resource_type: str, props: dict) -> list[str]:
         "HyperPodCluster": {"Type": "AWS::SageMaker::Cluster", "Properties": {
             "InstanceGroups": [{"InstanceGroupName": "system", "InstanceType": "ml.m5.xlarge", "InstanceCount": 1,
                                 "ExecutionRole": "arn:aws:iam::000000000000:role/hp",
-                                "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-hp/lc/", "OnCreate": "on_create.sh"}}],
+                                "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-hp/lc/",
+                                                    "OnCreate": "on_create.sh"}}],
             "Orchestrator": {"Eks": {"ClusterArn": "arn:aws:eks:us-east-1:000000000000:cluster/hp"}}}},
         "Governed": {"Type": resource_type, "Properties": props}}}
-    return [f"{m.rule.id} {m.message[:200]}" for m in lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"]))]
+    matches = lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"]))
+    return [f"{m.rule.id} {m.message[:200]}" for m in matches]
 
 
 def _api(resource_type: str, props: dict) -> list[str]:
