@@ -6,8 +6,8 @@
   (copied from ``../shared/k8s-crds``; its README names each file's source), checked with ``jsonschema``. A CRD's
   structural schema prunes (drops) a field it does not name, unless ``x-kubernetes-preserve-unknown-fields`` says
   to keep it (Kubernetes docs, "Custom Resources", "Field pruning"): a pruned field is a setting the controller
-  never sees, so here it is an error (``additionalProperties: false`` wherever the schema lists ``properties`` and does not preserve unknown
-  fields). ``metadata`` is the object's ObjectMeta, checked against the built-in ``ObjectMeta`` schema through a
+  never sees, so here it is an error (``additionalProperties: false`` wherever the schema lists ``properties`` and
+  does not preserve unknown fields). ``metadata`` is the object's ObjectMeta, checked against the built-in ``ObjectMeta`` schema through a
   ConfigMap stand-in, since CRDs describe it as a bare ``type: object``.
 
 Not checked offline (FACTS.md section 5b): CEL rules (``x-kubernetes-validations``), webhooks, defaulting, RBAC.
