@@ -79,6 +79,10 @@ class Orchestrator:
     at validate (teams-supported), with ``teams_why``; empty: no teams at all."""
     teams_why: str = "fmcluster does not apply teams on it"
     """Why the parts not in ``teams`` cannot be enforced (the teams-supported check says it)."""
+    control_plane_subnets: bool = False
+    """The cluster stack puts a control plane in two /28 subnets of two Availability Zones (EKS needs two zones),
+    carved as the accounting database's are (the VPC's last two /28s: :attr:`fmcluster.plan.ClusterPlan.
+    control_plane_subnet_cidrs`)."""
     nodes: tuple[str, ...] = ("compute",)
     """The nodes ``fmcluster connect --node`` reaches, its default first: ``head`` (ParallelCluster's head node),
     ``controller`` (HyperPod's slurmctld), ``login``, ``compute`` (a GPU node of a compute group: where nothing
@@ -172,7 +176,7 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  teams=("fair_share", "guaranteed", "borrow", "lend", "preempt"),
                  teams_why="task governance shares instances between teams' namespaces; who may submit to a team's "
                            "namespace is Kubernetes RBAC, which fmcluster does not write",
-                 nodes=("compute",)),
+                 control_plane_subnets=True, nodes=("compute",)),
 )}
 """``orchestrator.type`` -> what it is; the project file's default (no scheduler) first."""
 

@@ -64,15 +64,14 @@ class HyperPodCluster(Construct):
                  accounting: AccountingContract | None = None) -> None:
         super().__init__(scope, construct_id)
         self.plan = plan
-        settings = plan.hyperpod
         stack = Stack.of(self)
-        self.groups = instance_groups(plan)
+        self.groups = self._instance_groups()
 
         # The stack ID's first UUID block keeps the default name unique per stack and within 63 characters.
         stack_uuid = Fn.select(0, Fn.split("-", Fn.select(2, Fn.split("/", AWS.STACK_ID))))
         self.bucket = s3.Bucket(
             self, "LifecycleBucket",
-            bucket_name=settings.lifecycle_bucket_name or Fn.join("-", ["sagemaker", plan.project, stack_uuid]),
+            bucket_name=self._bucket_name() or Fn.join("-", ["sagemaker", plan.project, stack_uuid]),
             encryption=s3.BucketEncryption.S3_MANAGED, enforce_ssl=True, versioned=True,
             block_public_access=block_all_public_access(),
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED, removal_policy=RemovalPolicy.RETAIN,
@@ -99,7 +98,7 @@ class HyperPodCluster(Construct):
         # No literal name: ClusterName and VpcConfig are create-only (cfn-lint's schema) and CloudFormation refuses to
         # replace a resource whose custom name stays the same ("cannot update a stack when a custom-named resource
         # requires replacing"). The compute subnet's ID in the name makes a new subnet come with a new name.
-        self.cluster_name = Fn.join("-", [plan.hyperpod_name_prefix,
+        self.cluster_name = Fn.join("-", [self._name_prefix(),
                                           Fn.select(1, Fn.split("-", network.compute_subnet_id))])
         self.cluster = self._add_cluster(network, storage, bundles)
         self.cluster.node.add_dependency(policy)
@@ -115,6 +114,17 @@ class HyperPodCluster(Construct):
                   description="SageMaker HyperPod cluster ID (fmcluster connect: sagemaker-cluster:<id>_<group>-<i>)")
         CfnOutput(stack, "HyperPodLifecycleUri", value=f"s3://{self.bucket.bucket_name}/{LIFECYCLE_PREFIX}/",
                   description="Lifecycle bundles, one prefix per instance group")
+
+    # -- what the EKS-orchestrated cluster (stacks/hyperpod_eks.py) says differently ----------------
+
+    def _instance_groups(self) -> list:
+        return instance_groups(self.plan)
+
+    def _bucket_name(self) -> str | None:
+        return self.plan.hyperpod.lifecycle_bucket_name
+
+    def _name_prefix(self) -> str:
+        return self.plan.hyperpod_name_prefix
 
     # -- the role --------------------------------------------------------------------------------
 

@@ -66,6 +66,21 @@ def groups(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                       "use fewer, larger compute groups")
 
 
+@check("hyperpod-eks-network", "error")
+def network(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """The EKS control plane's two /28 subnets (two Availability Zones) are carved from the VPC fmcluster makes."""
+    if not _active(loaded) or plan.cluster.control_plane_subnet_cidrs:
+        return
+    if loaded.project.network.existing is not None:
+        yield Finding(("network", "existing"), "an existing network has no subnets fmcluster can carve for the EKS "
+                                               "control plane (two /28s in two Availability Zones)",
+                      "let fmcluster create the VPC (remove network.existing)")
+    else:
+        yield Finding(("network", "vpc_cidr"), "the VPC has no room for the EKS control plane's two /28 subnets at "
+                                               "its end beside the other subnets",
+                      "use a larger vpc_cidr, or a smaller network.compute_subnet_prefix")
+
+
 @check("hyperpod-eks-slurm-settings", "error")
 def slurm_settings(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     """HyperPod Slurm's section (controller, login, partitions, slurm.conf strategy) is refused, never ignored."""

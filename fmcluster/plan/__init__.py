@@ -8,7 +8,7 @@ prints is what ``cdk synth`` builds. One section per stack: :class:`NetworkPlan`
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from fmcluster.config.project import Project
 from fmcluster.plan import groups as _groups
@@ -16,7 +16,7 @@ from fmcluster.plan.checkpoint_bound import CheckpointBound, plan_checkpoint_bou
 from fmcluster.plan.cluster import ClusterPlan
 from fmcluster.plan.goodput import CheckpointGoodput, plan_goodput
 from fmcluster.plan.groups import GroupPlan, NetworkInterface, efa_layout, plan_group
-from fmcluster.plan.network import NetworkPlan, plan_network
+from fmcluster.plan.network import NetworkPlan, carve_database_subnets, plan_network
 from fmcluster.plan.observability import ObservabilityPlan
 from fmcluster.plan.storage import StoragePlan, plan_storage
 
@@ -119,12 +119,18 @@ def make_plan(project: Project) -> Plan:
         hyperpod_eks=project.orchestrator.eks,
         teams=tuple(project.teams),
     )
+    network = plan_network(project.name, project.availability_zone_id, project.network, groups,
+                           database=cluster.accounting_store == "database")
+    if cluster.driver.control_plane_subnets:  # the VPC's last two /28s, as the accounting database's
+        taken = (network.public_subnet_cidr, network.compute_subnet_cidr) + (
+            (network.services_subnet_cidr,) if network.services_subnet_cidr else ())
+        cluster = replace(cluster, control_plane_subnet_cidrs=None if network.existing or network.vpc_cidr is None
+                          else carve_database_subnets(network.vpc_cidr, taken))
     return Plan(
         project=project.name,
         availability_zone_id=project.availability_zone_id,
         groups=groups,
-        network=plan_network(project.name, project.availability_zone_id, project.network, groups,
-                             database=cluster.accounting_store == "database"),
+        network=network,
         storage=storage,
         cluster=cluster,
         observability=ObservabilityPlan(

@@ -49,6 +49,10 @@ class ClusterPlan:
     """HyperPod-on-EKS settings (their defaults unless ``orchestrator.hyperpod_eks`` sets them)."""
     teams: tuple[Team, ...] = ()
     """The project's teams (``teams``), in file order."""
+    control_plane_subnet_cidrs: tuple[str, ...] | None = ()
+    """The control plane's two /28s where the orchestrator has one (:attr:`fmcluster.orchestrators.Orchestrator.
+    control_plane_subnets`): the VPC's last two, as the accounting database's. Empty without; None where they
+    cannot be carved (an existing network, or no room: the hyperpod-eks-network check)."""
 
     @property
     def accounting_store(self) -> str | None:
