@@ -116,12 +116,15 @@ def render_acceptance(cluster: ClusterPlan, out: Path, *, image: str | None = No
                                        "healthcheck.sh": health}, t.placement)
         _write(out / t.group.name / "node-checks.yaml",
                [config, k8s.node_checks_job(t.nodes, image, t.placement, name)], files)
+        # what the report expects a log of (fmcluster.acceptance.report: every node's checks, every test's run)
+        jobs = [{"file": f"{t.group.name}/node-checks.yaml", "scope": "node", "tests": []}]
         if t.group.count >= 2:
             _write(out / t.group.name / "nccl.yaml",
                    [k8s.nccl_mpijob(t.nodes, image, t.placement, nccl_tests_dir=tests_dir)], files)
+            jobs.append({"file": f"{t.group.name}/nccl.yaml", "scope": "group", "tests": list(k8s.TESTS)})
         manifest.append({"group": t.group.name, "instance_type": t.group.instance_type, "nodes": t.group.count,
                          "gpus_per_node": t.nodes.gpus, "efa_devices": t.nodes.efa, "namespace": t.placement.namespace,
-                         "team": t.placement.team, "image": image, "nccl_tests_dir": tests_dir})
+                         "team": t.placement.team, "image": image, "nccl_tests_dir": tests_dir, "jobs": jobs})
         steps.append(_steps(t))
     text = _readme(cluster, steps)
     (out / "README.md").write_text(text, encoding="utf-8")
