@@ -22,7 +22,7 @@ from fmcluster.bootstrap.acceptance import (
     _context,
     render_job,
 )
-from fmcluster.bootstrap.first_job import FOLDER, WORK_DIR_NAME, peak_tflops_per_gpu
+from fmcluster.bootstrap.first_job import FOLDER, WORK_DIR_NAME, FirstJobError, peak_tflops_per_gpu
 from fmcluster.bootstrap.render import render_files
 from fmcluster.bootstrap.versions import BootstrapError, default_versions
 
@@ -174,6 +174,9 @@ def render_first_job(cluster: ClusterPlan, out: Path, *, image: str | None = Non
     """``out/first-job/GROUP.yaml`` per group: the training scripts' ConfigMap and a PyTorchJob running torchrun on
     every node, data and checkpoints on the namespace's FSx claim (``/fsx/fmcluster-first-job``)."""
     del fsx
+    if cluster.fsx_mount_path is None:
+        raise FirstJobError("the first job keeps its data and checkpoints on FSx for Lustre, which its pods mount as "
+                            "their namespace's `fsx` claim: this project has none (set storage.fsx.enabled: true)")
     folder = out / FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     scripts = {name: (TEMPLATES_DIR / name).read_text(encoding="utf-8") for name in k8s.FIRST_JOB_SCRIPTS}

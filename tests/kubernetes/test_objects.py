@@ -191,3 +191,8 @@ def test_unknown_fields_pass_the_plain_crd_and_fail_the_closed_one():
     schema = k8s._crds()[("kubeflow.org/v2beta1", "MPIJob")]
     assert list(jsonschema.Draft7Validator(schema).iter_errors(bad | {"metadata": {}})) == []
     assert k8s.validate(bad)
+
+
+def test_the_namespaces_that_mount_fsx():
+    assert volumes.namespaces(["a", "b"], True) == ["default", "hyperpod-ns-a", "hyperpod-ns-b"]
+    assert volumes.namespaces(["a"], False) == ["default"]

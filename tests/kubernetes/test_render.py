@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 from fmcluster.bootstrap import kubernetes_jobs
+from fmcluster.bootstrap.first_job import FirstJobError
 from fmcluster.bootstrap.versions import BootstrapError
-from support import ROOT
+from support import ROOT, load
 from support import kubernetes as k8s
 
 from fmcluster import catalog, checks, config
@@ -101,3 +102,12 @@ def test_renders_are_identical_run_to_run(tmp_path: Path):
 def test_no_image_is_refused_with_what_to_give(tmp_path: Path):
     with pytest.raises(BootstrapError, match="give --image"):
         kubernetes_jobs.render_acceptance(_cluster("plan"), tmp_path)
+
+
+def test_the_first_job_needs_fsx(tmp_path: Path):
+    loaded = load({"name": "k8s", "availability_zone_id": "use1-az6", "orchestrator": {"type": "hyperpod-eks"},
+                   "compute_groups": [{"name": "train", "instance_type": "p5.48xlarge", "count": 2}],
+                   "storage": {"fsx": {"enabled": False}}})
+    plan, _ = checks.validate(loaded)
+    with pytest.raises(FirstJobError, match="storage.fsx.enabled: true"):
+        kubernetes_jobs.render_first_job(plan.cluster, tmp_path)
