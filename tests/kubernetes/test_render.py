@@ -4,6 +4,7 @@ it, and a team's jobs carry its Kueue queue when task governance is on. Renders 
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from fmcluster.bootstrap.first_job import FirstJobError
 from fmcluster.bootstrap.versions import BootstrapError
 from support import ROOT, load
 from support import kubernetes as k8s
+from support.sandbox import SHELLCHECK
 
 from fmcluster import catalog, checks, config
 from fmcluster.kubernetes.nodes import EFA_RESOURCE, GPU_RESOURCE, GROUP_LABEL
@@ -111,3 +113,25 @@ def test_the_first_job_needs_fsx(tmp_path: Path):
     plan, _ = checks.validate(loaded)
     with pytest.raises(FirstJobError, match="storage.fsx.enabled: true"):
         kubernetes_jobs.render_first_job(plan.cluster, tmp_path)
+
+
+def test_the_pods_shell_commands_pass_shellcheck(tmp_path: Path):
+    """The launcher's loop and the node-check pod's command (bash -c strings inside the YAML), by the real
+    shellcheck; the node-check script itself is the Slurm jobs' node-checks.sh, linted there."""
+    files = _render("teams", tmp_path)
+    scripts = []
+    for objs in files.values():
+        for obj in (o for o in objs if o["kind"] != "ConfigMap"):
+            pods = ([obj["spec"]["template"]["spec"]] if obj["kind"] == "Job" else
+                    [r["template"]["spec"] for r in obj["spec"].get("mpiReplicaSpecs", {}).values()])
+            for pod in pods:
+                command = pod["containers"][0]["command"]
+                if command[:2] == ["/bin/bash", "-c"]:
+                    scripts.append("#!/bin/bash\n" + command[2])
+    assert len(scripts) == 2
+    for i, text in enumerate(scripts):
+        path = tmp_path / f"cmd{i}.sh"
+        path.write_text(text, encoding="utf-8")
+        proc = subprocess.run([SHELLCHECK, "--norc", str(path)], check=False, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stdout
