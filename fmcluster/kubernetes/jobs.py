@@ -131,9 +131,9 @@ def nccl_mpijob(group: NodeGroup, image: str, placement: Placement, *, nccl_test
     command = ["/bin/bash", "-c", launcher_script(group, nccl_tests_dir)]
     launcher = {"name": "launcher", "image": image, "command": command,
                 "env": _env(), "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
-    # Workers run sshd: the mpi-operator v2 launcher reaches them over ssh (kubeflow/mpi-operator v2 design)
-    worker = {"name": "worker", "image": image, "command": ["/usr/sbin/sshd", "-De"], "env": _env(),
-              "resources": group.whole_node()}
+    # No command: mpi-operator v2 runs `/usr/sbin/sshd -De` in a worker without one, after the image's entrypoint
+    # (which may set up the ssh credentials it mounts): kubeflow/mpi-operator pkg/controller/mpi_job_controller.go
+    worker = {"name": "worker", "image": image, "env": _env(), "resources": group.whole_node()}
     return {
         "apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
         "metadata": _metadata(name, placement, group),
