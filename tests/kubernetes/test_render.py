@@ -125,7 +125,7 @@ def test_the_pods_shell_commands_pass_shellcheck(tmp_path: Path):
             pods = ([obj["spec"]["template"]["spec"]] if obj["kind"] == "Job" else
                     [r["template"]["spec"] for r in obj["spec"].get("mpiReplicaSpecs", {}).values()])
             for pod in pods:
-                command = pod["containers"][0]["command"]
+                command = pod["containers"][0].get("command", [])
                 if command[:2] == ["/bin/bash", "-c"]:
                     scripts.append("#!/bin/bash\n" + command[2])
     assert len(scripts) == 2
