@@ -20,13 +20,15 @@ from support import ALL_FILES, ROOT
 from support.sandbox import SHELLCHECK
 from typer.testing import CliRunner
 
-from fmcluster import catalog, config
+from fmcluster import catalog, config, orchestrators
 from fmcluster.cli import app as cli_app
 from fmcluster.plan import make_plan
 from fmcluster.templates.acceptance import first_job_flops as flops
 
 VERSIONS = yaml.safe_load((ROOT / "bootstrap/versions.yaml").read_text())["first_job_image"]
-SLURM = {p.stem: p for p in ALL_FILES if config.load(str(p)).project.orchestrator.type != "none"}
+SLURM = {p.stem: p for p in ALL_FILES
+         if orchestrators.ORCHESTRATORS[config.load(str(p)).project.orchestrator.type].slurm}
+"""The examples whose first job is a Slurm batch script (Kubernetes' PyTorchJob: tests/kubernetes/test_render.py)."""
 BIN = Path(sys.executable).parent
 
 
