@@ -36,10 +36,12 @@ Synthesize = Callable[[str | Path, Path], dict[str, dict]]
 """Project file, output folder -> templates by stack name."""
 
 STATEFUL_TYPES = ("AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation", "AWS::S3::Bucket", "AWS::APS::Workspace",
-                  "AWS::SageMaker::Cluster", "AWS::PCS::Cluster", "AWS::RDS::DBCluster", "AWS::RDS::DBInstance")
+                  "AWS::SageMaker::Cluster", "AWS::PCS::Cluster", "AWS::RDS::DBCluster", "AWS::RDS::DBInstance",
+                  "AWS::EKS::Cluster")
 """What the guard judges. A HyperPod or PCS cluster holds no data, but replacing it (HyperPod: ClusterName, VpcConfig;
 PCS: Name, Networking, Size; create-only in cfn-lint's schemas, so no SCHEMA_GAPS entry) ends every running job, the
-Slurm queue and every node's local state. The Slurm accounting database (``stacks/accounting.py``) holds every job's
+Slurm queue and every node's local state; an EKS cluster's replacement (Name, RoleArn ... create-only) replaces the
+HyperPod cluster it orchestrates (Orchestrator/Eks is create-only) and every pod on it. The Slurm accounting database (``stacks/accounting.py``) holds every job's
 record: a new cluster starts with none (StorageEncrypted, DBSubnetGroupName, KmsKeyId ... are create-only in cfn-lint's
 schema)."""
 
@@ -90,6 +92,8 @@ CUSTOM_NAMES: dict[str, str] = {
     "AWS::PCS::ComputeNodeGroup": "/properties/Name",
     "AWS::PCS::Queue": "/properties/Name",
     "AWS::SSM::Parameter": "/properties/Name",  # the ParallelCluster nodes' bootstrap pointers
+    "AWS::SageMaker::ClusterSchedulerConfig": "/properties/Name",  # task governance (stacks/hyperpod_eks.py)
+    "AWS::SageMaker::ComputeQuota": "/properties/Name",
 }
 """CloudFormation cannot replace a resource whose custom name stays the same: the update fails ("cannot update a
 stack when a custom-named resource requires replacing. Rename ... and update the stack again") and rolls back

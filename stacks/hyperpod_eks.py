@@ -61,7 +61,7 @@ from fmcluster.generate.hyperpod_eks import (
     addons,
     instance_groups,
 )
-from fmcluster.kubernetes.governance import compute_quota_properties, quota_name, scheduler_config_properties
+from fmcluster.kubernetes.governance import compute_quota_properties, scheduler_config_properties
 from fmcluster.stacks.hyperpod import HyperPodCluster
 from fmcluster.stacks.tokens import AWS, is_unresolved
 
@@ -357,15 +357,18 @@ class HyperPodEksCluster(HyperPodCluster):
         governance = self._add_addons({TASK_GOVERNANCE: addons(plan)[TASK_GOVERNANCE]})[TASK_GOVERNANCE]
         governance.node.add_dependency(cluster)  # Kueue's pods need nodes (FACTS.md 5b: CoreDNS DEGRADED without any)
         tags = {PROJECT_TAG: plan.project, **plan.tags}
+        # Name and ClusterArn are create-only (cfn-lint's schemas): a name of the cluster's own ID changes with the
+        # cluster, so a replaced HyperPod cluster brings new quotas instead of wedging on the same name
+        cluster_id = Fn.select(1, Fn.split("/", cluster.attr_cluster_arn))
         scheduler = CfnResource(self, "SchedulerConfig", type="AWS::SageMaker::ClusterSchedulerConfig",
-                                properties=scheduler_config_properties(f"{plan.project}-teams",
+                                properties=scheduler_config_properties(Fn.join("-", ["teams", cluster_id]),
                                                                        cluster.attr_cluster_arn, tags=tags))
         scheduler.node.add_dependency(governance)
         types = {g.name: g.instance_type for g in plan.groups}
         for team in plan.teams:
             quota = CfnResource(self, f"Quota{''.join(p.title() for p in team.name.split('-'))}",
                                 type="AWS::SageMaker::ComputeQuota",
-                                properties=compute_quota_properties(team, types, quota_name(plan.project, team.name),
+                                properties=compute_quota_properties(team, types, Fn.join("-", [team.name, cluster_id]),
                                                                     cluster.attr_cluster_arn, tags=tags))
             quota.node.add_dependency(scheduler)
             quota.node.add_dependency(governance)

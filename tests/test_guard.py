@@ -337,3 +337,25 @@ def test_a_pcs_node_group_with_a_new_instance_type_keeps_its_name_and_is_refused
     PCS refuses (names are unique in a cluster)."""
     found = guard.compare(_pcs({"Size": "SMALL"}), _pcs({"Size": "SMALL"}, "p5en.48xlarge"))
     assert [f.logical_id for f in found] == ["GpuNodeGroup"] and "custom name (Name" in found[0].reason
+
+
+def _eks(role: str) -> dict:
+    cluster_id = {"Fn::Select": [1, {"Fn::Split": ["/", {"Fn::GetAtt": ["HyperPod", "ClusterArn"]}]}]}
+    return {"demo-cluster": {"Resources": {
+        "Eks": {"Type": "AWS::EKS::Cluster", "Properties": {"Version": "1.33", "RoleArn": role}},
+        "HyperPod": {"Type": "AWS::SageMaker::Cluster", "Properties": {
+            "ClusterName": {"Fn::Join": ["-", ["demo-hyperpod", {"Fn::ImportValue": "demo-ComputeSubnetId"}]]},
+            "Orchestrator": {"Eks": {"ClusterArn": {"Fn::GetAtt": ["Eks", "Arn"]}}}}},
+        "Quota": {"Type": "AWS::SageMaker::ComputeQuota", "Properties": {
+            "Name": {"Fn::Join": ["-", ["research", cluster_id]]},
+            "ClusterArn": {"Fn::GetAtt": ["HyperPod", "ClusterArn"]}}},
+    }}}
+
+
+def test_a_replaced_eks_cluster_replaces_the_hyperpod_cluster_on_it() -> None:
+    """RoleArn is create-only on AWS::EKS::Cluster and Orchestrator/Eks on the HyperPod cluster: a new control-plane
+    role replaces both (every pod ends), which the guard reports; the HyperPod cluster, under the same name, would
+    wedge the stack. The quotas, named after the cluster's ID, follow it under new names."""
+    found = guard.compare(_eks("arn:aws:iam::111122223333:role/a"), _eks("arn:aws:iam::111122223333:role/b"))
+    assert {f.logical_id for f in found} == {"Eks", "HyperPod"}
+    assert guard.compare(_eks("arn:aws:iam::111122223333:role/a"), _eks("arn:aws:iam::111122223333:role/a")) == []

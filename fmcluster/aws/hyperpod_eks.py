@@ -15,10 +15,22 @@ from fmcluster.aws.nodes import ClusterReadError, ClusterStatus, GroupStatus, No
 from fmcluster.aws.session import is_account_problem
 from fmcluster.aws.stackstate import StackState
 from fmcluster.contracts import HYPERPOD_CLUSTER_ID_OUTPUT
+from fmcluster.generate.hyperpod_chart import CHART_COMMIT, chart_dir
 from fmcluster.generate.hyperpod_eks import addons, instance_groups
 from fmcluster.plan import Plan
 
 CHECK = "eks add-ons"
+CHART_CHECK = "hyperpod chart"
+
+
+def check_chart() -> list[Result]:
+    """The chart synthesis ships is the pinned one from the cache, not the stub (no AWS call)."""
+    folder, real = chart_dir()
+    if real:
+        return [passed(CHART_CHECK, CHART_COMMIT[:12], f"the pinned HyperPod Helm chart ({folder})")]
+    return [Result(CHART_CHECK, CHART_COMMIT[:12], "fail", "the workstation's cache holds no HyperPod Helm chart at "
+                   "the pinned commit and SHA-256: a deploy would install fmcluster's test stub",
+                   "run `fmcluster hyperpod-eks fetch-chart` once (needs git and the internet), then deploy")]
 
 
 def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState) -> ClusterStatus:

@@ -89,7 +89,8 @@ ORCHESTRATOR_CHECKS: dict[str, Callable[[Project, Plan, Clients], list[Check]]] 
     "hyperpod-eks": lambda project, plan, clients: [
         Check("quota", "HyperPod instances", lambda: ac.check_hyperpod_quota(clients, plan)),
         Check(hyperpod_eks.CHECK, plan.cluster.hyperpod_eks.kubernetes_version,
-              lambda: hyperpod_eks.check_addon_versions(clients, plan))],
+              lambda: hyperpod_eks.check_addon_versions(clients, plan)),
+        Check(hyperpod_eks.CHART_CHECK, "cache", hyperpod_eks.check_chart)],
 }
 """The aws stage's table of orchestrators (:mod:`fmcluster.orchestrators`): each one's own account checks."""
 

@@ -21,6 +21,7 @@ from fmcluster.cli import (
     destroy,
     diagram,
     hyperpod,
+    hyperpod_eks,
     parallelcluster,
     preflight,
     project,
@@ -89,6 +90,7 @@ app.add_typer(bootstrap.app, name="bootstrap", help="Node bootstrap: pinned vers
 app.add_typer(dashboards.dashboards_app, name="dashboards")
 app.add_typer(parallelcluster.app, name="parallelcluster", help="ParallelCluster: write cluster.yaml.")
 app.add_typer(hyperpod.app, name="hyperpod", help="SageMaker HyperPod: cluster and node health.")
+app.add_typer(hyperpod_eks.app, name="hyperpod-eks", help="SageMaker HyperPod on EKS: fetch its Helm chart.")
 app.add_typer(capacity.app, name="capacity", help="Capacity blocks: search offerings (buys nothing).")
 app.add_typer(acceptance.app, name="acceptance", help="After deploy: NCCL, EFA and GPU checks as jobs, and their report.")
 

@@ -86,11 +86,14 @@ NOT_OFFLINE = {
 """A stack holding one of these is not executed: its assets are published and its change set created."""
 
 
-EVERY_EXAMPLE_OF = ("pcs",)
+EVERY_EXAMPLE_OF = ("pcs", "hyperpod-eks")
 """Orchestrators whose every example is rehearsed: moto has no PCS, so the published assets and a prepared change set
 are the only proof offline that each PCS example's cluster stack deploys (one on demand, one on a capacity block).
 Their examples share one rehearsal (one moto server, one `cdk synth -c project=A,B`): none of them executes a
-cluster stack, so they cannot disturb each other, and the suite stays within its time."""
+cluster stack, so they cannot disturb each other, and the suite stays within its time. HyperPod on EKS likewise: its
+cluster stack installs the HyperPod Helm chart through CDK's kubectl provider (a custom resource) and moto has no
+EKS add-ons or HyperPod, so each example's assets (the chart, the kubectl layer, the lifecycle bundles) are published
+and its change set prepared (one with task governance and teams, one on a training plan)."""
 
 
 DEFAULT_PROJECT = ROOT / "projects" / "default.yaml"
@@ -387,7 +390,7 @@ def rehearse(r: Rehearsal, project) -> None:
     # ParallelCluster's provider template lives in AWS's public bucket; HyperPod's lifecycle scripts are
     # uploaded by CDK's bucket-deployment Lambda, which moto cannot run offline; moto has no PCS. Other stacks
     # must deploy.
-    if project.orchestrator.type not in ("parallelcluster", "hyperpod", "pcs"):
+    if project.orchestrator.type not in ("parallelcluster", "hyperpod", "pcs", "hyperpod-eks"):
         assert not blocked, f"only a ParallelCluster, HyperPod or PCS cluster stack may need AWS itself: {blocked}"
     executed = [name for name in stacks if name not in blocked]
     app = ("--app", str(r.assembly))

@@ -89,6 +89,46 @@ REQUESTS: dict[str, Request] = {
              "ComputeQuotaTarget": "ComputeQuotaTarget", "ActivationState": "ActivationState",
              "Description": "Description", "Tags": "Tags"},
     ),
+    # HyperPod on EKS (stacks/hyperpod_eks.py). aws-resource-sagemaker-cluster.html: the properties are CreateCluster's
+    # members by name; aws-resource-eks-cluster.html, -accessentry.html, -addon.html against eks CreateCluster,
+    # CreateAccessEntry (its access policies are AssociateAccessPolicy calls after it) and CreateAddon.
+    "AWS::SageMaker::Cluster": Request(
+        "sagemaker:CreateCluster",
+        top={k: k for k in ("ClusterName", "InstanceGroups", "RestrictedInstanceGroups", "VpcConfig", "Tags",
+                            "Orchestrator", "NodeRecovery", "NodeProvisioningMode", "ClusterRole", "AutoScaling",
+                            "TieredStorageConfig")},
+    ),
+    "AWS::EKS::Cluster": Request(
+        "eks:CreateCluster",
+        top={"Name": "name", "Version": "version", "RoleArn": "roleArn", "ResourcesVpcConfig": "resourcesVpcConfig",
+             "KubernetesNetworkConfig": "kubernetesNetworkConfig",
+             "EncryptionConfig": "encryptionConfig", "AccessConfig": "accessConfig",
+             "UpgradePolicy": "upgradePolicy", "ZonalShiftConfig": "zonalShiftConfig",
+             "ComputeConfig": "computeConfig", "StorageConfig": "storageConfig",
+             "BootstrapSelfManagedAddons": "bootstrapSelfManagedAddons", "DeletionProtection": "deletionProtection"},
+        not_api={"Logging": "CloudFormation's {ClusterLogging: {EnabledTypes: [{Type}]}} becomes the API's list of "
+                            "{types, enabled}; each Type is checked against the API's enum by support.api_rules",
+                 "Tags": "CloudFormation's tag list where CreateCluster takes a map; the project tag is checked on "
+                         "the resources that take a list"},
+        generated={"name": "cfn-generated"},
+    ),
+    "AWS::EKS::AccessEntry": Request(
+        "eks:CreateAccessEntry",
+        top={"ClusterName": "clusterName", "PrincipalArn": "principalArn", "KubernetesGroups": "kubernetesGroups",
+             "Username": "username", "Type": "type"},
+        not_api={"AccessPolicies": "AssociateAccessPolicy calls after the entry (checked leaf by leaf by "
+                                   "support.api_rules)",
+                 "Tags": "CloudFormation's tag list where the API takes a map"},
+    ),
+    "AWS::EKS::Addon": Request(
+        "eks:CreateAddon",
+        top={"ClusterName": "clusterName", "AddonName": "addonName", "AddonVersion": "addonVersion",
+             "ServiceAccountRoleArn": "serviceAccountRoleArn", "ResolveConflicts": "resolveConflicts",
+             "ConfigurationValues": "configurationValues", "PodIdentityAssociations": "podIdentityAssociations",
+             "NamespaceConfig": "namespaceConfig"},
+        not_api={"Tags": "CloudFormation's tag list where the API takes a map",
+                 "PreserveOnDelete": "CloudFormation's own: whether DeleteAddon keeps the software (preserve)"},
+    ),
 }
 
 

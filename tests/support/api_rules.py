@@ -153,6 +153,14 @@ TABLE: dict[str, tuple[str, dict[str, Target]]] = {
         "OrganizationalUnits": "grafana:CreateWorkspace.workspaceOrganizationalUnits",
     }),
     "AWS::SageMaker::Cluster": ("sagemaker:CreateCluster", {}),
+    # HyperPod on EKS (stacks/hyperpod_eks.py): EKS's create calls, members by name (first letter's case aside)
+    "AWS::EKS::Cluster": ("eks:CreateCluster", {
+        "Logging.ClusterLogging.EnabledTypes[].Type": "eks:CreateCluster.logging.clusterLogging.types"}),
+    "AWS::EKS::AccessEntry": ("eks:CreateAccessEntry", {
+        "AccessPolicies[].PolicyArn": "eks:AssociateAccessPolicy.policyArn",
+        "AccessPolicies[].AccessScope": "eks:AssociateAccessPolicy.accessScope"}),
+    "AWS::EKS::Addon": ("eks:CreateAddon", {}),
+    "Custom::AWSCDK-EKS-HelmChart": ("cdk:HelmChart", {}),
     # HyperPod task governance (fmcluster.kubernetes.governance): the API members by name
     "AWS::SageMaker::ClusterSchedulerConfig": ("sagemaker:CreateClusterSchedulerConfig", {}),
     "AWS::SageMaker::ComputeQuota": ("sagemaker:CreateComputeQuota", {}),
@@ -210,6 +218,13 @@ NOT_API: dict[str, dict[str, str]] = {
         key: "aws-cdk-lib's bucket-deployment handler reads it (CDK writes every one); its S3 calls use them as given"
         for key in ("DestinationBucketKeyPrefix", "DestinationBucketName", "OutputObjectKeys", "Prune", "RetainOnDelete",
                     "ServiceToken", "SourceBucketNames", "SourceObjectKeys", "WaitForDistributionInvalidation")},
+    "AWS::SageMaker::Cluster": {
+        "InstanceGroups[].KubernetesConfig.Labels": "a map keyed by Kubernetes label keys (dots and slashes); "
+                                                    "fmcluster.config.hyperpod_eks checks keys and values"},
+    "Custom::AWSCDK-EKS-HelmChart": {
+        key: "aws-cdk-lib's kubectl handler reads it (helm upgrade --install arguments); no AWS API takes it"
+        for key in ("ClusterName", "RoleArn", "Release", "ChartAssetURL", "Namespace", "Values", "Wait", "Timeout",
+                    "CreateNamespace", "SkipCrds", "Atomic", "ServiceToken", "Chart", "Version", "Repository")},
     "AWS::CloudFormation::Stack": {
         "Parameters": "parameters of the nested template (ParallelCluster's provider), which declares their rules"},
 }

@@ -1,0 +1,73 @@
+"""HyperPod on EKS in the account, with botocore's Stubber: preflight's add-on pins against DescribeAddonVersions,
+the chart check, and status through DescribeCluster as for HyperPod Slurm."""
+
+from __future__ import annotations
+
+import boto3
+from botocore.stub import Stubber
+from support import ROOT
+
+from fmcluster import config
+from fmcluster.aws import hyperpod_eks
+from fmcluster.aws.stackstate import StackState
+from fmcluster.contracts import HYPERPOD_CLUSTER_ARN_OUTPUT
+from fmcluster.generate import hyperpod_chart
+from fmcluster.generate.hyperpod_eks import addons
+from fmcluster.plan import make_plan
+
+PLAN = make_plan(config.load(ROOT / "examples" / "p5en-hyperpod-eks.yaml").project)
+
+
+def _eks_with(offered: dict[str, list[str]]):
+    client = boto3.client("eks", region_name="us-east-1")
+    stub = Stubber(client)
+    for name in addons(PLAN.cluster):
+        stub.add_response("describe_addon_versions", {"addons": [{"addonName": name, "addonVersions": [
+            {"addonVersion": v} for v in offered.get(name, [])]}]},
+            {"addonName": name, "kubernetesVersion": PLAN.cluster.hyperpod_eks.kubernetes_version})
+    stub.activate()
+    return client, stub
+
+
+def test_every_pin_offered_passes_and_a_missing_one_fails_naming_what_is_offered() -> None:
+    pins = addons(PLAN.cluster)
+    client, stub = _eks_with({n: [v] for n, v in pins.items()})
+    results = hyperpod_eks.check_addon_versions(lambda service: client, PLAN)
+    assert [r.status for r in results] == ["pass"] * len(pins)
+    stub.assert_no_pending_responses()
+    offered = {n: [v] for n, v in pins.items()} | {"coredns": ["v9.9.9-eksbuild.1"]}
+    client, _ = _eks_with(offered)
+    [failed] = [r for r in hyperpod_eks.check_addon_versions(lambda service: client, PLAN) if r.status == "fail"]
+    assert failed.subject == "coredns" and "v9.9.9-eksbuild.1" in failed.message
+
+
+def test_the_stub_chart_is_refused_before_a_deploy(monkeypatch, tmp_path) -> None:
+    monkeypatch.delenv(hyperpod_chart.CHART_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    [result] = hyperpod_eks.check_chart()
+    assert result.status == "fail" and "fetch-chart" in result.advice
+    monkeypatch.setenv(hyperpod_chart.CHART_ENV, str(tmp_path))
+    assert [r.status for r in hyperpod_eks.check_chart()] == ["pass"]
+
+
+def test_status_reads_the_hyperpod_cluster_and_keeps_the_system_group_as_a_fact() -> None:
+    arn = "arn:aws:sagemaker:us-east-1:111122223333:cluster/abc123"
+    client = boto3.client("sagemaker", region_name="us-east-1")
+    stub = Stubber(client)
+    stub.add_response("describe_cluster", {
+        "ClusterArn": arn, "ClusterName": "p5en-hyperpod-eks-hyperpod-0abc", "ClusterStatus": "InService",
+        "InstanceGroups": [
+            {"InstanceGroupName": "system", "InstanceType": "ml.m5.2xlarge", "CurrentCount": 2, "TargetCount": 2},
+            {"InstanceGroupName": "train", "InstanceType": "ml.p5en.48xlarge", "CurrentCount": 8, "TargetCount": 8}]},
+        {"ClusterName": arn})
+    stub.add_response("list_cluster_nodes", {"ClusterNodeSummaries": [
+        {"InstanceGroupName": "train", "InstanceId": f"i-{n:017x}", "InstanceType": "ml.p5en.48xlarge",
+         "LaunchTime": "2026-12-01T00:00:00Z", "InstanceStatus": {"Status": "Running"}} for n in range(8)] + [
+        {"InstanceGroupName": "system", "InstanceId": f"i-{n + 100:017x}", "InstanceType": "ml.m5.2xlarge",
+         "LaunchTime": "2026-12-01T00:00:00Z", "InstanceStatus": {"Status": "Running"}} for n in range(2)]},
+        None)
+    stub.activate()
+    stack = StackState("p5en-hyperpod-eks-cluster", "CREATE_COMPLETE", outputs={HYPERPOD_CLUSTER_ARN_OUTPUT: arn})
+    status = hyperpod_eks.cluster_status(lambda service: client, PLAN, stack)
+    assert status.ok and [g.name for g in status.groups] == ["train"] and status.groups[0].running == 8
+    assert status.facts["kubernetes"] == "1.33" and status.facts["system"].startswith("2/2 ml.m5.2xlarge")

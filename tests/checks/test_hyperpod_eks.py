@@ -1,0 +1,143 @@
+"""HyperPod on EKS projects: the settings Kubernetes has no use for, teams without task governance, and what
+CreateCluster or EKS would refuse, each reported with the file and line of the field to change; the two examples
+pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support import ROOT
+
+from fmcluster import catalog, checks, config
+from fmcluster.config.hyperpod_eks import DEFAULT_KUBERNETES_VERSION, KUBERNETES_VERSIONS
+from fmcluster.errors import ConfigError
+
+EXAMPLES = [ROOT / "examples" / "p5en-hyperpod-eks.yaml", ROOT / "examples" / "p5-hyperpod-eks-teams.yaml"]
+
+
+def project(eks: str = "", *, extra: str = "", instance_type: str = "p5.48xlarge", count: int = 2,
+            capacity: str = "", name: str = "train", network: str = "") -> str:
+    lines = ["name: eksdemo", "availability_zone_id: use1-az6", network or "network: {vpc_cidr: 10.30.0.0/16}",
+             "compute_groups:", f"  - name: {name}", f"    instance_type: {instance_type}", f"    count: {count}"]
+    if capacity:
+        lines.append(f"    capacity: {capacity}")
+    lines += ["orchestrator:", "  type: hyperpod-eks"]
+    if eks:
+        lines += ["  hyperpod_eks:", *("    " + line for line in eks.splitlines())]
+    return "\n".join(lines) + "\n" + extra
+
+
+def problems(text: str) -> list:
+    """What loading (structure) or validating (checks) the file reports."""
+    with pytest.raises(ConfigError) as raised:
+        checks.validate(config.parse(text, Path("eks.yaml")))
+    return raised.value.problems
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_the_examples_pass(example: Path) -> None:
+    plan, warnings = checks.validate(config.load(example))
+    assert plan.cluster.orchestrator == "hyperpod-eks" and not warnings
+
+
+def test_defaults_newest_supported_kubernetes_and_a_private_endpoint() -> None:
+    plan, _ = checks.validate(config.parse(project(), Path("eks.yaml")))
+    eks = plan.cluster.hyperpod_eks
+    assert eks.kubernetes_version == DEFAULT_KUBERNETES_VERSION == max(KUBERNETES_VERSIONS, key=lambda v: int(
+        v.split(".")[1]))
+    assert eks.public_endpoint is False and eks.task_governance is False
+    assert [t.key for t in eks.group("train").node_taints] == ["nvidia.com/gpu"]
+
+
+@pytest.mark.parametrize("version", ["1.27", "1.34", "1.33.1"])
+def test_a_kubernetes_version_hyperpod_does_not_support_is_refused(version: str) -> None:
+    text = project(f'kubernetes_version: "{version}"')
+    [problem] = problems(text)
+    assert problem.path == "orchestrator.hyperpod_eks.kubernetes_version"
+    assert problem.line == line_of(text, "kubernetes_version")
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("partition", "dev", "Slurm partitions do not exist on Kubernetes"),
+    ("slurm_config_strategy", "Managed", "no slurm.conf"),
+])
+def test_slurm_only_settings_are_refused_with_why(key: str, value: str, words: str) -> None:
+    where = f"groups:\n  train:\n    {key}: {value}" if key == "partition" else f"{key}: {value}"
+    text = project(where)
+    [problem] = problems(text)
+    assert words in problem.message and problem.line == line_of(text, f"{key}:")
+
+
+def test_hyperpod_slurm_section_is_refused_not_ignored() -> None:
+    text = project() + "  hyperpod:\n    login: {count: 1}\n"
+    found = [p for p in problems(text) if p.level == "error"]
+    assert [p.check for p in found] == ["hyperpod-eks-slurm-settings"]
+    assert found[0].line == line_of(text, "hyperpod:")
+
+
+def test_accounting_is_refused() -> None:
+    text = project() + "  accounting: {enabled: true}\n"
+    assert [p.check for p in problems(text)] == ["accounting-supported"]
+
+
+def test_teams_need_task_governance() -> None:
+    teams = "teams:\n  - name: research\n    instances:\n      train: {guaranteed: 1}\n"
+    assert [p.check for p in problems(project(extra=teams))] == ["hyperpod-eks-teams"]
+    plan, _ = checks.validate(config.parse(project("task_governance: true", extra=teams), Path("eks.yaml")))
+    assert [t.name for t in plan.cluster.teams] == ["research"]
+
+
+def test_team_members_are_not_enforced() -> None:
+    teams = "teams:\n  - name: research\n    members: [alice]\n"
+    [problem] = problems(project("task_governance: true", extra=teams))
+    assert problem.check == "teams-supported" and "members" in problem.message
+
+
+@pytest.mark.parametrize("eks, check", [
+    ("groups:\n  nosuch: {}", "hyperpod-eks-groups"),
+    ("lifecycle_bucket_name: my-scripts", "hyperpod-eks-lifecycle-bucket"),
+])
+def test_settings_that_name_nothing_or_miss_the_managed_policy(eks: str, check: str) -> None:
+    assert [p.check for p in problems(project(eks))] == [check]
+
+
+def test_a_compute_group_named_like_the_system_group() -> None:
+    assert [p.check for p in problems(project(name="system"))] == ["hyperpod-eks-groups"]
+
+
+def test_instance_types_and_capacity_hyperpod_cannot_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every catalog type is offered today; a catalog that grows past HyperPod's list is refused per group."""
+    monkeypatch.setattr(catalog, "HYPERPOD_TYPES", frozenset({"p5en.48xlarge"}))
+    assert "hyperpod-eks-instance-type" in [p.check for p in problems(project())]
+    monkeypatch.undo()
+    block = "{type: capacity-block, reservation_id: cr-0123456789abcdef0}"
+    assert "hyperpod-eks-capacity" in [p.check for p in problems(project(capacity=block))]
+
+
+def test_gb200_counts_are_whole_ultraservers() -> None:
+    plan_arn = "{type: training-plan, arn: 'arn:aws:sagemaker:us-east-1:111122223333:training-plan/x'}"
+    found = problems(project(instance_type="p6e-gb200.36xlarge", count=10, capacity=plan_arn))
+    assert "hyperpod-eks-ultraserver" in [p.check for p in found]
+
+
+def test_an_existing_network_has_no_control_plane_subnets() -> None:
+    existing = ("network:\n  existing: {vpc_id: vpc-0123456789abcdef0, compute_subnet_id: subnet-0123456789abcdef0, "
+                "compute_subnet_cidr: 10.0.0.0/22}")
+    assert "hyperpod-eks-network" in [p.check for p in problems(project(network=existing))]
+
+
+def test_a_bad_admin_arn_points_at_its_item() -> None:
+    text = project("admins:\n  - arn:aws:iam::111122223333:role/ok\n  - not-an-arn")
+    [problem] = problems(text)
+    assert problem.path.endswith("admins[1]") and problem.line == line_of(text, "not-an-arn")
+
+
+def test_section_ignored_under_another_orchestrator_is_a_warning() -> None:
+    text = project("task_governance: true").replace("type: hyperpod-eks", "type: none")
+    _, warnings = checks.validate(config.parse(text, Path("eks.yaml")))
+    assert "hyperpod-eks-settings-unused" in [w.check for w in warnings]

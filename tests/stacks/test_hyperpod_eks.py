@@ -1,0 +1,192 @@
+"""HyperPod on EKS projects: what the synthesized NAME-cluster holds (one EKS cluster with API authentication, the
+pinned version and private endpoint, the add-ons at their pins, the HyperPod cluster orchestrated by it), and the
+order CloudFormation creates it in, read from the template (control plane -> access entries -> add-ons -> chart
+-> HyperPod cluster -> task governance -> quotas). One synthesis per example, shared by every assertion."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import ROOT
+
+from fmcluster.config.hyperpod_eks import DEFAULT_KUBERNETES_VERSION
+from fmcluster.generate.hyperpod_eks import ADDONS, BASE_ADDONS, TASK_GOVERNANCE, VPC_CNI_MINIMUM
+
+TEAMS = "p5-hyperpod-eks-teams"
+PLAN = "p5en-hyperpod-eks"
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    from fmcluster.stacks.app import synthesize  # starts jsii: only when these tests run
+
+    out = {}
+    for name in (TEAMS, PLAN):
+        synthesized = synthesize(ROOT / "examples" / f"{name}.yaml", tmp_path_factory.mktemp(name))
+        out[name] = synthesized[f"{name}-cluster"]
+    return out
+
+
+def _of_type(template: dict, kind: str) -> dict[str, dict]:
+    return {k: r for k, r in template["Resources"].items() if r["Type"] == kind}
+
+
+def _one(template: dict, kind: str) -> tuple[str, dict]:
+    [(logical_id, resource)] = _of_type(template, kind).items()
+    return logical_id, resource
+
+
+def _references(value: Any) -> set[str]:
+    if isinstance(value, dict):
+        found = set()
+        for key, inner in value.items():
+            if key == "Ref" and isinstance(inner, str):
+                found.add(inner)
+            elif key == "Fn::GetAtt":
+                found.add(inner[0] if isinstance(inner, list) else inner.split(".")[0])
+            else:
+                found |= _references(inner)
+        return found
+    if isinstance(value, list):
+        return set().union(*map(_references, value)) if value else set()
+    return set()
+
+
+def _after(template: dict) -> dict[str, set[str]]:
+    """Logical ID -> every resource CloudFormation must finish before it (DependsOn, Ref and GetAtt, transitively)."""
+    resources = template["Resources"]
+    direct = {}
+    for logical_id, resource in resources.items():
+        depends = resource.get("DependsOn", [])
+        depends = [depends] if isinstance(depends, str) else depends
+        direct[logical_id] = ({*depends} | _references(resource.get("Properties", {}))) & set(resources)
+    closed: dict[str, set[str]] = {}
+
+    def visit(node: str, seen: tuple = ()) -> set[str]:
+        if node not in closed:
+            assert node not in seen, f"cycle through {node}"
+            out = set(direct[node])
+            for parent in direct[node]:
+                out |= visit(parent, (*seen, node))
+            closed[node] = out
+        return closed[node]
+
+    for logical_id in resources:
+        visit(logical_id)
+    return closed
+
+
+def test_one_eks_cluster_with_api_auth_the_pinned_version_private_endpoint_and_every_log(templates) -> None:
+    template = templates[TEAMS]
+    _, cluster = _one(template, "AWS::EKS::Cluster")
+    props = cluster["Properties"]
+    assert props["Version"] == DEFAULT_KUBERNETES_VERSION
+    assert props["AccessConfig"] == {"AuthenticationMode": "API", "BootstrapClusterCreatorAdminPermissions": False}
+    vpc = props["ResourcesVpcConfig"]
+    assert (vpc["EndpointPrivateAccess"], vpc["EndpointPublicAccess"]) == (True, False)
+    assert {t["Type"] for t in props["Logging"]["ClusterLogging"]["EnabledTypes"]} == {
+        "api", "audit", "authenticator", "controllerManager", "scheduler"}
+    [group] = vpc["SecurityGroupIds"]
+    assert template["Resources"][group["Fn::GetAtt"][0]]["Type"] == "AWS::EC2::SecurityGroup"
+    subnets = [template["Resources"][s["Ref"]]["Properties"] for s in vpc["SubnetIds"]]
+    assert [ipaddress.ip_network(s["CidrBlock"]).prefixlen for s in subnets] == [28, 28]
+    assert [s["AvailabilityZone"]["Fn::Select"][0] for s in subnets] == [0, 1]  # two zones (Fn::GetAZs)
+
+
+def test_access_entries_for_each_admin_and_the_kubectl_handler(templates) -> None:
+    template = templates[PLAN]
+    entries = _of_type(template, "AWS::EKS::AccessEntry").values()
+    principals = [e["Properties"]["PrincipalArn"] for e in entries]
+    assert "arn:aws:iam::111122223333:role/ml-platform-admin" in principals and len(principals) == 2
+    handler = next(p for p in principals if isinstance(p, dict))
+    function = next(r for r in _of_type(template, "AWS::Lambda::Function").values()
+                    if r["Properties"].get("Description") == "onEvent handler for EKS kubectl resource provider")
+    assert function["Properties"]["Role"] == handler  # the handler's own role is the one given cluster admin
+    for entry in entries:
+        [policy] = entry["Properties"]["AccessPolicies"]
+        assert policy["PolicyArn"]["Fn::Join"][1][-1].endswith("AmazonEKSClusterAdminPolicy")
+
+
+def test_addons_at_their_pins_and_vpc_cni_new_enough(templates) -> None:
+    found = {r["Properties"]["AddonName"]: r["Properties"]["AddonVersion"]
+             for r in _of_type(templates[PLAN], "AWS::EKS::Addon").values()}
+    assert list(found) == list(BASE_ADDONS)
+    assert all(found[n] in ADDONS[n].values() for n in found)
+    cni = tuple(int(x) for x in found["vpc-cni"].lstrip("v").split("-")[0].split("."))
+    assert cni >= VPC_CNI_MINIMUM
+    teams = {r["Properties"]["AddonName"] for r in _of_type(templates[TEAMS], "AWS::EKS::Addon").values()}
+    assert {TASK_GOVERNANCE, "amazon-sagemaker-hyperpod-training-operator", "cert-manager"} <= teams
+
+
+def test_hyperpod_cluster_is_orchestrated_by_the_eks_cluster(templates) -> None:
+    template = templates[PLAN]
+    eks_id, _ = _one(template, "AWS::EKS::Cluster")
+    _, cluster = _one(template, "AWS::SageMaker::Cluster")
+    props = cluster["Properties"]
+    assert props["Orchestrator"] == {"Eks": {"ClusterArn": {"Fn::GetAtt": [eks_id, "Arn"]}}}
+    groups = {g["InstanceGroupName"]: g for g in props["InstanceGroups"]}
+    assert list(groups) == ["system", "train"]
+    assert "KubernetesConfig" not in groups["system"] and "TrainingPlanArn" not in groups["system"]
+    train = groups["train"]
+    assert train["KubernetesConfig"] == {"Labels": {"fmcluster.io/pool": "train"},
+                                         "Taints": [{"Key": "nvidia.com/gpu", "Value": "true", "Effect": "NoSchedule"}]}
+    assert train["TrainingPlanArn"].endswith("training-plan/p5en-eks")
+    assert "OnCreate" in train["LifeCycleConfig"] and "OnInitComplete" not in train["LifeCycleConfig"]
+    assert "SlurmConfig" not in train
+
+
+def test_creation_order_read_from_the_template(templates) -> None:
+    template = templates[TEAMS]
+    after = _after(template)
+    eks_id, _ = _one(template, "AWS::EKS::Cluster")
+    entries = set(_of_type(template, "AWS::EKS::AccessEntry"))
+    addons = {k: r["Properties"]["AddonName"] for k, r in _of_type(template, "AWS::EKS::Addon").items()}
+    base = {k for k, n in addons.items() if n != TASK_GOVERNANCE}
+    [governance] = [k for k, n in addons.items() if n == TASK_GOVERNANCE]
+    chart, _ = _one(template, "Custom::AWSCDK-EKS-HelmChart")
+    hyperpod, _ = _one(template, "AWS::SageMaker::Cluster")
+    scheduler, _ = _one(template, "AWS::SageMaker::ClusterSchedulerConfig")
+    quotas = set(_of_type(template, "AWS::SageMaker::ComputeQuota"))
+    assert len(quotas) == 2
+    assert all(eks_id in after[e] for e in entries)
+    assert all(entries <= after[a] for a in base)
+    assert base | entries <= after[chart]
+    assert {chart, *base} <= after[hyperpod]
+    assert hyperpod in after[governance]
+    assert governance in after[scheduler]
+    assert all({scheduler, governance} <= after[q] for q in quotas)
+
+
+def test_the_order_reader_sees_a_missing_dependency(templates) -> None:
+    """The reader is not vacuous: with the chart's DependsOn dropped, the HyperPod cluster still waits for it (its
+    own DependsOn), but the chart no longer waits for the add-ons."""
+    template = json.loads(json.dumps(templates[TEAMS]))
+    chart, resource = _one(template, "Custom::AWSCDK-EKS-HelmChart")
+    addon = next(iter(_of_type(template, "AWS::EKS::Addon")))
+    assert addon in _after(template)[chart]
+    resource["DependsOn"] = [d for d in resource["DependsOn"] if d not in _of_type(template, "AWS::EKS::Addon")]
+    assert addon not in _after(template)[chart]
+
+
+def test_chart_values_carry_the_region_the_taints_and_the_instance_types(templates) -> None:
+    _, chart = _one(templates[PLAN], "Custom::AWSCDK-EKS-HelmChart")
+    text = json.dumps(chart["Properties"]["Values"])
+    assert "ml.p5en.48xlarge" in text and "nvidia.com/gpu" in text and "AWS::Region" in text
+    assert chart["Metadata"]["fmcluster:chart"] == "stub"  # no cache here: preflight refuses it
+    assert (chart["Properties"]["Release"], chart["Properties"]["Namespace"]) == ("hyperpod-dependencies",
+                                                                                  "kube-system")
+
+
+def test_quotas_name_the_hyperpod_cluster_and_each_team(templates) -> None:
+    template = templates[TEAMS]
+    hyperpod, _ = _one(template, "AWS::SageMaker::Cluster")
+    quotas = {r["Properties"]["ComputeQuotaTarget"]["TeamName"]: r["Properties"]
+              for r in _of_type(template, "AWS::SageMaker::ComputeQuota").values()}
+    assert set(quotas) == {"research", "inference"}
+    assert all(q["ClusterArn"] == {"Fn::GetAtt": [hyperpod, "ClusterArn"]} for q in quotas.values())
+    assert quotas["research"]["ComputeQuotaConfig"]["ComputeQuotaResources"] == [
+        {"InstanceType": "ml.p5.48xlarge", "Count": 10}]
