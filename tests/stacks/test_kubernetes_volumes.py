@@ -51,7 +51,8 @@ def test_one_volume_and_claim_per_namespace_and_all_valid():
     assert [(o["kind"], o["metadata"].get("namespace")) for o in objects] == [
         ("PersistentVolume", None), ("PersistentVolumeClaim", "default"),
         ("PersistentVolume", None), ("PersistentVolumeClaim", "hyperpod-ns-research")]
-    assert {o["spec"]["csi"]["volumeHandle"] for o in objects if o["kind"] == "PersistentVolume"} == {FSX.file_system_id}
+    handles = {o["spec"]["csi"]["volumeHandle"] for o in objects if o["kind"] == "PersistentVolume"}
+    assert handles == {FSX.file_system_id}
     assert k8s.validate_all(objects) == {}
     assert "Quota" in resource.get("DependsOn", [])
 
