@@ -43,10 +43,6 @@ def _lint_many(resources: dict[str, tuple[str, dict]]) -> dict[str, list[str]]:
     return out
 
 
-def _lint(resource_type: str, props: dict) -> list[str]:
-    return [m for messages in _lint_many({"Governed": (resource_type, props)}).values() for m in messages]
-
-
 def _api(resource_type: str, props: dict) -> list[str]:
     report = api_rules.check_resource("stack", "Governed", {"Type": resource_type, "Properties": props})
     return [f"{f.prop} {f.message}" for f in report.findings + report.unmapped]

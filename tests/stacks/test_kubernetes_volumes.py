@@ -7,12 +7,12 @@ import json
 
 from aws_cdk import App, CfnResource, Stack
 from aws_cdk import aws_eks_v2 as eks2
-from support import load
+from fmcluster.stacks.kubernetes_volumes import add_fsx_volumes
 from support import kubernetes as k8s
+from support import load
 
 from fmcluster import checks
 from fmcluster.contracts import MountContract
-from fmcluster.stacks.kubernetes_volumes import add_fsx_volumes
 
 FSX = MountContract("fs-0123456789abcdef0", "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com", "abcdefgh", "/fsx",
                     False)
