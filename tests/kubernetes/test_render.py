@@ -35,9 +35,19 @@ def _render(name: str, out: Path) -> dict[str, list[dict]]:
     return {str(p.relative_to(out)): list(yaml.safe_load_all(p.read_text())) for p in sorted(out.rglob("*.yaml"))}
 
 
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory) -> dict[str, tuple[Path, dict[str, list[dict]]]]:
+    """Each example rendered once for the tests that only read the files."""
+    out = {}
+    for name in EXAMPLES:
+        folder = tmp_path_factory.mktemp(name)
+        out[name] = (folder, _render(name, folder))
+    return out
+
+
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_every_rendered_object_validates(name: str, tmp_path: Path):
-    files = _render(name, tmp_path)
+def test_every_rendered_object_validates(name: str, rendered):
+    files = rendered[name][1]
     kinds = {o["kind"] for objs in files.values() for o in objs}
     assert kinds == {"ConfigMap", "Job", "MPIJob", "PyTorchJob"}
     for file, objs in files.items():
@@ -45,9 +55,9 @@ def test_every_rendered_object_validates(name: str, tmp_path: Path):
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_workers_ask_for_the_whole_node_and_land_on_their_group(name: str, tmp_path: Path):
+def test_workers_ask_for_the_whole_node_and_land_on_their_group(name: str, rendered):
     cluster = _cluster(name)
-    files = _render(name, tmp_path)
+    files = rendered[name][1]
     for group in cluster.groups:
         itype = catalog.get(group.instance_type)
         (mpijob,) = files[f"{group.name}/nccl.yaml"]
@@ -65,8 +75,8 @@ def test_workers_ask_for_the_whole_node_and_land_on_their_group(name: str, tmp_p
         assert job["spec"]["completions"] == job["spec"]["parallelism"] == group.count
 
 
-def test_task_governance_puts_the_jobs_in_a_team_queue(tmp_path: Path):
-    files = _render("teams", tmp_path)
+def test_task_governance_puts_the_jobs_in_a_team_queue(rendered):
+    tmp_path, files = rendered["teams"]
     for objs in files.values():
         for obj in objs:
             assert obj["metadata"]["namespace"] == "hyperpod-ns-research"  # research may hold the most (10 + 4)
@@ -76,15 +86,15 @@ def test_task_governance_puts_the_jobs_in_a_team_queue(tmp_path: Path):
     assert "Team research may hold 14 of the 16 nodes" in readme
 
 
-def test_without_task_governance_the_jobs_run_unqueued_in_default(tmp_path: Path):
-    for objs in _render("plan", tmp_path).values():
+def test_without_task_governance_the_jobs_run_unqueued_in_default(rendered):
+    for objs in rendered["plan"][1].values():
         for obj in objs:
             assert obj["metadata"]["namespace"] == "default"
             assert "kueue.x-k8s.io/queue-name" not in obj["metadata"]["labels"]
 
 
-def test_the_node_checks_carry_the_slurm_jobs_script_and_health_check(tmp_path: Path):
-    files = _render("plan", tmp_path)
+def test_the_node_checks_carry_the_slurm_jobs_script_and_health_check(rendered):
+    files = rendered["plan"][1]
     config_map = files["train/node-checks.yaml"][0]
     script = config_map["data"]["node-checks.sh"]
     assert "FMC-NODE" in script and 'bash "${HERE}/healthcheck.sh"' in script
@@ -115,10 +125,10 @@ def test_the_first_job_needs_fsx(tmp_path: Path):
         kubernetes_jobs.render_first_job(plan.cluster, tmp_path)
 
 
-def test_the_pods_shell_commands_pass_shellcheck(tmp_path: Path):
+def test_the_pods_shell_commands_pass_shellcheck(rendered, tmp_path: Path):
     """The launcher's loop and the node-check pod's command (bash -c strings inside the YAML), by the real
     shellcheck; the node-check script itself is the Slurm jobs' node-checks.sh, linted there."""
-    files = _render("teams", tmp_path)
+    files = rendered["teams"][1]
     scripts = []
     for objs in files.values():
         for obj in (o for o in objs if o["kind"] != "ConfigMap"):
