@@ -26,6 +26,7 @@ from fmcluster.bootstrap.first_job import FOLDER, WORK_DIR_NAME, FirstJobError, 
 from fmcluster.bootstrap.render import render_files
 from fmcluster.bootstrap.versions import BootstrapError, default_versions
 
+from fmcluster import catalog
 from fmcluster.facts import KERNEL_ARCH
 from fmcluster.kubernetes import jobs as k8s
 from fmcluster.kubernetes.governance import team_namespace
@@ -76,7 +77,8 @@ def kube_targets(cluster: ClusterPlan) -> list[KubeTarget]:
 def _node_checks_script(cluster: ClusterPlan, t: KubeTarget, image: str) -> str:
     g = t.group
     job = Job("node-checks.sh", g.name, g.instance_type, cluster.driver.flavour, t.nodes.gpus, "node", g.count, None,
-              None, None, "per-node checks", image, k8s.NCCL_TESTS_DIR, None, None)
+              None, None, "per-node checks", image, k8s.NCCL_TESTS_DIR, catalog.get(g.instance_type).nvlinks_per_gpu,
+              None)
     return render_job(job, cluster)
 
 
@@ -101,7 +103,8 @@ def render_acceptance(cluster: ClusterPlan, out: Path, *, image: str | None = No
     if image is None:
         raise BootstrapError("orchestrator.type hyperpod-eks runs the acceptance jobs in containers: give --image, an "
                              f"image with nccl-tests (built with MPI) in {k8s.NCCL_TESTS_DIR} (or --nccl-tests-dir), "
-                             "Open MPI, sshd and EFA (e.g. awsome-distributed-training's nccl-tests image in your ECR)")
+                             "Open MPI, sshd, EFA and dcgmi for the node checks (e.g. mpi-operator's nccl-tests "
+                             "image built with EFA, in your ECR)")
     tests_dir = nccl_tests_dir or k8s.NCCL_TESTS_DIR
     out.mkdir(parents=True, exist_ok=True)
     (out / "logs").mkdir(exist_ok=True)

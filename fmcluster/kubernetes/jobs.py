@@ -153,6 +153,8 @@ def nccl_mpijob(group: NodeGroup, image: str, placement: Placement, *, nccl_test
 
 
 NODE_CHECKS = "node-checks.sh"
+HEALTH_DIR = "/var/lib/fmcluster"
+"""Where the bootstrap's health check writes its verdict on the node (templates/bootstrap/healthcheck.sh.j2)."""
 
 
 def node_checks_job(group: NodeGroup, image: str, placement: Placement, config: str) -> dict:
@@ -163,7 +165,10 @@ def node_checks_job(group: NodeGroup, image: str, placement: Placement, config: 
            'cat "${FMC_ACCEPTANCE_DIR}"/logs/*.log 2>/dev/null; exit "${rc}"')
     container = {"name": "node-checks", "image": image, "command": ["/bin/bash", "-c", run],
                  "env": _env({"FMC_ACCEPTANCE_DIR": "/tmp/fmc-acceptance"}), "resources": group.whole_node()}
-    pod = _worker_pod(group, container, [_scripts_volume(config), _shm()], restartPolicy="Never",
+    # the verdict the node's bootstrap health check wrote at boot (node-checks.sh reads it where it cannot sudo)
+    verdict = ({"name": "fmc-health", "hostPath": {"path": HEALTH_DIR, "type": "DirectoryOrCreate"}},
+               {"name": "fmc-health", "mountPath": HEALTH_DIR, "readOnly": True})
+    pod = _worker_pod(group, container, [_scripts_volume(config), verdict, _shm()], restartPolicy="Never",
                       # the node's own host name in the logs (node-checks.sh names a node by `hostname -s`)
                       hostNetwork=True, dnsPolicy="ClusterFirstWithHostNet",
                       affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [

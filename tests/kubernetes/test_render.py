@@ -99,6 +99,12 @@ def test_the_node_checks_carry_the_slurm_jobs_script_and_health_check(rendered):
     script = config_map["data"]["node-checks.sh"]
     assert "FMC-NODE" in script and 'bash "${HERE}/healthcheck.sh"' in script
     assert config_map["data"]["healthcheck.sh"].startswith("#!/bin/bash")
+    pod = files["train/node-checks.yaml"][1]["spec"]["template"]["spec"]
+    # the verdict the node's health check wrote at boot, read-only (node-checks.sh reads it where it cannot sudo)
+    assert {"name": "fmc-health", "mountPath": "/var/lib/fmcluster", "readOnly": True} in \
+        pod["containers"][0]["volumeMounts"]
+    assert 'FMC-NODE %s health' in script and "/var/lib/fmcluster/health" in script
+    assert "pcie.gpu_nvlinks_expected_up=18" in script  # p5en: the catalog's NVLinks per GPU, as the Slurm jobs pass
     first = files["first-job/train.yaml"][0]["data"]
     assert first["first_job_train.py"] == (ROOT / "templates/acceptance/first_job_train.py").read_text()
 
