@@ -29,7 +29,7 @@ from fmcluster.bootstrap.versions import BootstrapError, default_versions
 from fmcluster import catalog
 from fmcluster.facts import KERNEL_ARCH
 from fmcluster.kubernetes import jobs as k8s
-from fmcluster.kubernetes.governance import team_namespace
+from fmcluster.kubernetes.governance import JOB_PRIORITY, team_namespace
 from fmcluster.kubernetes.nodes import NodeGroup, Taint
 from fmcluster.kubernetes.volumes import MOUNT_PATH
 from fmcluster.plan import ClusterPlan, GroupPlan
@@ -63,7 +63,7 @@ def placement(cluster: ClusterPlan, group: str) -> tuple[k8s.Placement, int | No
     if not shares:
         return k8s.Placement(), None
     most, team = max(shares, key=lambda share: share[0])  # the first such team in the file on a tie
-    return k8s.Placement(namespace=team_namespace(team), team=team, priority="training"), most
+    return k8s.Placement(namespace=team_namespace(team), team=team, priority=JOB_PRIORITY), most
 
 
 def kube_targets(cluster: ClusterPlan) -> list[KubeTarget]:

@@ -45,7 +45,9 @@ class PriorityClass:
 DEFAULT_PRIORITY_CLASSES = (PriorityClass("inference", 100), PriorityClass("training", 50),
                             PriorityClass("experimentation", 10))
 """fmcluster's default classes (a choice, not AWS's: HyperPod defines none until a scheduler config does; its
-docs give inference the highest weight, 100): acceptance and first jobs run as ``training``."""
+docs give inference the highest weight, 100): acceptance and first jobs run as :data:`JOB_PRIORITY`."""
+JOB_PRIORITY = "training"
+"""The priority class of the jobs fmcluster writes (acceptance, first job): one of :data:`DEFAULT_PRIORITY_CLASSES`."""
 
 
 class GovernanceError(ValueError):

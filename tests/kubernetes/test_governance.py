@@ -161,3 +161,7 @@ def test_quota_names_are_bounded():
     assert gov.quota_name("proj", "research") == "proj-research"
     with pytest.raises(gov.GovernanceError, match="63"):
         gov.quota_name("p" * 40, "t" * 30)
+
+
+def test_the_jobs_priority_class_is_one_the_scheduler_config_defines():
+    assert gov.JOB_PRIORITY in {c.name for c in gov.DEFAULT_PRIORITY_CLASSES}
