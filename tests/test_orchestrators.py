@@ -13,6 +13,8 @@ from fmcluster import flavours, orchestrators
 from fmcluster.aws.connect import TARGETS
 from fmcluster.aws.preflight import ORCHESTRATOR_CHECKS
 from fmcluster.aws.status import CLUSTERS
+from fmcluster.cli.acceptance import RENDERERS as ACCEPTANCE
+from fmcluster.cli.firstjob import WRITERS as FIRST_JOBS
 from fmcluster.bootstrap import bundles
 from fmcluster.cli.planservices import ROWS
 from fmcluster.generate.schedulers import SCHEDULERS
@@ -23,7 +25,8 @@ TABLES = {"generate.schedulers.SCHEDULERS": SCHEDULERS, "bootstrap.bundles.RENDE
           "bootstrap.bundles.CONTEXTS": bundles.CONTEXTS,
           "stacks.cluster.BUILDERS": BUILDERS, "aws.preflight.ORCHESTRATOR_CHECKS": ORCHESTRATOR_CHECKS,
           "cli.planservices.ROWS": ROWS, "plan.cost.ORCHESTRATORS": cost.ORCHESTRATORS,
-          "aws.status.CLUSTERS": CLUSTERS, "aws.connect.TARGETS": TARGETS}
+          "aws.status.CLUSTERS": CLUSTERS, "aws.connect.TARGETS": TARGETS,
+          "cli.acceptance.RENDERERS": ACCEPTANCE, "cli.firstjob.WRITERS": FIRST_JOBS}
 
 OWN = {"parallelcluster", "hyperpod", "hyperpod_eks", "pcs", "selfmanaged"}
 """Module names of an orchestrator's own modules (``fmcluster/<stage>/<orchestrator>.py``)."""

@@ -14,12 +14,18 @@ from typing import Annotated
 import typer
 
 from fmcluster.acceptance import DEFAULT_MARGIN, AcceptanceError, build_report, to_text
+from fmcluster.bootstrap import kubernetes_jobs
 from fmcluster.bootstrap.acceptance import render_acceptance
 from fmcluster.bootstrap.context import bundle_mounts_fsx
 from fmcluster.bootstrap.versions import BootstrapError
 from fmcluster.cli.bootstrap import _deployed_fsx
-from fmcluster.cli.outdir import default_out
 from fmcluster.cli.firstjob import checked, first_job_cmd
+from fmcluster.cli.outdir import default_out
+
+RENDERERS = {"none": render_acceptance, "parallelcluster": render_acceptance, "hyperpod": render_acceptance,
+             "pcs": render_acceptance, "hyperpod-eks": kubernetes_jobs.render_acceptance}
+"""``orchestrator.type`` -> what writes its acceptance jobs: Slurm batch scripts (or per-node scripts without a
+scheduler), or Kubernetes objects (:mod:`fmcluster.bootstrap.kubernetes_jobs`)."""
 
 app = typer.Typer(help="Acceptance: NCCL, EFA and GPU checks as jobs, and their report.", no_args_is_help=True)
 
@@ -38,7 +44,8 @@ def render_cmd(
     out: Annotated[Path | None, typer.Option("--out", help="Directory to write the jobs into (copy it to shared "
                                                           "storage). Default: out/PROJECT/acceptance.")] = None,
     image: Annotated[str | None, typer.Option(
-        "--image", help="Container image with nccl-tests, run through pyxis (srun --container-image).")] = None,
+        "--image", help="Container image with nccl-tests, run through pyxis (srun --container-image); on Kubernetes "
+                        "(hyperpod-eks) the image every acceptance pod runs (required there).")] = None,
     nccl_tests_dir: Annotated[str | None, typer.Option(
         "--nccl-tests-dir", help="Where the nodes already have nccl-tests binaries (built with MPI=1). Default: "
                                  "a setup job per group builds them into OUT (submit it first).")] = None,
@@ -54,7 +61,7 @@ def render_cmd(
     out = out or default_out(loaded.project.name, "acceptance")
     fsx = _deployed_fsx(plan.storage.spec) if bundle_mounts_fsx(cluster.driver.flavour) else None
     try:
-        rendered = render_acceptance(cluster, out, image=image, nccl_tests_dir=nccl_tests_dir, fsx=fsx)
+        rendered = RENDERERS[cluster.orchestrator](cluster, out, image=image, nccl_tests_dir=nccl_tests_dir, fsx=fsx)
     except (BootstrapError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(USAGE_EXIT) from None

@@ -13,10 +13,16 @@ from typing import Annotated
 import typer
 
 from fmcluster import checks, config
+from fmcluster.bootstrap import kubernetes_jobs
 from fmcluster.bootstrap.context import bundle_mounts_fsx
-from fmcluster.bootstrap.first_job import FOLDER, FirstJob, FirstJobError, render_first_job
-from fmcluster.cli.outdir import default_out
+from fmcluster.bootstrap.first_job import (
+    FOLDER,
+    FirstJob,
+    FirstJobError,
+    render_first_job,
+)
 from fmcluster.cli.bootstrap import _deployed_fsx
+from fmcluster.cli.outdir import default_out
 from fmcluster.contracts import stack_name
 from fmcluster.errors import ConfigError
 from fmcluster.plan import Plan
@@ -58,12 +64,27 @@ def first_job_cmd(
     out = out or default_out(loaded.project.name, "acceptance")
     fsx = _deployed_fsx(plan.storage.spec) if bundle_mounts_fsx(cluster.driver.flavour) else None
     try:
-        rendered = render_first_job(cluster, out, image=image, fsx=fsx)
+        count, text = WRITERS[cluster.orchestrator](plan, out, image, fsx)
     except (FirstJobError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(USAGE_EXIT) from None
-    typer.echo(f"{out / FOLDER}: {len(rendered.files)} files for {len(rendered.jobs)} compute group(s)\n")
-    typer.echo(instructions(plan, out, rendered.jobs))
+    typer.echo(f"{out / FOLDER}: {count} files for {len(cluster.groups)} compute group(s)\n")
+    typer.echo(text)
+
+
+def _slurm(plan: Plan, out: Path, image: str | None, fsx) -> tuple[int, str]:
+    rendered = render_first_job(plan.cluster, out, image=image, fsx=fsx)
+    return len(rendered.files), instructions(plan, out, rendered.jobs)
+
+
+def _kubernetes(plan: Plan, out: Path, image: str | None, fsx) -> tuple[int, str]:
+    rendered = kubernetes_jobs.render_first_job(plan.cluster, out, image=image, fsx=fsx)
+    return len(rendered.files), rendered.instructions
+
+
+WRITERS = {"none": _slurm, "parallelcluster": _slurm, "hyperpod": _slurm, "pcs": _slurm, "hyperpod-eks": _kubernetes}
+"""``orchestrator.type`` -> what writes its first job and says how to run it: a Slurm batch script per group (none:
+refused, no Slurm), or a PyTorchJob per group (:mod:`fmcluster.bootstrap.kubernetes_jobs`)."""
 
 
 def sync_destination(plan: Plan, folder: str) -> tuple[str, str] | None:

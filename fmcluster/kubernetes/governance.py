@@ -7,7 +7,10 @@ are the API's, CloudFormation passes them through) and cfn-lint 1.58's resource 
 reference ``ResourceSharingConfig``: ``DontLend`` teams lend nothing, ``Lend`` teams lend idle compute to teams that
 can borrow, ``LendAndBorrow`` teams lend and borrow; only the last borrows. The namespace and Kueue queue a team's
 jobs go to (``hyperpod-ns-<team>``, ``hyperpod-ns-<team>-localqueue``) are the ones task governance creates for a
-ComputeQuota (AWS docs, "SageMaker HyperPod task governance": submitting tasks to a team's queue).
+ComputeQuota, and a priority class ``P`` becomes the label value ``P-priority`` (AWS docs, "SageMaker HyperPod task
+governance": namespaces ``hyperpod-ns-{{team-name}}``; aws/sagemaker-hyperpod-cli's integration tests create the same
+LocalQueue name and its test job config labels ``kueue.x-k8s.io/priority-class: training-priority``; the AWS HyperPod
+EKS "hero demo" (mvinci12/hero-demo-hyperpod) submits with both labels after ``create-cluster-scheduler-config``).
 
 The cluster ARN is an input (a CloudFormation token in the stack: ``Fn::GetAtt [Cluster, ClusterArn]``).
 """
@@ -42,7 +45,9 @@ class PriorityClass:
 DEFAULT_PRIORITY_CLASSES = (PriorityClass("inference", 100), PriorityClass("training", 50),
                             PriorityClass("experimentation", 10))
 """fmcluster's default classes (a choice, not AWS's: HyperPod defines none until a scheduler config does; its
-docs give inference the highest weight, 100): acceptance and first jobs run as ``training``."""
+docs give inference the highest weight, 100): acceptance and first jobs run as :data:`JOB_PRIORITY`."""
+JOB_PRIORITY = "training"
+"""The priority class of the jobs fmcluster writes (acceptance, first job): one of :data:`DEFAULT_PRIORITY_CLASSES`."""
 
 
 class GovernanceError(ValueError):

@@ -23,7 +23,12 @@ from typing import Any
 
 import yaml
 
-from fmcluster.kubernetes.governance import PRIORITY_LABEL, QUEUE_LABEL, priority_label, team_queue
+from fmcluster.kubernetes.governance import (
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+    priority_label,
+    team_queue,
+)
 from fmcluster.kubernetes.nodes import NodeGroup
 from fmcluster.kubernetes.volumes import pod_volume
 
@@ -123,11 +128,12 @@ def nccl_mpijob(group: NodeGroup, image: str, placement: Placement, *, nccl_test
     if group.count < 2:
         raise ValueError(f"group {group.name} has {group.count} node: NCCL across nodes needs 2")
     name = f"fmc-nccl-{group.name}"
-    launcher = {"name": "launcher", "image": image, "command": ["/bin/bash", "-c", launcher_script(group, nccl_tests_dir)],
+    command = ["/bin/bash", "-c", launcher_script(group, nccl_tests_dir)]
+    launcher = {"name": "launcher", "image": image, "command": command,
                 "env": _env(), "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
-    # Workers run sshd: the mpi-operator v2 launcher reaches them over ssh (kubeflow/mpi-operator v2 design)
-    worker = {"name": "worker", "image": image, "command": ["/usr/sbin/sshd", "-De"], "env": _env(),
-              "resources": group.whole_node()}
+    # No command: mpi-operator v2 runs `/usr/sbin/sshd -De` in a worker without one, after the image's entrypoint
+    # (which may set up the ssh credentials it mounts): kubeflow/mpi-operator pkg/controller/mpi_job_controller.go
+    worker = {"name": "worker", "image": image, "env": _env(), "resources": group.whole_node()}
     return {
         "apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
         "metadata": _metadata(name, placement, group),
@@ -147,6 +153,8 @@ def nccl_mpijob(group: NodeGroup, image: str, placement: Placement, *, nccl_test
 
 
 NODE_CHECKS = "node-checks.sh"
+HEALTH_DIR = "/var/lib/fmcluster"
+"""Where the bootstrap's health check writes its verdict on the node (templates/bootstrap/healthcheck.sh.j2)."""
 
 
 def node_checks_job(group: NodeGroup, image: str, placement: Placement, config: str) -> dict:
@@ -157,7 +165,10 @@ def node_checks_job(group: NodeGroup, image: str, placement: Placement, config: 
            'cat "${FMC_ACCEPTANCE_DIR}"/logs/*.log 2>/dev/null; exit "${rc}"')
     container = {"name": "node-checks", "image": image, "command": ["/bin/bash", "-c", run],
                  "env": _env({"FMC_ACCEPTANCE_DIR": "/tmp/fmc-acceptance"}), "resources": group.whole_node()}
-    pod = _worker_pod(group, container, [_scripts_volume(config), _shm()], restartPolicy="Never",
+    # the verdict the node's bootstrap health check wrote at boot (node-checks.sh reads it where it cannot sudo)
+    verdict = ({"name": "fmc-health", "hostPath": {"path": HEALTH_DIR, "type": "DirectoryOrCreate"}},
+               {"name": "fmc-health", "mountPath": HEALTH_DIR, "readOnly": True})
+    pod = _worker_pod(group, container, [_scripts_volume(config), verdict, _shm()], restartPolicy="Never",
                       # the node's own host name in the logs (node-checks.sh names a node by `hostname -s`)
                       hostNetwork=True, dnsPolicy="ClusterFirstWithHostNet",
                       affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
@@ -204,7 +215,19 @@ def first_job_pytorchjob(group: NodeGroup, image: str, placement: Placement, con
     }
 
 
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (scripts) as literal blocks, readable in the file ``kubectl apply`` takes."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
 def to_yaml(objects: list[dict]) -> str:
     """Objects as one multi-document YAML stream, keys in their built order (``kubectl apply -f``)."""
-    return "".join("---\n" + yaml.safe_dump(o, sort_keys=False, default_flow_style=False, width=100)
+    return "".join("---\n" + yaml.dump(o, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
                    for o in objects)

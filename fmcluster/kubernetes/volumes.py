@@ -20,12 +20,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from fmcluster.kubernetes.governance import team_namespace
+
 DRIVER = "fsx.csi.aws.com"
 ACCESS_MODES = ["ReadWriteMany"]
 CLAIM_NAME = "fsx"
 """The claim's name in every namespace: jobs name the same claim wherever they run."""
 MOUNT_PATH = "/fsx"
 """Where the jobs mount it: the path the Slurm orchestrators' nodes mount FSx at by default."""
+
+
+def namespaces(teams: Iterable[str], task_governance: bool) -> list[str]:
+    """The namespaces whose jobs mount FSx: ``default``, and each team's when task governance makes them."""
+    return ["default", *(team_namespace(t) for t in teams)] if task_governance else ["default"]
 
 
 def volume_name(project: str, namespace: str) -> str:

@@ -27,7 +27,8 @@ from fmcluster.templates.acceptance import first_job_flops as flops
 
 VERSIONS = yaml.safe_load((ROOT / "bootstrap/versions.yaml").read_text())["first_job_image"]
 SLURM = {p.stem: p for p in ALL_FILES
-         if orchestrators.get(config.load(str(p)).project.orchestrator.type).slurm}
+         if orchestrators.ORCHESTRATORS[config.load(str(p)).project.orchestrator.type].slurm}
+"""The examples whose first job is a Slurm batch script (Kubernetes' PyTorchJob: tests/kubernetes/test_render.py)."""
 BIN = Path(sys.executable).parent
 
 

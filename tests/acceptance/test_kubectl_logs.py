@@ -9,9 +9,12 @@ from itertools import zip_longest
 from pathlib import Path
 
 import pytest
+from support import load
 
+from fmcluster import checks
 from fmcluster.acceptance import build_report
 from fmcluster.acceptance.logs import AcceptanceError, read_logs
+from fmcluster.bootstrap import kubernetes_jobs
 
 FIXTURE = Path(__file__).parent / "fixtures" / "p5-pair" / "logs"
 
@@ -70,3 +73,22 @@ def test_a_file_with_no_header_still_says_what_it_is_not(tmp_path: Path):
     path.write_text("[pod/a/b] hello\n", encoding="utf-8")
     with pytest.raises(AcceptanceError, match="no FMC-ACCEPTANCE line"):
         read_logs(path)
+
+
+def test_the_report_holds_a_kubernetes_render_to_its_manifest(tmp_path: Path):
+    """Render a two-node hyperpod-eks project, save its jobs' logs as its README says (kubectl layout), report: the
+    nodes' checks are all there, and a test the MPIJob runs but whose log is missing fails by the job's file."""
+    loaded = load({"name": "k8s", "availability_zone_id": "use1-az6", "orchestrator": {"type": "hyperpod-eks"},
+                   "compute_groups": [{"name": "train", "instance_type": "p5.48xlarge", "count": 2}]})
+    plan, _ = checks.validate(loaded)
+    out = tmp_path / "acc"
+    kubernetes_jobs.render_acceptance(plan.cluster, out, image="nccl-tests:1")
+    _kubectl_layout(tmp_path / "logs-only")
+    for log in (tmp_path / "logs-only" / "logs").iterdir():
+        text = log.read_text(encoding="utf-8").replace("scope=pair", "scope=group")
+        (out / "logs" / log.name).write_text(text, encoding="utf-8")
+    report = build_report(out)
+    messages = [f.message for f in report.findings if f.level == "fail"]
+    assert not any("node checks from" in m or "dcgmi diag from" in m for m in messages), messages
+    assert "group all_gather_perf: 0 of 1 run(s) left a log: submit train/nccl.yaml (again)" in messages
+    assert not any("all_reduce_perf: 0 of" in m for m in messages)

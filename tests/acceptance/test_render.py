@@ -24,6 +24,7 @@ from support.sandbox import SHELLCHECK
 from fmcluster import catalog, config
 from fmcluster.acceptance import build_report
 from fmcluster.acceptance.pairs import rounds
+from fmcluster.cli.acceptance import RENDERERS
 from fmcluster.plan import make_plan
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -39,6 +40,8 @@ def rendered(tmp_path_factory) -> dict[str, tuple[Path, object, object]]:
     out = {}
     for path in ALL_FILES:
         loaded, cluster = _loaded(path)
+        if RENDERERS[cluster.orchestrator] is not render_acceptance:
+            continue  # Kubernetes objects, not scripts: tests/kubernetes/test_render.py
         target = tmp_path_factory.mktemp(path.stem)
         render_acceptance(cluster, target)
         out[path.stem] = (target, loaded.project, cluster)

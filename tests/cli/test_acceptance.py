@@ -6,11 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from support import ALL_FILES
+from fmcluster.bootstrap import kubernetes_jobs
+from support import ALL_FILES, ROOT
 from typer.testing import CliRunner
 
-from fmcluster import orchestrators
+from fmcluster import config, orchestrators
 from fmcluster.cli import app
+from fmcluster.cli.acceptance import RENDERERS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "acceptance" / "fixtures"
 runner = CliRunner()
@@ -18,18 +20,33 @@ runner = CliRunner()
 
 @pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: p.stem)
 def test_render_writes_the_jobs_and_says_what_to_run(path: Path, tmp_path: Path):
-    result = runner.invoke(app, ["acceptance", "render", str(path), "--out", str(tmp_path / "acc")])
+    kube = RENDERERS[config.load(path).project.orchestrator.type] is kubernetes_jobs.render_acceptance
+    image = ["--image", "nccl-tests:1"] if kube else []  # Kubernetes jobs run in containers: an image is required
+    result = runner.invoke(app, ["acceptance", "render", str(path), "--out", str(tmp_path / "acc"), *image])
     assert result.exit_code == 0, result.output
     readme = (tmp_path / "acc" / "README.md").read_text()
     assert readme in result.output
     manifest = json.loads((tmp_path / "acc" / "acceptance.json").read_text())
-    if not orchestrators.get(manifest["orchestrator"]).slurm:
+    if kube:
+        for group in manifest["groups"]:
+            assert f"kubectl apply -f {group['group']}/node-checks.yaml" in readme
+            assert (tmp_path / "acc" / group["group"] / "node-checks.yaml").is_file()
+    elif not orchestrators.get(manifest["orchestrator"]).slurm:
         assert "nccl-mpirun.sh group HOSTFILE" in readme and "sbatch" not in readme
     else:
         for group in manifest["groups"]:
             assert f"sbatch {group['group']}/node-checks.sbatch" in readme
             for job in group["jobs"]:
                 assert (tmp_path / "acc" / group["group"] / job["file"]).is_file()
+
+
+def test_kubernetes_render_without_an_image_says_what_to_give(tmp_path: Path):
+    result = runner.invoke(app, ["acceptance", "render", str(ROOT / "examples" / "p5en-hyperpod-eks.yaml"),
+                                 "--out", str(tmp_path / "acc")])
+    assert result.exit_code == 2
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("error: orchestrator.type hyperpod-eks runs the acceptance jobs in containers")
+    assert "--image" in result.output
 
 
 def test_render_refuses_a_broken_project_with_its_line(tmp_path: Path):

@@ -26,15 +26,21 @@ def _team(**kw) -> Team:
     return Team(**(base | kw))
 
 
-def _lint(resource_type: str, props: dict) -> list[str]:
+def _lint_many(resources: dict[str, tuple[str, dict]]) -> dict[str, list[str]]:
+    """cfn-lint once over a template with every resource (logical ID -> (type, properties)); its messages by ID."""
     template = {"AWSTemplateFormatVersion": "2010-09-09", "Resources": {
         "HyperPodCluster": {"Type": "AWS::SageMaker::Cluster", "Properties": {
             "InstanceGroups": [{"InstanceGroupName": "system", "InstanceType": "ml.m5.xlarge", "InstanceCount": 1,
                                 "ExecutionRole": "arn:aws:iam::000000000000:role/hp",
-                                "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-hp/lc/", "OnCreate": "on_create.sh"}}],
+                                "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-hp/lc/",
+                                                    "OnCreate": "on_create.sh"}}],
             "Orchestrator": {"Eks": {"ClusterArn": "arn:aws:eks:us-east-1:000000000000:cluster/hp"}}}},
-        "Governed": {"Type": resource_type, "Properties": props}}}
-    return [f"{m.rule.id} {m.message[:200]}" for m in lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"]))]
+        **{key: {"Type": kind, "Properties": props} for key, (kind, props) in resources.items()}}}
+    out: dict[str, list[str]] = {key: [] for key in ["HyperPodCluster", *resources]}
+    for m in lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"])):
+        where = m.path[1] if len(m.path) > 1 and m.path[0] == "Resources" else "HyperPodCluster"
+        out.setdefault(where, []).append(f"{m.rule.id} {m.message[:200]}")
+    return out
 
 
 def _api(resource_type: str, props: dict) -> list[str]:
@@ -65,7 +71,6 @@ def test_lend_borrow_and_preempt_map_to_the_api(lend, borrow, preempt, strategy,
     assert props["ComputeQuotaConfig"]["ResourceSharingConfig"]["Strategy"] == strategy
     assert ("AbsoluteBorrowLimits" in props["ComputeQuotaConfig"]["ResourceSharingConfig"]) == bool(borrow)
     assert props["ComputeQuotaConfig"]["PreemptTeamTasks"] == preempts
-    assert _lint("AWS::SageMaker::ComputeQuota", props) == []
     assert _api("AWS::SageMaker::ComputeQuota", props | {"ClusterArn": LITERAL_ARN}) == []
 
 
@@ -85,7 +90,6 @@ def test_the_scheduler_config_passes_both_schemas():
     assert props["SchedulerConfig"]["FairShare"] == "Enabled"
     assert [c["Name"] for c in props["SchedulerConfig"]["PriorityClasses"]] == ["inference", "training",
                                                                                "experimentation"]
-    assert _lint("AWS::SageMaker::ClusterSchedulerConfig", props) == []
     assert _api("AWS::SageMaker::ClusterSchedulerConfig", props | {"ClusterArn": LITERAL_ARN}) == []
 
 
@@ -107,14 +111,26 @@ def _set(props: dict, path: str, value) -> dict:
     return bad
 
 
+def test_everything_built_passes_cfn_lint():
+    """Every kind of quota (each strategy and preemption), the scheduler config, with a token ARN: one lint."""
+    resources = {"Scheduler": ("AWS::SageMaker::ClusterSchedulerConfig", gov.scheduler_config_properties("s", ARN))}
+    for i, (lend, borrow, preempt) in enumerate([(True, 0, "never"), (True, 2, "lower-priority"),
+                                                 (False, 0, "lower-priority")]):
+        team = _team(lend=lend, preempt=preempt, instances={"train": GroupShare(guaranteed=4, borrow=borrow)})
+        resources[f"Quota{i}"] = ("AWS::SageMaker::ComputeQuota",
+                                  gov.compute_quota_properties(team, TYPES, f"q{i}", ARN))
+    resources["QuotaTagged"] = ("AWS::SageMaker::ComputeQuota", _quota())
+    resources["SchedulerLiteral"] = ("AWS::SageMaker::ClusterSchedulerConfig", _scheduler())
+    assert {k: v for k, v in _lint_many(resources).items() if v} == {}
+
+
 @pytest.mark.parametrize("make, resource_type", [(_quota, "AWS::SageMaker::ComputeQuota"),
                                                  (_scheduler, "AWS::SageMaker::ClusterSchedulerConfig")])
-def test_the_built_properties_pass_both_schemas(make, resource_type):
-    assert _lint(resource_type, make()) == []
+def test_the_built_properties_pass_botocore(make, resource_type):
     assert _api(resource_type, make()) == []
 
 
-@pytest.mark.parametrize("make, resource_type, path, value", [
+WRONG = [
     (_quota, "AWS::SageMaker::ComputeQuota", "ComputeQuotaConfig.ResourceSharingConfig.Strategy", "Borrow"),
     (_quota, "AWS::SageMaker::ComputeQuota", "ComputeQuotaConfig.ComputeQuotaResources.0.InstanceType",
      "p5.48xlarge"),
@@ -124,14 +140,28 @@ def test_the_built_properties_pass_both_schemas(make, resource_type):
     (_scheduler, "AWS::SageMaker::ClusterSchedulerConfig", "SchedulerConfig.FairShare", "On"),
     (_scheduler, "AWS::SageMaker::ClusterSchedulerConfig", "SchedulerConfig.PriorityClasses.0.Weight", 1000),
     (_scheduler, "AWS::SageMaker::ClusterSchedulerConfig", "SchedulerConfig.Priorities", []),
-])
-def test_a_wrong_field_fails_both_schemas(make, resource_type, path, value):
+]
+
+
+@pytest.mark.parametrize("make, resource_type, path, value", WRONG)
+def test_a_wrong_field_fails_botocore(make, resource_type, path, value):
     bad = _set(make(), path, value)
-    assert _lint(resource_type, bad), f"cfn-lint took {path}={value!r}"
     assert _api(resource_type, bad), f"botocore took {path}={value!r}"
+
+
+def test_a_wrong_field_fails_cfn_lint():
+    """The same wrong fields, each in its own resource of one template: cfn-lint flags every one."""
+    resources = {f"Bad{i}": (kind, _set(make(), path, value)) for i, (make, kind, path, value) in enumerate(WRONG)}
+    found = _lint_many(resources)
+    assert [key for key in resources if not found[key]] == []
+    assert found["HyperPodCluster"] == []
 
 
 def test_quota_names_are_bounded():
     assert gov.quota_name("proj", "research") == "proj-research"
     with pytest.raises(gov.GovernanceError, match="63"):
         gov.quota_name("p" * 40, "t" * 30)
+
+
+def test_the_jobs_priority_class_is_one_the_scheduler_config_defines():
+    assert gov.JOB_PRIORITY in {c.name for c in gov.DEFAULT_PRIORITY_CLASSES}

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import copy
 
+import jsonschema
 import pytest
 import yaml
 from support import kubernetes as k8s
 
 from fmcluster.kubernetes import jobs, volumes
-from fmcluster.kubernetes.nodes import EFA_RESOURCE, GPU_RESOURCE, GROUP_LABEL, NodeGroup, Taint
+from fmcluster.kubernetes.nodes import (
+    EFA_RESOURCE,
+    GPU_RESOURCE,
+    GROUP_LABEL,
+    NodeGroup,
+    Taint,
+)
 
 TAINT = Taint("fmcluster/gpu", "true", "NoSchedule")
 P5 = NodeGroup("train", "p5.48xlarge", 4, taints=(TAINT,))
@@ -163,3 +170,29 @@ def test_the_launcher_frames_each_run_for_the_report():
     assert script.count("FMC-ACCEPTANCE kind=nccl") == 1 and "for test in all_reduce_perf all_gather_perf" in script
     assert "-np 32 -N 8" in script
     assert "-x NCCL_DEBUG -x NCCL_NET_PLUGIN" in script
+
+
+def test_the_nccl_environment_is_the_slurm_jobs():
+    """NCCL_ENV restates what the Slurm jobs set: the acceptance jobs' common part exports NCCL_DEBUG=INFO, and the
+    bootstrap's NCCL profile names the plugin ofi and sets nothing else of NCCL's."""
+    common = (k8s.ROOT / "templates/acceptance/common.sh.j2").read_text()
+    profile = (k8s.ROOT / "templates/bootstrap/partials/nccl_profile.sh.j2").read_text()
+    assert f"export NCCL_DEBUG={jobs.NCCL_ENV['NCCL_DEBUG']}" in common
+    assert f"NCCL_NET_PLUGIN={jobs.NCCL_ENV['NCCL_NET_PLUGIN']}\n" in profile
+    code = [line for line in profile.splitlines() if not line.lstrip().startswith("#")]
+    set_there = {w.split("=")[0] for line in code for w in line.split() if w.startswith("NCCL_") and "=" in w}
+    assert set_there == set(jobs.NCCL_ENV) - {"NCCL_DEBUG"}
+
+
+def test_unknown_fields_pass_the_plain_crd_and_fail_the_closed_one():
+    """The reason for :func:`support.kubernetes.closed`: the published CRD alone lets a typo through (the API server
+    would prune it silently)."""
+    bad = _set(_objects()["MPIJob"], "spec.slotPerWorker", 8)
+    schema = k8s._crds()[("kubeflow.org/v2beta1", "MPIJob")]
+    assert list(jsonschema.Draft7Validator(schema).iter_errors(bad | {"metadata": {}})) == []
+    assert k8s.validate(bad)
+
+
+def test_the_namespaces_that_mount_fsx():
+    assert volumes.namespaces(["a", "b"], True) == ["default", "hyperpod-ns-a", "hyperpod-ns-b"]
+    assert volumes.namespaces(["a"], False) == ["default"]

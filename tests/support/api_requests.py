@@ -29,6 +29,7 @@ from botocore.validate import ParamValidator
 
 from support.api_documented import is_intrinsic
 
+
 @dataclass(frozen=True)
 class Request:
     """How one resource type becomes one API call."""

@@ -3,11 +3,11 @@
 - Built-in kinds (``v1``, ``batch/v1``, ...): the ``kubernetes-validate`` package's copies of the Kubernetes
   OpenAPI schemas, ``strict=True`` (a property the schema does not name is an error).
 - Custom resources (MPIJob, PyTorchJob, Kueue): the ``openAPIV3Schema`` of their CRDs in ``tests/kubernetes/crds``
-  (copied from ``../shared/k8s-crds``; its README names each file's source), checked with ``jsonschema``. A CRD's structural schema prunes (drops)
-  a field it does not name, unless ``x-kubernetes-preserve-unknown-fields`` says to keep it (Kubernetes docs,
-  "Custom Resources", "Field pruning"): a pruned field is a setting the controller never sees, so here it is an
-  error (``additionalProperties: false`` wherever the schema lists ``properties`` and does not preserve unknown
-  fields). ``metadata`` is the object's ObjectMeta, checked against the built-in ``ObjectMeta`` schema through a
+  (copied from ``../shared/k8s-crds``; its README names each file's source), checked with ``jsonschema``. A CRD's
+  structural schema prunes (drops) a field it does not name, unless ``x-kubernetes-preserve-unknown-fields`` says
+  to keep it (Kubernetes docs, "Custom Resources", "Field pruning"): a pruned field is a setting the controller
+  never sees, so here it is an error (``additionalProperties: false`` wherever the schema lists ``properties`` and
+  does not preserve unknown fields). ``metadata`` is the object's ObjectMeta, checked against the built-in ``ObjectMeta`` schema through a
   ConfigMap stand-in, since CRDs describe it as a bare ``type: object``.
 
 Not checked offline (FACTS.md section 5b): CEL rules (``x-kubernetes-validations``), webhooks, defaulting, RBAC.
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jsonschema
