@@ -137,6 +137,13 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  efa_file_system_refusal="ParallelCluster mounts the file system over TCP; the EFA Lustre client "
                                          "set-up it needs (FSx guide 'configure EFA clients') is not wired into "
                                          "ParallelCluster nodes yet"),
+                 # a team is an account (Fairshare=fair_share), its members users with an association per partition
+                 # whose default QoS caps the team there (GrpTRES=node=guaranteed+borrow), made by the head node's
+                 # bootstrap; AccountingStorageEnforce and the priority weights through CustomSlurmSettings (none on
+                 # ParallelCluster 3.16.1's deny list, pcluster/validators/slurm_settings_validator.py)
+                 teams=("members", "fair_share", "guaranteed", "borrow"),
+                 teams_why="on Slurm a team's guaranteed + borrow is a cap on its nodes, not a reservation: fmcluster "
+                           "configures no preemption, so lend: false and preempt cannot be enforced"),
     Orchestrator("hyperpod", "SageMaker HyperPod with Slurm", "hyperpod", slurm=True,
                  capacity_types=frozenset({"on-demand", "training-plan"}), unbounded_groups=False,
                  ultraserver_warning=False,
@@ -150,7 +157,12 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  accounting_defaults_why="HyperPod writes the controller's slurm.conf itself and fmcluster does not "
                                          "edit it",
                  efa_file_system_refusal="HyperPod mounts the file system itself (FsxLustreConfig) over TCP; the EFA "
-                                         "Lustre client set-up (FSx guide 'configure EFA clients') is not part of it"),
+                                         "Lustre client set-up (FSx guide 'configure EFA clients') is not part of it",
+                 # no teams: accounts and QoS could be made on the controller, but without AccountingStorageEnforce
+                 # (slurm.conf, HyperPod's) Slurm enforces neither membership nor limits (slurm.conf(5))
+                 teams_why="HyperPod writes the controller's slurm.conf itself, so fmcluster cannot set "
+                           "AccountingStorageEnforce (without it Slurm enforces neither a team's members nor its caps) "
+                           "nor the fair-share priority weights"),
     Orchestrator("pcs", "AWS Parallel Computing Service, managed Slurm", "pcs", slurm=True,
                  unbounded_groups=False,  # at most 10 node groups (pcs-node-groups)
                  # slurmConfiguration.accounting (mode STANDARD): PCS keeps the records itself (botocore pcs)
@@ -162,7 +174,13 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  # who may run sacctmgr there)
                  accounting_defaults_why="AWS PCS takes no PriorityType or AccountingStorageTRES among its custom "
                                          "settings, and fmcluster cannot create a QoS in PCS's managed "
-                                         "accounting"),
+                                         "accounting",
+                 # AccountingStorageEnforce is a PCS custom setting, but the accounts, users and QoS live in PCS's
+                 # managed accounting, and whether (and from where) sacctmgr may write to it is unconfirmed; turning
+                 # enforcement on without them would refuse every job
+                 teams_why="fmcluster cannot create accounts, users or QoS in AWS PCS's managed accounting (who may "
+                           "run sacctmgr against it is unconfirmed), and enforcing limits without them refuses "
+                           "every job; PriorityType is not a PCS custom setting"),
 )}
 """``orchestrator.type`` -> what it is; the project file's default (no scheduler) first."""
 

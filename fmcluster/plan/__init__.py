@@ -116,6 +116,7 @@ def make_plan(project: Project) -> Plan:
         account=project.account,
         pcs=project.orchestrator.pcs_settings,
         accounting=project.orchestrator.accounting,
+        teams=tuple(project.teams),
     )
     return Plan(
         project=project.name,

@@ -9,6 +9,7 @@ from fmcluster.config.accounting import Accounting, SlurmPolicy, slurm_policy
 from fmcluster.config.hyperpod import HyperPodSettings
 from fmcluster.config.parallelcluster import ParallelClusterSettings
 from fmcluster.config.pcs import PcsSettings
+from fmcluster.config.teams import Team
 from fmcluster.facts import OPERATING_SYSTEMS, OperatingSystem, OsFacts
 from fmcluster.orchestrators import Orchestrator as OrchestratorTraits
 from fmcluster.orchestrators import get as get_orchestrator
@@ -43,6 +44,8 @@ class ClusterPlan:
     """AWS PCS settings (their defaults unless ``orchestrator.pcs`` sets them)."""
     accounting: Accounting = field(default_factory=Accounting)
     """Slurm accounting (``orchestrator.accounting``; off unless the project turns it on)."""
+    teams: tuple[Team, ...] = ()
+    """The project's ``teams`` (:mod:`fmcluster.config.teams`), in file order."""
 
     @property
     def accounting_store(self) -> str | None:
