@@ -29,7 +29,8 @@ from fmcluster.bootstrap.render import (
 )
 
 from fmcluster.contracts import COMPUTE_POINTER_ROLE, HEAD_POINTER_ROLE, MountContract
-from fmcluster.generate import schedulers
+from fmcluster.bootstrap.nodefacts import SlurmTeam
+from fmcluster.generate import schedulers, slurmteams
 from fmcluster.generate.hyperpod import instance_groups
 from fmcluster.plan import ClusterPlan
 
@@ -78,6 +79,14 @@ def qos_partitions(cluster: ClusterPlan) -> tuple[str, ...]:
     return tuple(dict.fromkeys(t.partition for t in targets.values()))
 
 
+def slurm_teams(cluster: ClusterPlan) -> tuple[SlurmTeam, ...]:
+    """The project's teams as Slurm accounting holds them (:func:`fmcluster.generate.slurmteams.slurm_teams`),
+    against the orchestrator's partitions; empty where teams do not apply."""
+    if not slurmteams.applies(cluster):
+        return ()
+    return slurmteams.slurm_teams(cluster, schedulers.scheduler(cluster).slurm_targets(cluster))
+
+
 LOGIN_BUNDLE = "login"
 """The login nodes' bundle among a project's group bundles (where the orchestrator's login nodes run one)."""
 
@@ -108,7 +117,7 @@ def dispatched_contexts(cluster: ClusterPlan) -> dict[str, BootstrapContext]:
     mounts FSx itself, so none mounts it."""
     out = {HEAD_NODE_BUNDLE: context_for(cluster, cluster.groups[0].name, "head", "parallelcluster", fsx=None,
                                          imex_prolog=any(g.needs_imex for g in cluster.groups),
-                                         qos_partitions=qos_partitions(cluster))}
+                                         qos_partitions=qos_partitions(cluster), slurm_teams=slurm_teams(cluster))}
     for group in cluster.groups:
         if group.instance_type not in out:
             out[group.instance_type] = context_for(cluster, group.name, "compute", "parallelcluster", fsx=None)

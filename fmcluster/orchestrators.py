@@ -136,7 +136,7 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  accounting_defaults=("fair_share", "qos_per_partition", "tres"),
                  efa_file_system_refusal="ParallelCluster mounts the file system over TCP; the EFA Lustre client "
                                          "set-up it needs (FSx guide 'configure EFA clients') is not wired into "
-                                         "ParallelCluster nodes yet"),
+                                         "ParallelCluster nodes yet",
                  # a team is an account (Fairshare=fair_share), its members users with an association per partition
                  # whose default QoS caps the team there (GrpTRES=node=guaranteed+borrow), made by the head node's
                  # bootstrap; AccountingStorageEnforce and the priority weights through CustomSlurmSettings (none on
