@@ -197,3 +197,22 @@ def test_the_stand_in_refuses_what_sacctmgr_refuses(tmp_path) -> None:
     assert _sacctmgr(sb, "-i", "modify", "user", "where", "name=eve", "set", "DefaultAccount=root").returncode == 1
     assert _sacctmgr(sb, "add", "account", "x").returncode == 1  # without -i it would ask to commit
     assert _sacctmgr(sb, "-i", "modify", "qos", "where", "name=ghost", "set", "GrpTRES=node=1").returncode == 1
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_teams_add_only_their_step_to_the_example_s_bundles_and_change_the_update_s_digest(tmp_path) -> None:
+    """With and without teams the bundles differ by the step, its script and what digests them; the head node's
+    digest (what OnNodeUpdated names, so what makes ParallelCluster run the new bundle) differs too."""
+    cluster = _cluster()
+    without = dataclasses.replace(cluster, teams=())
+    on = bundles.render_dispatched_bundles(cluster, tmp_path / "on")
+    off = bundles.render_dispatched_bundles(without, tmp_path / "off")
+    on_files, off_files = _files(on.bundles), _files(off.bundles)
+    assert sorted(set(on_files) - set(off_files)) == [f"head-node/{SCRIPT}", f"head-node/steps/{STEP}.sh"]
+    assert not set(off_files) - set(on_files)
+    assert {Path(p).name for p in off_files if off_files[p] != on_files[p]} <= {"SHA256SUMS", "manifest.json",
+                                                                               "bootstrap.sh"}
+    assert on.digests != off.digests
