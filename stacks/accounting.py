@@ -45,6 +45,13 @@ PARAMETERS = {
     # SchedMD's accounting guide ("MySQL Configuration") asks for at least 900 seconds so long purges/rollups
     # are not killed half way
     "innodb_lock_wait_timeout": "900",
+    # the slowquery log the cluster exports to CloudWatch Logs exists only with these, set in the DB cluster
+    # parameter group (Aurora User Guide, "Configuring your database to monitor slow SQL queries with Database
+    # Insights": slow_query_log 1, long_query_time, log_output FILE); 10 s, not the guide's 1.0: slurmdbd's hourly
+    # rollups are long by nature, and what is worth seeing here is a query that holds slurmctld's RPCs up
+    "slow_query_log": "1",
+    "long_query_time": "10",
+    "log_output": "FILE",
 }
 ADMIN_USER = ACCOUNTING_USER
 """The master user slurmdbd logs in as: it creates its own schema (HyperPod: "The database user must be able to

@@ -61,6 +61,20 @@ def test_database_is_encrypted_private_protected_and_retained(synth):
     assert params["Properties"]["Parameters"]["require_secure_transport"] == "ON"
 
 
+def test_every_log_the_database_exports_is_written(synth):
+    """Aurora writes a slow query log only with slow_query_log 1 and log_output FILE in the cluster parameter group
+    (Aurora User Guide, "Configuring your database to monitor slow SQL queries with Database Insights"): exporting
+    ``slowquery`` without them exports nothing."""
+    template = synth["pc-template"]
+    _, cluster = _one(template, "AWS::RDS::DBCluster")
+    _, params = _one(template, "AWS::RDS::DBClusterParameterGroup")
+    exported, parameters = cluster["Properties"]["EnableCloudwatchLogsExports"], params["Properties"]["Parameters"]
+    assert set(exported) <= {"error", "slowquery"}  # error is written by default; general and audit need more
+    if "slowquery" in exported:
+        assert parameters["slow_query_log"] == "1" and parameters["log_output"] == "FILE"
+        assert float(parameters["long_query_time"]) > 0
+
+
 def test_subnet_group_spans_the_given_subnets(synth):
     _, group = _one(synth["pc-template"], "AWS::RDS::DBSubnetGroup")
     assert group["Properties"]["SubnetIds"] == SUBNETS
