@@ -61,6 +61,10 @@ class Orchestrator:
     accounting_node_clients: bool = False
     """The accounting database admits the whole node security group, not only its client group: the orchestrator
     cannot put slurmdbd's host alone in a group (HyperPod's ``VpcConfig`` is create-only and cluster-wide)."""
+    accounting_tls: bool = True
+    """The accounting database requires TLS (``require_secure_transport``): the orchestrator's slurmdbd is known to
+    connect under it. False where that is unknown: the database then takes plain connections too, and its security
+    group (the cluster's nodes only) is the control."""
     accounting_defaults: tuple[str, ...] = field(default=())
     """The Slurm policies accounting brings that fmcluster applies on it (:data:`fmcluster.config.accounting.
     SLURM_DEFAULTS`): the others are off, and asking for them is an error."""
@@ -151,6 +155,10 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  accounting=("database", "controller"), accounting_secret="credentials",
                  nodes=("controller", "login"),
                  accounting_node_clients=True,
+                 # whether HyperPod's slurmdbd connects with TLS: no source found (SageMaker developer guide on the
+                 # external accounting database, awsome-distributed-training, HyperPod issues); requiring it could
+                 # keep the controller's accounting from ever starting, so the security group is the control
+                 accounting_tls=False,
                  # the QoS by the controller's bootstrap; HyperPod writes slurm.conf itself, and fmcluster does not
                  # edit it (no source says which of its lines HyperPod keeps across updates)
                  accounting_defaults=("qos_per_partition",),

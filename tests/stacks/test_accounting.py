@@ -9,6 +9,7 @@ import pytest
 from cfnlint.api import ManualArgs, lint
 from support import assert_nag_clean, synth_with_nag
 
+from fmcluster import orchestrators
 from fmcluster.config.accounting import AccountingDatabase
 
 SUBNETS = ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]
@@ -28,7 +29,9 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> dict:
         stack = Stack(app, f"{name}-accounting")
         out[name] = SlurmAccountingDatabase(
             stack, "Accounting", settings=AccountingDatabase(min_capacity_acu=0.5, max_capacity_acu=4),
-            vpc_id=Fn.import_value(f"{name}-VpcId"), subnet_ids=SUBNETS, clients=clients, secret_format=fmt)
+            vpc_id=Fn.import_value(f"{name}-VpcId"), subnet_ids=SUBNETS, clients=clients, secret_format=fmt,
+            # what the accounting stack passes: the orchestrator's trait
+            require_tls=orchestrators.get({"pc": "parallelcluster", "hp": "hyperpod"}[name]).accounting_tls)
     out["error"], out["report"] = synth_with_nag(app, outdir)
     for name in ("pc", "hp"):
         out[f"{name}-template"] = json.loads((outdir / f"{name}-accounting.template.json").read_text())
@@ -206,3 +209,13 @@ def test_what_the_retained_database_uses_is_retained_and_nothing_else(synth, nam
     assert retained == needed, f"retained, used by nothing retained: {sorted(retained - needed)}"
     for lid in retained:
         assert resources[lid]["UpdateReplacePolicy"] == "Retain", lid
+
+
+def test_tls_is_required_where_the_orchestrator_s_slurmdbd_is_known_to_use_it(synth):
+    """ParallelCluster's slurmdbd connects under require_secure_transport; whether HyperPod's does is unknown (no
+    source), so its database takes plain connections too and admits the cluster's nodes only."""
+    pc = _one(synth["pc-template"], "AWS::RDS::DBClusterParameterGroup")[1]["Properties"]["Parameters"]
+    hp = _one(synth["hp-template"], "AWS::RDS::DBClusterParameterGroup")[1]["Properties"]["Parameters"]
+    assert pc["require_secure_transport"] == "ON" and hp["require_secure_transport"] == "OFF"
+    assert {k: v for k, v in hp.items() if k != "require_secure_transport"} == \
+        {k: v for k, v in pc.items() if k != "require_secure_transport"}
