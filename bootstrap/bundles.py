@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fmcluster.bootstrap.context import BootstrapContext, FsxMount, context_for
+from fmcluster.bootstrap.nodefacts import SlurmTeam
 from fmcluster.bootstrap.render import (
     ENTRY_NAME,
     HEAD_NODE_BUNDLE,
@@ -29,7 +30,6 @@ from fmcluster.bootstrap.render import (
 )
 
 from fmcluster.contracts import COMPUTE_POINTER_ROLE, HEAD_POINTER_ROLE, MountContract
-from fmcluster.bootstrap.nodefacts import SlurmTeam
 from fmcluster.generate import schedulers, slurmteams
 from fmcluster.generate.hyperpod import instance_groups
 from fmcluster.plan import ClusterPlan
@@ -132,7 +132,7 @@ def lifecycle_contexts(cluster: ClusterPlan) -> dict[str, BootstrapContext]:
             for group in instance_groups(cluster)}
 
 
-CONTEXTS: dict[str, Callable[[ClusterPlan, "FsxMount | None"], dict[str, BootstrapContext]]] = {
+CONTEXTS: dict[str, Callable[[ClusterPlan, FsxMount | None], dict[str, BootstrapContext]]] = {
     "none": lambda cluster, mount: group_contexts(cluster, mount),
     "parallelcluster": lambda cluster, mount: dispatched_contexts(cluster),
     "hyperpod": lambda cluster, mount: lifecycle_contexts(cluster),

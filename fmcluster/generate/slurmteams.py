@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from fmcluster.bootstrap.nodefacts import SlurmAssociation, SlurmTeam
+
 from fmcluster.orchestrators import SlurmTarget
 from fmcluster.plan import ClusterPlan
 

@@ -4,7 +4,7 @@ while its controller is not up is not up. Against botocore's Stubber (answers ch
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import boto3
 from botocore.stub import Stubber
@@ -16,7 +16,7 @@ from fmcluster.aws.stackstate import StackState
 HP = plan_of(BASE.replace("p5.48xlarge", "p4d.24xlarge") + "orchestrator: {type: hyperpod}\n")
 ARN = "arn:aws:sagemaker:us-east-1:123456789012:cluster/abcd1234efgh"
 NAME = "demo-hyperpod-0123456789abcdef0"
-WHEN = datetime(2026, 11, 30, 12, tzinfo=timezone.utc)
+WHEN = datetime(2026, 11, 30, 12, tzinfo=UTC)
 FAILED = "Lifecycle scripts did not run successfully. Check the CloudWatch logs for the instance.\nmore"
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from fmcluster.bootstrap import render
-
 from support.sandbox import context_for, make_project
 
 

@@ -20,6 +20,8 @@ Flip a stub to failing with :func:`fail` (it then prints Slurm's "Unable to cont
 
 from __future__ import annotations
 
+import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,10 +146,6 @@ HEALTHY_NODES = [
 # QoS stub before it). The wording of the refusals is as recalled, UNCONFIRMED against Slurm 25.11: the scripts
 # read only exit statuses. Slurm's own entries are there from the start: QoS ``normal``, account ``root`` and
 # user ``root`` (SchedMD accounting.html: "root" account and user are created with the database).
-
-import json  # noqa: E402
-import sys  # noqa: E402
-
 
 def _load(state: Path) -> dict:
     path = state / "accounting.json"
