@@ -217,3 +217,12 @@ def test_teams_add_only_their_step_to_the_example_s_bundles_and_change_the_updat
     assert {Path(p).name for p in off_files if off_files[p] != on_files[p]} <= {"SHA256SUMS", "manifest.json",
                                                                                "bootstrap.sh"}
     assert on.digests != off.digests
+
+
+def test_the_boot_budget_counts_the_step_s_wait_for_slurmdbd_without_the_policy_step() -> None:
+    from fmcluster.bootstrap import budget
+    cluster = _cluster()
+    alone = dataclasses.replace(cluster, accounting=cluster.accounting.model_copy(update={"qos_per_partition": False}))
+    ctx = _head_ctx(alone)
+    assert ctx.slurm_teams_step and not ctx.slurm_policy
+    assert dict(budget.estimate(ctx).lines)["slurmdbd and slurmctld waits"] == ctx.options.slurmdbd_wait_s
