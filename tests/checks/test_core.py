@@ -158,7 +158,8 @@ def test_the_plain_project_triggers_nothing_but_the_unpinned_and_throughput_warn
 def test_every_check_is_exercised_here_or_in_its_domain_test() -> None:
     here = {c[0] for c in CASES}
     named = "".join(Path(__file__).with_name(f).read_text()
-                    for f in ("test_core.py", "test_parallelcluster.py", "test_pcs.py", "test_teams.py"))
+                    for f in ("test_core.py", "test_parallelcluster.py", "test_pcs.py", "test_teams.py",
+                              "test_teams_slurm.py"))
     untested = [name for name in checks.CHECKS if name not in here and f'"{name}"' not in named]
     assert not untested, f"checks no test triggers: {untested}"
 
