@@ -226,6 +226,8 @@ def estimate(ctx: BootstrapContext, profile: ImageProfile | None = None,
     lines.append(("health check", HEALTH_S))
     if ctx.slurm_policy:  # bounded waits of the slurm-policy step (slurmdbd, then slurmctld)
         lines.append(("slurmdbd and slurmctld waits", o.slurmdbd_wait_s + o.slurmctld_wait_s))
+    elif ctx.slurm_teams_step:  # the slurm-teams step's bounded wait for slurmdbd (after the policy step's: none)
+        lines.append(("slurmdbd and slurmctld waits", o.slurmdbd_wait_s))
     fixed = sum(s for n, s in lines if n in ("package lock", "verify and reuse", "health check",
                                              "slurmdbd and slurmctld waits"))
     return Estimate(image=profile.name if profile else "the bare OS", before=ctx.traits.boot_before,

@@ -8,8 +8,9 @@ import shutil
 from pathlib import Path
 
 from fmcluster.bootstrap.context import FsxMount
+from fmcluster.bootstrap.nodefacts import SlurmTeam
 from fmcluster.contracts import MountContract
-from fmcluster.generate import schedulers
+from fmcluster.generate import schedulers, slurmteams
 from fmcluster.plan import ClusterPlan
 
 
@@ -23,6 +24,14 @@ def qos_partitions(cluster: ClusterPlan) -> tuple[str, ...]:
         return ()
     targets = schedulers.scheduler(cluster).slurm_targets(cluster)
     return tuple(dict.fromkeys(t.partition for t in targets.values()))
+
+
+def slurm_teams(cluster: ClusterPlan) -> tuple[SlurmTeam, ...]:
+    """The project's teams as Slurm accounting holds them (:func:`fmcluster.generate.slurmteams.slurm_teams`),
+    against the orchestrator's partitions; empty where teams do not apply."""
+    if not slurmteams.applies(cluster):
+        return ()
+    return slurmteams.slurm_teams(cluster, schedulers.scheduler(cluster).slurm_targets(cluster))
 
 
 def fsx_mount(fsx: MountContract | None, fsx_at_boot: bool) -> FsxMount | None:

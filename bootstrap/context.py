@@ -23,7 +23,7 @@ from fmcluster.bootstrap.versions import (
 from pydantic import Field, field_validator, model_validator
 
 from fmcluster.flavours import FLAVOURS as FLAVOUR_TRAITS, Flavour as FlavourTraits
-from fmcluster.bootstrap.nodefacts import FSX_BOOT_ENV, FsxMount, InstanceFacts, Options
+from fmcluster.bootstrap.nodefacts import FSX_BOOT_ENV, FsxMount, InstanceFacts, Options, SlurmTeam
 from fmcluster.orchestrators import ORCHESTRATORS
 from fmcluster.facts import OPERATING_SYSTEMS as _OS_FACTS
 from fmcluster.facts import OperatingSystem
@@ -82,6 +82,10 @@ class BootstrapContext(_Frozen):
         default=(),
         description="Partitions that get a QoS named after them (Slurm accounting's qos_per_partition), on the node "
                     "that runs slurmctld (see :attr:`slurm_policy`). Empty: no slurm-policy step.")
+
+    slurm_teams: tuple[SlurmTeam, ...] = Field(
+        default=(), description="The project's teams as Slurm accounts, QoS and associations, on the node that runs "
+                                "slurmctld (:mod:`fmcluster.generate.slurmteams`). Empty: no slurm-teams step.")
 
     @field_validator("qos_partitions")
     @classmethod
@@ -165,6 +169,11 @@ class BootstrapContext(_Frozen):
     def slurm_policy(self) -> bool:
         """This node runs slurmctld (trait ``slurmctld_role``) and partitions get a QoS each: the slurm-policy step."""
         return bool(self.qos_partitions) and self.slurm and self.traits.slurmctld_role == self.role
+
+    @property
+    def slurm_teams_step(self) -> bool:
+        """This node runs slurmctld and the project has teams Slurm enforces: the slurm-teams step."""
+        return bool(self.slurm_teams) and self.slurm and self.traits.slurmctld_role == self.role
 
     @property
     def ofi_nccl_plugin_files(self) -> list[str]:
@@ -255,6 +264,7 @@ class Step(_Frozen):
     needs_scratch: bool = False
     needs_imex_prolog: bool = False
     needs_slurm_policy: bool = False
+    needs_slurm_teams: bool = False
 
     def applies(self, ctx: BootstrapContext) -> bool:
         return not (
@@ -265,6 +275,7 @@ class Step(_Frozen):
             or (self.needs_exporters and not ctx.options.exporters)
             or (self.needs_scratch and not ctx.options.scratch)
             or (self.needs_slurm_policy and not ctx.slurm_policy)
+            or (self.needs_slurm_teams and not ctx.slurm_teams_step)
         )
 
 
@@ -283,6 +294,9 @@ STEPS: tuple[Step, ...] = (
     Step(name="88-slurm-policy", template="slurm_policy.sh.j2",
          description="slurmctld's node, Slurm accounting on: a QoS per partition, kept across slurmctld restarts",
          needs_slurm_policy=True),
+    Step(name="89-slurm-teams", template="slurm_teams.sh.j2",
+         description="slurmctld's node, teams: accounts, users and QoS caps in Slurm accounting, kept in step",
+         needs_slurm_teams=True),
     Step(name="90-exporters", template="exporters.sh.j2", description="node_exporter, dcgm-exporter, EFA counters, Slurm metrics", needs_exporters=True),
     Step(name="99-healthcheck", template="healthcheck.sh.j2", description="prove the node before it takes jobs"),
 )
@@ -299,6 +313,7 @@ def context_for(
     bundle_s3_uri: str | None = None,
     versions: Versions | None = None,
     qos_partitions: tuple[str, ...] = (),
+    slurm_teams: tuple[SlurmTeam, ...] = (),
     **options: Any,
 ) -> BootstrapContext:
     """Build the context for one node role of one compute group of ``cluster``.
@@ -341,6 +356,7 @@ def context_for(
             options=Options(**opts),
             versions=versions or default_versions(),
             qos_partitions=tuple(qos_partitions),
+            slurm_teams=tuple(slurm_teams),
         )
     except ValueError as exc:
         raise BootstrapError(str(exc)) from exc

@@ -8,7 +8,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from fmcluster.bootstrap.bundling import fresh, qos_partitions
+from fmcluster.bootstrap.bundling import fresh, qos_partitions, slurm_teams
 from fmcluster.bootstrap.context import BootstrapContext, context_for
 from fmcluster.bootstrap.render import (
     HEAD_NODE_BUNDLE,
@@ -39,7 +39,7 @@ def dispatched_contexts(cluster: ClusterPlan) -> dict[str, BootstrapContext]:
     mounts FSx itself, so none mounts it."""
     out = {HEAD_NODE_BUNDLE: context_for(cluster, cluster.groups[0].name, "head", "parallelcluster", fsx=None,
                                          imex_prolog=cluster.needs_imex,
-                                         qos_partitions=qos_partitions(cluster))}
+                                         qos_partitions=qos_partitions(cluster), slurm_teams=slurm_teams(cluster))}
     for group in cluster.groups:
         if group.instance_type not in out:
             out[group.instance_type] = context_for(cluster, group.name, "compute", "parallelcluster", fsx=None)

@@ -147,6 +147,8 @@ def render_files(ctx: BootstrapContext) -> dict[str, str]:
     if "88-slurm-policy" in names:
         files["files/fmcluster-partition-qos"] = _render("partials/partition_qos.sh.j2", ctx,
                                                          step_name="88-slurm-policy")
+    if "89-slurm-teams" in names:
+        files["files/fmcluster-slurm-teams"] = _render("partials/slurm_teams.sh.j2", ctx, step_name="89-slurm-teams")
     if "60-nvme" in names:
         files["files/fmcluster-scratch"] = _render("partials/scratch.sh.j2", ctx)
     return files

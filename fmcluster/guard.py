@@ -75,8 +75,12 @@ REMOVAL_REFUSED: dict[tuple[str, str], str] = {
         "HyperPod cannot take an external accounting database away: \"After you attach an external accounting "
         "database to a cluster, you cannot revert that cluster to the internal MariaDB database\" (SageMaker "
         "developer guide, \"Using an external accounting database with SageMaker HyperPod Slurm clusters\")",
+    ("AWS::PCS::Cluster", "/properties/SlurmConfiguration/Accounting"):
+        "AWS PCS cannot turn Slurm accounting off on a cluster that has it: the cluster must be deleted, and its "
+        "accounting records go with it (AWS PCS user guide, \"Slurm accounting in AWS PCS\"; FACTS.md section 5)",
 }
-"""Properties a service lets you set but never remove: dropping one is an update it refuses."""
+"""Properties a service lets you set but never remove: dropping one (or setting its ``Mode`` to ``NONE``) is an update
+it refuses."""
 
 CUSTOM_NAMES: dict[str, str] = {
     # type -> the property that names it (its physical name): every type fmcluster names, audited against
@@ -195,6 +199,11 @@ def _removed(resource: dict) -> str:
     return "no longer in the new configuration: CloudFormation deletes it, and its data with it"
 
 
+def _off(value: Any) -> bool:
+    """A setting that is not there, or there as ``Mode: NONE`` (PCS's ``Accounting``: STANDARD or NONE)."""
+    return value is None or (isinstance(value, dict) and value.get("Mode") == "NONE")
+
+
 def _copies(old: dict[str, dict], moved: str) -> list[Replacement]:
     """Every stateful resource of ``old`` when NEW deploys to other stacks (a rename, another Region or account)."""
     return [Replacement(stack, logical_id, resource["Type"],
@@ -270,7 +279,7 @@ def compare(old: dict[str, dict], new: dict[str, dict], moved: str | None = None
                             f"{path.removeprefix('/properties/')} changes from {_show(a)} to {_show(b)}: {why}")
                 for (rtype, path), why in REMOVAL_REFUSED.items():
                     a, b = value_at(before_p, path), value_at(after_p, path)
-                    if kind == rtype and a is not None and b is None:
+                    if kind == rtype and a is not None and _off(b) and not _off(a):
                         refused[(stack, logical_id)] = f"{path.removeprefix('/properties/')} is removed: {why}"
                 for (rtype, path), why in SHRINK_REPLACES.items():
                     a, b = value_at(before_p, path), value_at(after_p, path)

@@ -61,6 +61,10 @@ class Orchestrator:
     accounting_node_clients: bool = False
     """The accounting database admits the whole node security group, not only its client group: the orchestrator
     cannot put slurmdbd's host alone in a group (HyperPod's ``VpcConfig`` is create-only and cluster-wide)."""
+    accounting_tls: bool = True
+    """The accounting database requires TLS (``require_secure_transport``): the orchestrator's slurmdbd is known to
+    connect under it. False where that is unknown: the database then takes plain connections too, and its security
+    group (the cluster's nodes only) is the control."""
     accounting_defaults: tuple[str, ...] = field(default=())
     """The Slurm policies accounting brings that fmcluster applies on it (:data:`fmcluster.config.accounting.
     SLURM_DEFAULTS`): the others are off, and asking for them is an error."""
@@ -140,7 +144,14 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  accounting_defaults=("fair_share", "qos_per_partition", "tres"),
                  efa_file_system_refusal="ParallelCluster mounts the file system over TCP; the EFA Lustre client "
                                          "set-up it needs (FSx guide 'configure EFA clients') is not wired into "
-                                         "ParallelCluster nodes yet"),
+                                         "ParallelCluster nodes yet",
+                 # a team is an account (Fairshare=fair_share), its members users with an association per partition
+                 # whose default QoS caps the team there (GrpTRES=node=guaranteed+borrow), made by the head node's
+                 # bootstrap; AccountingStorageEnforce and the priority weights through CustomSlurmSettings (none on
+                 # ParallelCluster 3.16.1's deny list, pcluster/validators/slurm_settings_validator.py)
+                 teams=("members", "fair_share", "guaranteed", "borrow"),
+                 teams_why="on Slurm a team's guaranteed + borrow is a cap on its nodes, not a reservation: fmcluster "
+                           "configures no preemption, so lend: false and preempt cannot be enforced"),
     Orchestrator("hyperpod", "SageMaker HyperPod with Slurm", "hyperpod", slurm=True,
                  capacity_types=frozenset({"on-demand", "training-plan"}), unbounded_groups=False,
                  ultraserver_warning=False,
@@ -148,13 +159,22 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  accounting=("database", "controller"), accounting_secret="credentials",
                  nodes=("controller", "login"),
                  accounting_node_clients=True,
+                 # whether HyperPod's slurmdbd connects with TLS: no source found (SageMaker developer guide on the
+                 # external accounting database, awsome-distributed-training, HyperPod issues); requiring it could
+                 # keep the controller's accounting from ever starting, so the security group is the control
+                 accounting_tls=False,
                  # the QoS by the controller's bootstrap; HyperPod writes slurm.conf itself, and fmcluster does not
                  # edit it (no source says which of its lines HyperPod keeps across updates)
                  accounting_defaults=("qos_per_partition",),
                  accounting_defaults_why="HyperPod writes the controller's slurm.conf itself and fmcluster does not "
                                          "edit it",
                  efa_file_system_refusal="HyperPod mounts the file system itself (FsxLustreConfig) over TCP; the EFA "
-                                         "Lustre client set-up (FSx guide 'configure EFA clients') is not part of it"),
+                                         "Lustre client set-up (FSx guide 'configure EFA clients') is not part of it",
+                 # no teams: accounts and QoS could be made on the controller, but without AccountingStorageEnforce
+                 # (slurm.conf, HyperPod's) Slurm enforces neither membership nor limits (slurm.conf(5))
+                 teams_why="HyperPod writes the controller's slurm.conf itself, so fmcluster cannot set "
+                           "AccountingStorageEnforce (without it Slurm enforces neither a team's members nor its caps) "
+                           "nor the fair-share priority weights"),
     Orchestrator("pcs", "AWS Parallel Computing Service, managed Slurm", "pcs", slurm=True,
                  unbounded_groups=False,  # at most 10 node groups (pcs-node-groups)
                  # slurmConfiguration.accounting (mode STANDARD): PCS keeps the records itself (botocore pcs)
@@ -166,7 +186,13 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  # who may run sacctmgr there)
                  accounting_defaults_why="AWS PCS takes no PriorityType or AccountingStorageTRES among its custom "
                                          "settings, and fmcluster cannot create a QoS in PCS's managed "
-                                         "accounting"),
+                                         "accounting",
+                 # AccountingStorageEnforce is a PCS custom setting, but the accounts, users and QoS live in PCS's
+                 # managed accounting, and whether (and from where) sacctmgr may write to it is unconfirmed; turning
+                 # enforcement on without them would refuse every job
+                 teams_why="fmcluster cannot create accounts, users or QoS in AWS PCS's managed accounting (who may "
+                           "run sacctmgr against it is unconfirmed), and enforcing limits without them refuses "
+                           "every job; PriorityType is not a PCS custom setting"),
     Orchestrator("hyperpod-eks", "SageMaker HyperPod orchestrated by Amazon EKS (Kubernetes)", "hyperpod-eks",
                  slurm=False, capacity_types=frozenset({"on-demand", "training-plan"}), unbounded_groups=False,
                  ultraserver_warning=False,

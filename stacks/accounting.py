@@ -40,11 +40,20 @@ ENGINE_VERSION = "8.0.mysql_aurora.3.13.0"
 the cfn-lint test fails again when this one is."""
 PARAMETER_FAMILY = "aurora-mysql8.0"
 PARAMETERS = {
-    # TLS only: both AWS samples set it and ParallelCluster's slurmdbd connects under it
+    # TLS only: both AWS samples set it and ParallelCluster's slurmdbd connects under it (an orchestrator whose
+    # slurmdbd is not known to: OFF, trait accounting_tls; a MySQL 8 client still asks for TLS by default,
+    # ssl-mode PREFERRED, MySQL reference manual "Command Options for Encrypted Connections")
     "require_secure_transport": "ON",
     # SchedMD's accounting guide ("MySQL Configuration") asks for at least 900 seconds so long purges/rollups
     # are not killed half way
     "innodb_lock_wait_timeout": "900",
+    # the slowquery log the cluster exports to CloudWatch Logs exists only with these, set in the DB cluster
+    # parameter group (Aurora User Guide, "Configuring your database to monitor slow SQL queries with Database
+    # Insights": slow_query_log 1, long_query_time, log_output FILE); 10 s, not the guide's 1.0: slurmdbd's hourly
+    # rollups are long by nature, and what is worth seeing here is a query that holds slurmctld's RPCs up
+    "slow_query_log": "1",
+    "long_query_time": "10",
+    "log_output": "FILE",
 }
 ADMIN_USER = ACCOUNTING_USER
 """The master user slurmdbd logs in as: it creates its own schema (HyperPod: "The database user must be able to
@@ -64,7 +73,8 @@ class SlurmAccountingDatabase(Construct):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: DatabaseSettings, vpc_id: str,
-                 subnet_ids: Sequence[str], clients: Sequence[str] = (), secret_format: str = "password") -> None:
+                 subnet_ids: Sequence[str], clients: Sequence[str] = (), secret_format: str = "password",
+                 require_tls: bool = True) -> None:
         super().__init__(scope, construct_id)
         if secret_format not in SECRET_FORMATS:
             raise ValueError(f"secret_format {secret_format!r}: one of {', '.join(SECRET_FORMATS)}")
@@ -113,7 +123,7 @@ class SlurmAccountingDatabase(Construct):
             subnet_ids=list(subnet_ids))
         self.parameters = parameters = rds.CfnDBClusterParameterGroup(
             self, "Parameters", description="Slurm accounting database", family=PARAMETER_FAMILY,
-            parameters=dict(PARAMETERS))
+            parameters=PARAMETERS | ({} if require_tls else {"require_secure_transport": "OFF"}))
         self.cluster = rds.CfnDBCluster(
             self, "Cluster", engine=ENGINE, engine_version=ENGINE_VERSION, port=PORT,
             master_username=ADMIN_USER,
@@ -182,7 +192,8 @@ class AccountingStack(Stack):
         clients = (network.node_security_group_id,) if driver.accounting_node_clients else ()
         self.database = SlurmAccountingDatabase(
             self, "Database", settings=plan.accounting.database, vpc_id=network.vpc_id,
-            subnet_ids=network.database_subnet_ids, clients=clients, secret_format=driver.accounting_secret)
+            subnet_ids=network.database_subnet_ids, clients=clients, secret_format=driver.accounting_secret,
+            require_tls=driver.accounting_tls)
         self.contract = self.database.contract
         what = {"endpoint": "The Slurm accounting database's writer endpoint",
                 "port": "The Slurm accounting database's MySQL port",

@@ -362,3 +362,39 @@ def test_a_replaced_eks_cluster_replaces_the_hyperpod_cluster_on_it() -> None:
     found = guard.compare(_eks("arn:aws:iam::111122223333:role/a"), _eks("arn:aws:iam::111122223333:role/b"))
     assert {f.logical_id for f in found} == {"Eks", "HyperPod"}
     assert guard.compare(_eks("arn:aws:iam::111122223333:role/a"), _eks("arn:aws:iam::111122223333:role/a")) == []
+
+
+def test_pcs_refuses_to_turn_accounting_off() -> None:
+    on = {"Size": "SMALL", "SlurmConfiguration": {"Accounting": {"Mode": "STANDARD"}}}
+    assert guard.compare(_pcs({"Size": "SMALL"}), _pcs(on)) == []  # turning it on is an update PCS takes
+    for off in ({"Size": "SMALL"}, {"Size": "SMALL", "SlurmConfiguration": {"Accounting": {"Mode": "NONE"}}}):
+        [found] = guard.compare(_pcs(on), _pcs(off))
+        assert found.logical_id == "Cluster" and "cannot turn Slurm accounting off" in found.reason
+        assert "the cluster must be deleted" in found.reason
+
+
+PCS_ACCOUNTING = """
+name: demo
+availability_zone_id: use1-az6
+os: ubuntu-24.04
+compute_groups:
+  - name: gpu
+    instance_type: p5.48xlarge
+    count: 2
+orchestrator:
+  type: pcs
+  pcs: {ami_id: ami-0123456789abcdef0}
+  accounting: {enabled: true}
+storage:
+  fsx: {storage_capacity_gib: 1200, throughput_per_tib: 500}
+"""
+
+
+def test_plan_against_a_pcs_project_that_drops_accounting_exits_3(tmp_path: Path) -> None:
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(PCS_ACCOUNTING)
+    new.write_text(PCS_ACCOUNTING.replace("enabled: true", "enabled: false"))
+    result = CliRunner().invoke(app, ["plan", str(new), "--against", str(old)])
+    assert result.exit_code == REPLACEMENT_EXIT == 3, result.output
+    assert "(AWS::PCS::Cluster): SlurmConfiguration/Accounting is removed" in result.stderr
+    assert "cannot turn Slurm accounting off" in result.stderr and "the cluster must be deleted" in result.stderr

@@ -32,6 +32,11 @@ class GroupHealth:
     current: int
     statuses: dict[str, int] = field(default_factory=dict)
     """InstanceStatus.Status (Running, Pending, DeepHealthCheckInProgress, Failure, ...) -> nodes."""
+    status: str = "InService"
+    """The group's own Status (botocore sagemaker ``InstanceGroupStatus``: InService, Creating, Updating, Failed,
+    Degraded, SystemUpdating, Deleting)."""
+    messages: tuple[str, ...] = ()
+    """What HyperPod says of its nodes that are not Running (``InstanceStatus.Message``), each once."""
 
     @property
     def healthy(self) -> bool:
@@ -44,6 +49,8 @@ class ClusterHealth:
     status: str
     failure: str | None
     groups: list[GroupHealth]
+    provisioning: str | None = None
+    """``NodeProvisioningMode`` (Continuous: the cluster is InService while nodes are still being provisioned)."""
 
 
 def cluster_health(sagemaker: Any, name: str) -> ClusterHealth:
@@ -59,15 +66,55 @@ def cluster_health(sagemaker: Any, name: str) -> ClusterHealth:
         error = exc.response.get("Error", {})
         raise HyperPodError(f"cannot read HyperPod cluster {name}: {error.get('Code')}: {error.get('Message')}") from None
     by_group: dict[str, Counter] = {}
+    messages: dict[str, dict[str, None]] = {}
     for node in nodes:
         status = node.get("InstanceStatus", {}).get("Status", "unknown")
-        by_group.setdefault(node.get("InstanceGroupName", "?"), Counter())[status] += 1
+        group = node.get("InstanceGroupName", "?")
+        by_group.setdefault(group, Counter())[status] += 1
+        message = node.get("InstanceStatus", {}).get("Message")
+        if status != "Running" and message:
+            messages.setdefault(group, {})[message] = None
     groups = [GroupHealth(name=g["InstanceGroupName"], instance_type=g.get("InstanceType", "?"),
                           target=g.get("TargetCount", 0), current=g.get("CurrentCount", 0),
-                          statuses=dict(sorted(by_group.get(g["InstanceGroupName"], Counter()).items())))
+                          statuses=dict(sorted(by_group.get(g["InstanceGroupName"], Counter()).items())),
+                          status=g.get("Status", "InService"),
+                          messages=tuple(messages.get(g["InstanceGroupName"], {})))
               for g in cluster.get("InstanceGroups", [])]
     return ClusterHealth(name=cluster.get("ClusterName", name), status=cluster.get("ClusterStatus", "unknown"),
-                         failure=cluster.get("FailureMessage") or None, groups=groups)
+                         failure=cluster.get("FailureMessage") or None, groups=groups,
+                         provisioning=cluster.get("NodeProvisioningMode"))
+
+
+LIFECYCLE_LOGS = ("CloudWatch Logs group /aws/sagemaker/Clusters/{name}/{id}, stream LifecycleConfig/<group>/"
+                  "<instance-id> (on the node: /var/log/provision/provisioning.log)")
+"""Where a node's lifecycle script (our bundle) logs: the log group and stream names AWS's HyperPod sample tooling
+reads (public HyperPod samples' ``hyperpod log`` command: ``/aws/sagemaker/Clusters/{cluster_name}/{cluster_id}``,
+streams ``LifecycleConfig/<group>/<instance-id>``); the on-node copy is as one sample's notes say, UNCONFIRMED in
+AWS's guide."""
+
+
+def provisioning_facts(health: ClusterHealth, cluster_id: str) -> dict[str, str]:
+    """What is not up yet: groups still provisioning or failing, what HyperPod says of their nodes, and where the
+    lifecycle script's log is. With Continuous provisioning the cluster is InService once its cluster-level
+    resources exist and HyperPod keeps retrying nodes (botocore sagemaker ``CreateCluster``
+    ``NodeProvisioningMode``), so InService alone does not mean the nodes are up."""
+    behind = [g for g in health.groups
+              if g.status != "InService" or g.statuses.get("Running", 0) < g.target or set(g.statuses) - {"Running"}]
+    if not behind:
+        return {}
+    facts = {"not up yet": "; ".join(
+        f"{g.name} {g.status}, {g.statuses.get('Running', 0)}/{g.target} running"
+        + (f" ({', '.join(f'{n} {s}' for s, n in g.statuses.items() if s != 'Running')})"
+           if set(g.statuses) - {"Running"} else "") for g in behind)}
+    for g in behind:
+        if g.messages:
+            facts[f"{g.name} says"] = " | ".join(m.splitlines()[0][:200] for m in g.messages[:3])
+    if health.provisioning == "Continuous" and health.status == "InService":
+        facts["continuous provisioning"] = ("the cluster is InService but HyperPod is still provisioning nodes (it "
+                                            "retries failing ones): the stack completing does not mean the nodes "
+                                            "are up")
+    facts["lifecycle logs"] = LIFECYCLE_LOGS.format(name=health.name, id=cluster_id)
+    return facts
 
 
 # --- fmcluster status and connect (the aws stage's tables: fmcluster.aws.status, fmcluster.aws.connect) ----------
@@ -110,9 +157,13 @@ def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState)
         return ClusterStatus(plan.cluster.orchestrator, plan.cluster.hyperpod_name_prefix, "unknown", ok=False,
                              problem=str(exc))
     compute = {g.name for g in instance_groups(plan.cluster) if g.node_type == "Compute"}
+    arn = _arn(plan, stack)
     facts = {"node recovery": plan.cluster.hyperpod.node_recovery}
     if health.failure:
         facts["failure"] = health.failure
+    facts |= provisioning_facts(health, stack.outputs.get(HYPERPOD_CLUSTER_ID_OUTPUT) or arn.rsplit("/", 1)[-1])
+    # the controller and login groups are facts, not groups: the cluster is up only when they are
+    others_up = all(g.healthy and g.status == "InService" for g in health.groups if g.name not in compute)
     groups = []
     for group in health.groups:
         failing = sum(n for s, n in group.statuses.items() if s in FAILED)
@@ -124,8 +175,8 @@ def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState)
         else:
             nodes = ", ".join(f"{n} {s}" for s, n in group.statuses.items()) or "no nodes"
             facts[group.name] = f"{group.current}/{group.target} {group.instance_type}: {nodes}"
-    return ClusterStatus(plan.cluster.orchestrator, health.name, health.status, ok=health.status == "InService",
-                         facts=facts, groups=groups)
+    return ClusterStatus(plan.cluster.orchestrator, health.name, health.status,
+                         ok=health.status == "InService" and others_up, facts=facts, groups=groups)
 
 
 def target(clients: Callable[[str], Any], plan: Plan, cluster_stack: Callable[[], StackState], node: str,

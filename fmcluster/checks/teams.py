@@ -86,3 +86,13 @@ def _borrow(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                     yield Finding(("teams", i, "instances", group, "borrow"),
                                   f"team {team.name!r} borrows but does not lend (lend: false)",
                                   "set lend: true, or borrow: 0")
+
+
+@check("teams-need-accounting", "error")
+def _accounting(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """On Slurm teams are accounts, users and QoS in Slurm's accounting database, and their limits bite only with
+    ``AccountingStorageEnforce`` (slurm.conf(5)), which needs accounting: teams without it are refused."""
+    cluster = plan.cluster
+    if loaded.project.teams and cluster.driver.slurm and cluster.driver.teams and cluster.accounting_store is None:
+        yield Finding(("teams",), "on Slurm teams are accounts and limits in Slurm accounting, which is off",
+                      "set orchestrator.accounting.enabled: true, or remove `teams`")

@@ -15,7 +15,7 @@ from fmcluster import catalog
 from fmcluster.facts import HOURS_PER_MONTH
 from fmcluster.cli.plantext import row, settings
 from fmcluster.facts import AMP_ACTIVE_SERIES_QUOTA
-from fmcluster.cli import hyperpod, hyperpod_eks, parallelcluster, planpcs
+from fmcluster.cli import hyperpod, hyperpod_eks, parallelcluster, planpcs, planteams
 from fmcluster.generate import metrics, schedulers
 from fmcluster.plan import Plan
 from fmcluster.plan.associations import plan_associations
@@ -56,7 +56,7 @@ def accounting_data(p: Plan) -> dict | None:
     spec = p.cluster.accounting
     policy = p.cluster.slurm_policy  # what fmcluster applies on this orchestrator, not what it would elsewhere
     data: dict = {"store": store, "fair_share": policy.fair_share, "qos_per_partition": policy.qos_per_partition,
-                  "tres": list(policy.tres), "database": None}
+                  "tres": list(policy.tres), "database": None, "kept": STORE_KEPT.get(store)}
     if store == "database":
         db = spec.database
         data["database"] = {"engine": "Aurora MySQL Serverless v2", "min_capacity_acu": db.min_capacity_acu,
@@ -72,6 +72,12 @@ STORE_WORDS = {
     "controller": "on the controller node (HyperPod's own database): free, lost with the controller",
     "managed": "the orchestrator's managed accounting",
 }
+STORE_KEPT = {
+    # AWS PCS user guide, "Slurm accounting in AWS PCS" (FACTS.md section 5)
+    "managed": "the records live with the cluster: deleting it, or a replacement (a change of its size or "
+               "subnets), deletes them; accounting cannot be turned off again (the cluster must be deleted)",
+}
+"""Where the records are not kept apart from the cluster: what ends them."""
 
 
 def accounting(p: Plan, lines: Table) -> bool:
@@ -91,6 +97,8 @@ def accounting(p: Plan, lines: Table) -> bool:
                                  "it is billed until you delete it by hand")
     else:
         row(lines, "records", STORE_WORDS[data["store"]])
+        if data["store"] in STORE_KEPT:
+            row(lines, "kept", STORE_KEPT[data["store"]])
     policy = [*(["fair share"] if data["fair_share"] else []),
               *(["a QoS per partition"] if data["qos_per_partition"] else []),
               *([f"tracks {', '.join(data['tres'])}"] if data["tres"] else [])]
@@ -209,6 +217,7 @@ def plan_json(p: Plan) -> dict:
     data["scheduler"] = scheduler_data(p)
     data["monitoring"] = monitoring_data(p)
     data["accounting"] = accounting_data(p)
+    data["teams"] = planteams.teams_data(p)
     return data
 
 
@@ -219,6 +228,10 @@ def print_services(p: Plan, console: Console) -> None:
     console.print()
     lines = settings("accounting")
     if accounting(p, lines):
+        console.print(lines)
+        console.print()
+    lines = settings("teams")
+    if planteams.teams(p, lines):
         console.print(lines)
         console.print()
     lines = settings("monitoring")

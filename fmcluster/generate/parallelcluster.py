@@ -29,6 +29,7 @@ from fmcluster.facts import PROJECT_TAG
 from fmcluster.orchestrators import DiagramPart, SlurmTarget
 from fmcluster.plan import ClusterPlan, GroupPlan, Plan
 from fmcluster.plan.parallelcluster import min_count
+from fmcluster.generate.slurmteams import FAIR_SHARE_WEIGHT, slurm_settings as team_settings
 
 SHARED_FSX_NAME = "fsx"
 LOGIN_POOL_NAME = "login"
@@ -132,7 +133,8 @@ def cluster_config(
     config["Scheduling"] = {
         "Scheduler": "slurm",
         "SlurmSettings": _slurm_settings(settings, imex=cluster.needs_imex,
-                                         accounting=accounting, policy=cluster.slurm_policy),
+                                         accounting=accounting, policy=cluster.slurm_policy,
+                                         teams=team_settings(cluster)),
         "SlurmQueues": [
             _queue(cluster, queue, network, security_groups, policies, bootstrap)
             for queue in queues(cluster)
@@ -229,7 +231,8 @@ guide, "Support NVIDIA-Imex with p6e-gb200 instance": CustomSlurmSettings Prolog
 
 
 def _slurm_settings(settings: ParallelClusterSettings, *, imex: bool = False,
-                    accounting: AccountingContract | None = None, policy: SlurmPolicy = SlurmPolicy()) -> dict[str, Any]:
+                    accounting: AccountingContract | None = None, policy: SlurmPolicy = SlurmPolicy(),
+                    teams: dict[str, str | int] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "QueueUpdateStrategy": settings.slurm.queue_update_strategy,
         "ScaledownIdletime": settings.slurm.scaledown_idletime_minutes,
@@ -237,7 +240,7 @@ def _slurm_settings(settings: ParallelClusterSettings, *, imex: bool = False,
     custom = dict(settings.slurm.custom_settings)
     if imex and not any(k.lower() == "prologflags" for k in custom):  # the project's own PrologFlags win
         custom["PrologFlags"] = IMEX_PROLOG_FLAGS
-    defaults = accounting_settings(policy) if accounting is not None else {
+    defaults = accounting_settings(policy, teams) if accounting is not None else {
         # GPUs as a tracked resource even without accounting: squeue's tres-alloc (the Slurm metrics' GPUs per
         # user) and sacct name gres/gpu only when AccountingStorageTRES lists it (slurm.conf(5)), and
         # ParallelCluster's slurm.conf does not (aws-parallelcluster-cookbook slurm.conf.erb: GresTypes=gpu only)
@@ -260,23 +263,21 @@ def database(accounting: AccountingContract) -> dict[str, Any]:
             "PasswordSecretArn": accounting.secret_arn}
 
 
-FAIR_SHARE_WEIGHT = 10000
-"""``PriorityWeightFairshare``: slurm.conf(5) leaves every weight at 0; 10000 makes fair share decide among jobs
-of equal age (the project's ``custom_settings`` override it)."""
-
-
-def accounting_settings(policy: SlurmPolicy) -> dict[str, str | int]:
+def accounting_settings(policy: SlurmPolicy, teams: dict[str, str | int] | None = None) -> dict[str, str | int]:
     """The slurm.conf lines accounting brings (``ClusterPlan.slurm_policy``): fair share and the tracked resources
     (the QoS per partition is the head node's bootstrap's, after slurmdbd answers). None of them is on
     ParallelCluster's deny list for accounting (``SLURM_SETTINGS_DENY_LIST["SlurmConf"]["Accounting"]``:
-    AccountingStorageType/Host/Port/User, JobAcctGatherType)."""
+    AccountingStorageType/Host/Port/User, JobAcctGatherType), nor are those teams bring
+    (:func:`fmcluster.generate.slurmteams.slurm_settings`: AccountingStorageEnforce, PriorityType, PriorityWeight*;
+    ``SlurmConf``'s ``Global`` list names none of them either)."""
     out: dict[str, str | int] = {}
+    teams = teams or {}
     if policy.fair_share:
         out["PriorityType"] = "priority/multifactor"
         out["PriorityWeightFairshare"] = FAIR_SHARE_WEIGHT
     if policy.tres:
         out["AccountingStorageTRES"] = ",".join(policy.tres)
-    return out
+    return out | teams
 
 
 def _root_volume(size_gib: int) -> dict[str, Any]:

@@ -303,6 +303,7 @@ def test_the_step_adds_only_itself_to_an_accounting_example_s_bundles(tmp_path, 
     accounting rendered byte-identical before and after the step was added (checked by hand at the commit)."""
     root = Path(__file__).resolve().parents[2] / "examples"
     cluster = make_plan(parse((root / f"{example}.yaml").read_text()).project).cluster
+    cluster = dataclasses.replace(cluster, teams=())  # the teams' own step: tests/bootstrap/test_slurm_teams.py
     off = dataclasses.replace(cluster, accounting=cluster.accounting.model_copy(update={"enabled": False}))
     assert bundles.qos_partitions(cluster) and not bundles.qos_partitions(off)
     bundles.render_bundles(cluster, tmp_path / "on", None, False, None)

@@ -159,7 +159,7 @@ def test_every_check_is_exercised_here_or_in_its_domain_test() -> None:
     here = {c[0] for c in CASES}
     named = "".join(Path(__file__).with_name(f).read_text()
                     for f in ("test_core.py", "test_parallelcluster.py", "test_pcs.py", "test_teams.py",
-                                  "test_hyperpod_eks.py"))
+                                  "test_hyperpod_eks.py", "test_teams_slurm.py"))
     untested = [name for name in checks.CHECKS if name not in here and f'"{name}"' not in named]
     assert not untested, f"checks no test triggers: {untested}"
 

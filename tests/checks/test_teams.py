@@ -38,7 +38,7 @@ def everything_enforced(monkeypatch):
     pc = orchestrators.ORCHESTRATORS["parallelcluster"]
     full = dataclasses.replace(pc, teams=("members", "fair_share", "guaranteed", "borrow", "lend", "preempt"))
     monkeypatch.setitem(orchestrators.ORCHESTRATORS, "parallelcluster", full)
-    return "orchestrator: {type: parallelcluster}\n"
+    return "orchestrator: {type: parallelcluster, accounting: {enabled: true}}\n"
 
 
 def test_the_model_reads_the_example_shape() -> None:
@@ -73,7 +73,8 @@ def test_a_part_the_orchestrator_cannot_enforce_is_refused_at_its_field(tmp_path
     pc = orchestrators.ORCHESTRATORS["parallelcluster"]
     monkeypatch.setitem(orchestrators.ORCHESTRATORS, "parallelcluster",
                         dataclasses.replace(pc, teams=("members", "fair_share", "guaranteed"), teams_why="why"))
-    problems = _problems(BASE + "orchestrator: {type: parallelcluster}\n" + TEAMS, tmp_path)
+    problems = _problems(BASE + "orchestrator: {type: parallelcluster, accounting: {enabled: true}}\n" + TEAMS,
+                         tmp_path)
     assert [(p.check, p.path, p.line) for p in problems] == [
         ("teams-supported", "teams[0].instances.train.borrow", 12)]
     assert problems[0].message.endswith("cannot enforce a team's borrow: why")

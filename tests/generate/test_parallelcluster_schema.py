@@ -194,3 +194,18 @@ def test_support_constants_match_the_installed_package():
 
     assert pkg["PCLUSTER_TAG_VALUE_REGEX"] == TAG_VALUE
     assert set(pkg["INSTANCE_TYPES_WITH_FIRST_INTERFACE_ENA"]) <= set(support.SUPPORTED_INSTANCE_PREFIXES)
+
+
+def test_the_teams_slurm_settings_pass_the_schema_and_its_validators(report):
+    """p5-slurm-accounting has teams: slurm.conf enforces associations, limits and QoS and weighs fair share and QoS
+    (fmcluster.generate.slurmteams), and ParallelCluster's CustomSlurmSettingsValidator (its deny lists) takes it."""
+    path = next(p for p, k in report["keys"].items() if k == "file-p5-slurm-accounting")
+    result = report["configs"][path]
+    written = yaml.safe_load(Path(path).read_text(encoding="utf-8"))["Scheduling"]["SlurmSettings"]
+    custom = {k: v for item in written["CustomSlurmSettings"] for k, v in item.items()}
+    assert custom["AccountingStorageEnforce"] == "associations,limits,qos"
+    assert custom["PriorityType"] == "priority/multifactor"
+    assert custom["PriorityWeightFairshare"] > 0 and custom["PriorityWeightQOS"] > 0
+    assert not result["schema_errors"]
+    assert "CustomSlurmSettingsValidator" in {r.rsplit(":", 1)[1] for r in result["ran"]}
+    assert [f for f in result["failures"] if f["level"] == "ERROR"] == []

@@ -9,6 +9,7 @@ import pytest
 from cfnlint.api import ManualArgs, lint
 from support import assert_nag_clean, synth_with_nag
 
+from fmcluster import orchestrators
 from fmcluster.config.accounting import AccountingDatabase
 
 SUBNETS = ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]
@@ -28,7 +29,9 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> dict:
         stack = Stack(app, f"{name}-accounting")
         out[name] = SlurmAccountingDatabase(
             stack, "Accounting", settings=AccountingDatabase(min_capacity_acu=0.5, max_capacity_acu=4),
-            vpc_id=Fn.import_value(f"{name}-VpcId"), subnet_ids=SUBNETS, clients=clients, secret_format=fmt)
+            vpc_id=Fn.import_value(f"{name}-VpcId"), subnet_ids=SUBNETS, clients=clients, secret_format=fmt,
+            # what the accounting stack passes: the orchestrator's trait
+            require_tls=orchestrators.get({"pc": "parallelcluster", "hp": "hyperpod"}[name]).accounting_tls)
     out["error"], out["report"] = synth_with_nag(app, outdir)
     for name in ("pc", "hp"):
         out[f"{name}-template"] = json.loads((outdir / f"{name}-accounting.template.json").read_text())
@@ -59,6 +62,20 @@ def test_database_is_encrypted_private_protected_and_retained(synth):
     assert writer["DeletionPolicy"] == "Retain"
     _, params = _one(template, "AWS::RDS::DBClusterParameterGroup")
     assert params["Properties"]["Parameters"]["require_secure_transport"] == "ON"
+
+
+def test_every_log_the_database_exports_is_written(synth):
+    """Aurora writes a slow query log only with slow_query_log 1 and log_output FILE in the cluster parameter group
+    (Aurora User Guide, "Configuring your database to monitor slow SQL queries with Database Insights"): exporting
+    ``slowquery`` without them exports nothing."""
+    template = synth["pc-template"]
+    _, cluster = _one(template, "AWS::RDS::DBCluster")
+    _, params = _one(template, "AWS::RDS::DBClusterParameterGroup")
+    exported, parameters = cluster["Properties"]["EnableCloudwatchLogsExports"], params["Properties"]["Parameters"]
+    assert set(exported) <= {"error", "slowquery"}  # error is written by default; general and audit need more
+    if "slowquery" in exported:
+        assert parameters["slow_query_log"] == "1" and parameters["log_output"] == "FILE"
+        assert float(parameters["long_query_time"]) > 0
 
 
 def test_subnet_group_spans_the_given_subnets(synth):
@@ -192,3 +209,13 @@ def test_what_the_retained_database_uses_is_retained_and_nothing_else(synth, nam
     assert retained == needed, f"retained, used by nothing retained: {sorted(retained - needed)}"
     for lid in retained:
         assert resources[lid]["UpdateReplacePolicy"] == "Retain", lid
+
+
+def test_tls_is_required_where_the_orchestrator_s_slurmdbd_is_known_to_use_it(synth):
+    """ParallelCluster's slurmdbd connects under require_secure_transport; whether HyperPod's does is unknown (no
+    source), so its database takes plain connections too and admits the cluster's nodes only."""
+    pc = _one(synth["pc-template"], "AWS::RDS::DBClusterParameterGroup")[1]["Properties"]["Parameters"]
+    hp = _one(synth["hp-template"], "AWS::RDS::DBClusterParameterGroup")[1]["Properties"]["Parameters"]
+    assert pc["require_secure_transport"] == "ON" and hp["require_secure_transport"] == "OFF"
+    assert {k: v for k, v in hp.items() if k != "require_secure_transport"} == \
+        {k: v for k, v in pc.items() if k != "require_secure_transport"}

@@ -818,49 +818,10 @@ def calls_of(result: Result, command: str) -> list[str]:
 # --- Slurm's controller with accounting (slurmctld + slurmdbd), for the slurm-policy step ----------------------------
 # State under ${SANDBOX}/state/slurm: qos (one QoS name a line), partitions/<name> (the partition's QoS, N/A when
 # none), dbd-down (slurmdbd does not answer), ctld-down (slurmctld does not answer).
-SACCTMGR_STUB = r"""
-s="${state}/slurm"
-noheader=0; parsable=0; immediate=0; words=()
-for a in "$@"; do
-  case "${a}" in
-    -n|--noheader) noheader=1 ;;
-    -P|--parsable2) parsable=1 ;;
-    -i|--immediate) immediate=1 ;;
-    -*) echo "sacctmgr: unrecognized option '${a}'" >&2; exit 1 ;;
-    *) words+=("${a}") ;;
-  esac
-done
-verb=${words[0]:-}; entity=${words[1]:-}
-case "${verb}" in show|list|add|create) ;; *) echo "sacctmgr: error: Unknown command '${verb}'" >&2; exit 1 ;; esac
-case "${entity}" in cluster|clusters|qos) ;; *) echo "sacctmgr: error: Unknown entity '${entity}'" >&2; exit 1 ;; esac
-if [[ -e "${s}/dbd-down" ]]; then
-  # the wording is as recalled, UNCONFIRMED for 25.11; the step reads only the exit status
-  echo "sacctmgr: error: Problem talking to the database: Connection refused" >&2
-  exit 1
-fi
-case "${verb} ${entity}" in
-  "show cluster"|"show clusters"|"list cluster"|"list clusters")
-    ((noheader)) || echo "   Cluster     ControlHost  ControlPort   RPC"
-    echo "      demo        10.0.0.5         6817  11008" ;;
-  "show qos"|"list qos")
-    [[ "${words[*]:2}" == "format=name" ]] || { echo "sandbox sacctmgr: only 'format=name' is modelled" >&2; exit 1; }
-    if ((!noheader)); then if ((parsable)); then echo "Name"; else echo "      Name"; fi; fi
-    while read -r q; do if ((parsable)); then echo "${q}"; else printf '%10s\n' "${q}"; fi; done <"${s}/qos" ;;
-  "add qos"|"create qos")
-    ((immediate)) || { echo "sandbox sacctmgr: without -i it asks 'Would you like to commit changes?'" >&2; exit 1; }
-    name=${words[2]:-}
-    [[ -n "${name}" && "${name}" != *=* ]] || { echo "sacctmgr: error: No new qos to add" >&2; exit 1; }
-    if grep -qixF -- "${name}" "${s}/qos"; then echo " Nothing new added."; exit 0; fi
-    echo "${name}" >>"${s}/qos"
-    printf ' Adding QOS(s)\n  %s\n Settings\n  Description    = %s\n' "${name}" "${name}" ;;
-  *) echo "sacctmgr: error: ${verb} ${entity}: not modelled" >&2; exit 1 ;;
-esac
+SACCTMGR_STUB = f"""
+# slurmdbd's state as sacctmgr sees it: support.slurm_stubs.sacctmgr (stateful; refuses what the real one does)
+exec python3 {str(Path(__file__).with_name("slurm_stubs.py"))!r} "${{state}}/slurm" "$@"
 """
-"""sacctmgr as Slurm 25.11 answers the commands the step uses (-P, --parsable2: '|' between fields, none after the
-last, sacctmgr(1)). Adding a QoS that exists prints " Nothing new added." and exits 0 (the branch is in
-SchedMD/slurm src/sacctmgr/account_functions.c of an older release, seen in the code index; the same for
-qos_functions.c in 25.11 is UNCONFIRMED); an unknown command or entity, or slurmdbd down, exits 1."""
-
 SCONTROL_STUB = r"""
 s="${state}/slurm"
 if [[ "${1:-}" != ping && -e "${s}/ctld-down" ]]; then

@@ -1,0 +1,58 @@
+"""The plan's teams section: who shares the cluster and what the scheduler makes of it (on Slurm: accounts, their
+members, fair-share shares and each team's node cap per partition, :mod:`fmcluster.generate.slurmteams`)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from fmcluster.cli.plantext import row
+from fmcluster.generate import schedulers, slurmteams
+from fmcluster.plan import Plan
+
+CAP_WORDS = ("on Slurm a team's guaranteed + borrow nodes are a cap on what its jobs hold at once, not a reservation: "
+             "free nodes go to whoever asks and nothing preempts")
+
+
+def teams_data(p: Plan) -> dict | None:
+    """``plan -o json``'s ``teams``: None without teams; on Slurm the accounts, members, shares and caps."""
+    cluster = p.cluster
+    if not cluster.teams:
+        return None
+    out: dict = {"enforced_by": None, "teams": [t.model_dump() for t in cluster.teams]}
+    if not slurmteams.applies(cluster):
+        return out
+    accounts = slurmteams.slurm_teams(cluster, schedulers.scheduler(cluster).slurm_targets(cluster))
+    out["enforced_by"] = "slurm-accounting"
+    out["slurm"] = {
+        "settings": slurmteams.slurm_settings(cluster),
+        "accounts": [{"account": a.account, "fair_share": a.fair_share,
+                      "members": list(dict.fromkeys(s.user for s in a.associations)),
+                      "default_account_of": list(a.default_of),
+                      "caps": [{"partition": part, "qos": qos, "nodes": n} for part, qos, n in a.caps],
+                      "add_a_user": slurmteams.refusal_hint(a)} for a in accounts],
+        "refused": "a user in no team: Slurm refuses their jobs (\"Invalid account or account/partition combination "
+                   "specified\")",
+        "cap": CAP_WORDS,
+    }
+    return out
+
+
+def teams(p: Plan, lines: Table) -> bool:
+    """The teams lines; False without teams."""
+    data = teams_data(p)
+    if data is None:
+        return False
+    if data["enforced_by"] is None:
+        row(lines, "teams", ", ".join(t["name"] for t in data["teams"]) + ": not enforced here")
+        return True
+    slurm = data["slurm"]
+    for a in slurm["accounts"]:
+        caps = ", ".join(f"{c['nodes']} nodes in {c['partition']} (QoS {c['qos']})" for c in a["caps"])
+        members = ", ".join(a["members"]) or "no members"
+        row(lines, a["account"], f"Slurm account, fair share {a['fair_share']}; {members}; "
+                                 f"at most {caps or 'no nodes (no partition: its jobs are refused)'}")
+    row(lines, "caps", slurm["cap"])
+    row(lines, "not in a team", f"{slurm['refused']}; add one with `{slurm['accounts'][0]['add_a_user']}` (lost at "
+                                "the next deploy: add them to the team's members instead)")
+    row(lines, "slurm.conf", ", ".join(f"{k}={v}" for k, v in slurm["settings"].items()))
+    return True
