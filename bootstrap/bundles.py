@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from fmcluster.bootstrap.bundling import fsx_mount, qos_partitions
+from fmcluster.bootstrap.bundling import fsx_mount, qos_partitions, slurm_teams
 from fmcluster.bootstrap.context import BootstrapContext, FsxMount
 from fmcluster.bootstrap.hyperpod import LifecycleBundles, lifecycle_contexts, render_lifecycle_bundles
 from fmcluster.bootstrap.hyperpod_eks import eks_lifecycle_contexts, render_eks_lifecycle_bundles
@@ -32,7 +32,7 @@ from fmcluster.plan import ClusterPlan
 __all__ = ["BUNDLES_DIR", "CONTEXTS", "HEAD_NODE_BUNDLE", "LOGIN_BUNDLE", "RENDERERS", "DispatchedBundles",
            "GroupBundle", "LifecycleBundles", "deployed_contexts", "dispatched_contexts", "fsx_mount",
            "group_contexts", "lifecycle_contexts", "qos_partitions", "render_bundles", "render_dispatched_bundles",
-           "render_group_bundles", "render_lifecycle_bundles"]
+           "render_group_bundles", "render_lifecycle_bundles", "slurm_teams"]
 
 BUNDLES_DIR = "fmcluster-bundles"
 """The folder of the cloud assembly that holds the rendered bundles."""

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from fmcluster.bootstrap.context import FsxMount
-from fmcluster.bootstrap.nodefacts import SlurmTeam
+from fmcluster.generate.slurmteams import SlurmTeam
 from fmcluster.contracts import MountContract
 from fmcluster.generate import schedulers, slurmteams
 from fmcluster.plan import ClusterPlan

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from fmcluster.bootstrap.versions import Arch, _Frozen
+from fmcluster.plan.slurm_teams import SlurmAssociation, SlurmTeam  # noqa: F401 (the contexts' field types)
 from fmcluster.plan import GroupPlan
 
 
@@ -114,26 +115,3 @@ class Options(_Frozen):
         default=60, ge=1, le=80,
         description="How long fmcluster-partition-qos waits for slurmctld to answer `scontrol ping`; it runs as "
                     "slurmctld.service's ExecStartPost, which systemd's start timeout (default 90s) covers.")
-
-
-class SlurmAssociation(_Frozen):
-    """One user's association with a team's account in one partition: jobs the user runs there as that team get
-    the team's QoS for the partition (``QOS=`` and ``DefaultQOS=``), which caps the team's nodes in it."""
-
-    user: str
-    partition: str
-    qos: str
-
-
-class SlurmTeam(_Frozen):
-    """One team as Slurm accounting holds it (:mod:`fmcluster.generate.slurmteams` builds it from ``teams``): an
-    account with ``Fairshare=`` shares; per partition where the team may hold instances a QoS
-    ``GrpTRES=node=<guaranteed + borrow>``; its members' associations (a member's first team is their default
-    account, ``default_of``)."""
-
-    account: str
-    fair_share: int
-    caps: tuple[tuple[str, str, int], ...] = Field(
-        default=(), description="(partition, QoS name, nodes) for each partition the team may use.")
-    associations: tuple[SlurmAssociation, ...] = ()
-    default_of: tuple[str, ...] = Field(default=(), description="The members whose default account this is.")

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from fmcluster.bootstrap.nodefacts import SlurmAssociation, SlurmTeam
-
+from fmcluster.plan.slurm_teams import SlurmAssociation, SlurmTeam
 from fmcluster.orchestrators import SlurmTarget
 from fmcluster.plan import ClusterPlan
 
