@@ -148,6 +148,25 @@ def deployed_cluster(cfn: Any, plan: Plan) -> str:
     return _arn(plan, stack_state(cfn, stack_name(plan.project, "cluster")))
 
 
+def group_rows(health: ClusterHealth, compute: set[str], facts: dict[str, str]) -> tuple[list[GroupStatus], bool]:
+    """The compute groups' rows, and whether every other instance group (controller and login; on EKS the system
+    group) is up: those are facts (added to ``facts``), not groups, and the cluster is up only when they are. Both
+    HyperPod orchestrators read their clusters through this."""
+    others_up = all(g.healthy and g.status == "InService" for g in health.groups if g.name not in compute)
+    groups = []
+    for group in health.groups:
+        failing = sum(n for s, n in group.statuses.items() if s in FAILED)
+        running = group.statuses.get("Running", 0)
+        if group.name in compute:
+            groups.append(GroupStatus(group.name, group.instance_type, group.target, group.target, running,
+                                      pending=sum(group.statuses.values()) - running - failing, failing=failing,
+                                      states=dict(group.statuses)))
+        else:
+            nodes = ", ".join(f"{n} {s}" for s, n in group.statuses.items()) or "no nodes"
+            facts[group.name] = f"{group.current}/{group.target} {group.instance_type}: {nodes}"
+    return groups, others_up
+
+
 def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState) -> ClusterStatus:
     """:func:`cluster_health` as :class:`ClusterStatus`: the compute groups' nodes, the controller and login groups
     as facts."""
@@ -162,19 +181,7 @@ def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState)
     if health.failure:
         facts["failure"] = health.failure
     facts |= provisioning_facts(health, stack.outputs.get(HYPERPOD_CLUSTER_ID_OUTPUT) or arn.rsplit("/", 1)[-1])
-    # the controller and login groups are facts, not groups: the cluster is up only when they are
-    others_up = all(g.healthy and g.status == "InService" for g in health.groups if g.name not in compute)
-    groups = []
-    for group in health.groups:
-        failing = sum(n for s, n in group.statuses.items() if s in FAILED)
-        running = group.statuses.get("Running", 0)
-        if group.name in compute:
-            groups.append(GroupStatus(group.name, group.instance_type, group.target, group.target, running,
-                                      pending=sum(group.statuses.values()) - running - failing, failing=failing,
-                                      states=dict(group.statuses)))
-        else:
-            nodes = ", ".join(f"{n} {s}" for s, n in group.statuses.items()) or "no nodes"
-            facts[group.name] = f"{group.current}/{group.target} {group.instance_type}: {nodes}"
+    groups, others_up = group_rows(health, compute, facts)
     return ClusterStatus(plan.cluster.orchestrator, health.name, health.status,
                          ok=health.status == "InService" and others_up, facts=facts, groups=groups)
 

@@ -10,8 +10,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from fmcluster.aws.account_checks import Result, passed
-from fmcluster.aws.hyperpod import FAILED, SESSION_TARGET, HyperPodError, _arn, cluster_health
-from fmcluster.aws.nodes import ClusterReadError, ClusterStatus, GroupStatus, NodeNotInProject, Target
+from fmcluster.aws.hyperpod import SESSION_TARGET, HyperPodError, _arn, cluster_health, group_rows
+from fmcluster.aws.nodes import ClusterReadError, ClusterStatus, NodeNotInProject, Target
 from fmcluster.aws.session import is_account_problem
 from fmcluster.aws.stackstate import StackState
 from fmcluster.contracts import HYPERPOD_CLUSTER_ID_OUTPUT
@@ -45,19 +45,9 @@ def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState)
              "kubernetes": cluster.hyperpod_eks.kubernetes_version}
     if health.failure:
         facts["failure"] = health.failure
-    groups = []
-    for group in health.groups:
-        failing = sum(n for s, n in group.statuses.items() if s in FAILED)
-        running = group.statuses.get("Running", 0)
-        if group.name in compute:
-            groups.append(GroupStatus(group.name, group.instance_type, group.target, group.target, running,
-                                      pending=sum(group.statuses.values()) - running - failing, failing=failing,
-                                      states=dict(group.statuses)))
-        else:
-            nodes = ", ".join(f"{n} {s}" for s, n in group.statuses.items()) or "no nodes"
-            facts[group.name] = f"{group.current}/{group.target} {group.instance_type}: {nodes}"
-    return ClusterStatus(cluster.orchestrator, health.name, health.status, ok=health.status == "InService",
-                         facts=facts, groups=groups)
+    groups, others_up = group_rows(health, compute, facts)  # the system group: a fact, up or the cluster is not
+    return ClusterStatus(cluster.orchestrator, health.name, health.status,
+                         ok=health.status == "InService" and others_up, facts=facts, groups=groups)
 
 
 def target(clients: Callable[[str], Any], plan: Plan, cluster_stack: Callable[[], StackState], node: str,

@@ -71,3 +71,26 @@ def test_status_reads_the_hyperpod_cluster_and_keeps_the_system_group_as_a_fact(
     status = hyperpod_eks.cluster_status(lambda service: client, PLAN, stack)
     assert status.ok and [g.name for g in status.groups] == ["train"] and status.groups[0].running == 8
     assert status.facts["kubernetes"] == "1.33" and status.facts["system"].startswith("2/2 ml.m5.2xlarge")
+
+
+def test_an_in_service_cluster_whose_system_group_is_not_up_is_not_up() -> None:
+    """CoreDNS, Kueue and the operators run on the system group: InService without it is not a working cluster (the
+    HyperPod Slurm reading's rule for its controller, shared: aws/hyperpod.py group_rows)."""
+    arn = "arn:aws:sagemaker:us-east-1:111122223333:cluster/abc123"
+    client = boto3.client("sagemaker", region_name="us-east-1")
+    stub = Stubber(client)
+    stub.add_response("describe_cluster", {
+        "ClusterArn": arn, "ClusterName": "p5en-hyperpod-eks-hyperpod-0abc", "ClusterStatus": "InService",
+        "InstanceGroups": [
+            {"InstanceGroupName": "system", "InstanceType": "ml.m5.2xlarge", "CurrentCount": 0, "TargetCount": 2,
+             "Status": "Creating"},
+            {"InstanceGroupName": "train", "InstanceType": "ml.p5en.48xlarge", "CurrentCount": 8, "TargetCount": 8}]},
+        {"ClusterName": arn})
+    stub.add_response("list_cluster_nodes", {"ClusterNodeSummaries": [
+        {"InstanceGroupName": "train", "InstanceId": f"i-{n:017x}", "InstanceType": "ml.p5en.48xlarge",
+         "LaunchTime": "2026-12-01T00:00:00Z", "InstanceStatus": {"Status": "Running"}} for n in range(8)]}, None)
+    stub.activate()
+    stack = StackState("p5en-hyperpod-eks-cluster", "CREATE_COMPLETE", outputs={HYPERPOD_CLUSTER_ARN_OUTPUT: arn})
+    status = hyperpod_eks.cluster_status(lambda service: client, PLAN, stack)
+    assert not status.ok and status.groups[0].running == 8
+    assert status.facts["system"].startswith("0/2 ml.m5.2xlarge")
