@@ -61,6 +61,18 @@ def status(
         raise typer.Exit(1)
 
 
+def capacity_rows(group: dict, lines: Table) -> None:
+    """A HyperPod instance group's training plan and UltraServers (both HyperPod orchestrators' plans show them)."""
+    if group["training_plan_arn"]:  # arn:aws:sagemaker:REGION:ACCOUNT:training-plan/NAME, in words that wrap
+        # between identifiers, never inside one (the whole ARN is in `plan -o json` and the project file)
+        _, _, _, region, account, resource = group["training_plan_arn"].split(":", 5)
+        row(lines, "  training plan", f"{resource.split('/', 1)[-1]} in {region}, account {account}")
+    u = group["ultraservers"]
+    if u:
+        row(lines, "  UltraServers", f"{u['servers']} x {u['type']} ({u['instances_per_server']} instances "
+                                     "each, one NVLink domain per UltraServer)")
+
+
 def plan_rows(plan: Plan, data: dict, lines: Table) -> None:
     """The plan's scheduler section as text (:data:`fmcluster.cli.planservices.ROWS`)."""
     row(lines, "Slurm", f"SageMaker HyperPod cluster {data['cluster_name']}, created by cdk deploy; "
@@ -71,12 +83,5 @@ def plan_rows(plan: Plan, data: dict, lines: Table) -> None:
         if group["deep_health_checks"]:
             detail += f"; deep health checks {', '.join(group['deep_health_checks'])}"
         row(lines, f"group {group['name']}", detail)
-        if group["training_plan_arn"]:  # arn:aws:sagemaker:REGION:ACCOUNT:training-plan/NAME, in words that wrap
-            # between identifiers, never inside one (the whole ARN is in `plan -o json` and the project file)
-            _, _, _, region, account, resource = group["training_plan_arn"].split(":", 5)
-            row(lines, "  training plan", f"{resource.split('/', 1)[-1]} in {region}, account {account}")
-        u = group["ultraservers"]
-        if u:
-            row(lines, "  UltraServers", f"{u['servers']} x {u['type']} ({u['instances_per_server']} instances "
-                                         "each, one NVLink domain per UltraServer)")
+        capacity_rows(group, lines)
     row(lines, "on destroy", "the cluster is deleted with its stack; the lifecycle bucket is kept")

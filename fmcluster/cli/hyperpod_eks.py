@@ -19,6 +19,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from fmcluster.cli.hyperpod import capacity_rows
 from fmcluster.cli.plantext import row
 from fmcluster.generate import hyperpod_chart as chart
 from fmcluster.plan import Plan
@@ -40,13 +41,7 @@ def plan_rows(plan: Plan, data: dict, lines: Table) -> None:
         if group["deep_health_checks"]:
             detail += f"; deep health checks {', '.join(group['deep_health_checks'])}"
         row(lines, f"group {group['name']}", detail)
-        if group["training_plan_arn"]:
-            _, _, _, region, account, resource = group["training_plan_arn"].split(":", 5)
-            row(lines, "  training plan", f"{resource.split('/', 1)[-1]} in {region}, account {account}")
-        u = group["ultraservers"]
-        if u:
-            row(lines, "  UltraServers", f"{u['servers']} x {u['type']} ({u['instances_per_server']} instances "
-                                         "each, one NVLink domain per UltraServer)")
+        capacity_rows(group, lines)
     if data["task_governance"]:
         for team in data.get("teams", []):
             shares = ", ".join(f"{g}: {s['guaranteed']} guaranteed + {s['borrow']} borrowable"
