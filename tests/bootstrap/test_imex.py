@@ -362,8 +362,22 @@ def hyperpod(tmp_path_factory):
     return sb, sb.run()
 
 
-def test_hyperpod_members_come_from_hyperpods_node_api_without_ec2(hyperpod):
-    sb, res = hyperpod
+@pytest.fixture(scope="module")
+def hyperpod_eks(tmp_path_factory):
+    """HyperPod on EKS: the same node API and resource_config.json as under Slurm (flavour trait imex_members)."""
+    ctx = context_for(make_project(ITYPE, "ubuntu-22.04", "hyperpod-eks"), "gpu", "compute", "hyperpod-eks")
+    [profile] = profiles_for("hyperpod", "ubuntu-22.04", "aarch64")  # no EKS image profile yet: HyperPod's AMI
+    image = Image.from_profile(profile, "aarch64", gpus=ctx.instance.gpus, gpu_name="NVIDIA GB200",
+                               efa_devices=ctx.instance.efa_devices, nvme_drives=4, node_exporter=True)
+    sb = build_sandbox(tmp_path_factory.mktemp("gb200-hyperpod-eks"), ctx, image)
+    api = _install_emulator(sb)
+    _hyperpod_api(api, sb.root, HP_MINE)
+    return sb, sb.run()
+
+
+@pytest.mark.parametrize("which", ["hyperpod", "hyperpod_eks"])
+def test_hyperpod_members_come_from_hyperpods_node_api_without_ec2(which, request):
+    sb, res = request.getfixturevalue(which)
     assert res.rc == 0, res.out
     assert (sb.root / "etc/nvidia-imex/nodes_config.cfg").read_text() == "10.0.0.5\n10.0.0.17\n10.0.0.100\n"
     calls = _aws_calls(res)
