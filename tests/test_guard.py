@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from fmcluster.stacks.app import synthesize
-from support import BASE, ROOT
+from support import BASE, PCS_ACCOUNTING, ROOT
 from typer.testing import CliRunner
 
 from fmcluster import guard
@@ -371,23 +371,6 @@ def test_pcs_refuses_to_turn_accounting_off() -> None:
         [found] = guard.compare(_pcs(on), _pcs(off))
         assert found.logical_id == "Cluster" and "cannot turn Slurm accounting off" in found.reason
         assert "the cluster must be deleted" in found.reason
-
-
-PCS_ACCOUNTING = """
-name: demo
-availability_zone_id: use1-az6
-os: ubuntu-24.04
-compute_groups:
-  - name: gpu
-    instance_type: p5.48xlarge
-    count: 2
-orchestrator:
-  type: pcs
-  pcs: {ami_id: ami-0123456789abcdef0}
-  accounting: {enabled: true}
-storage:
-  fsx: {storage_capacity_gib: 1200, throughput_per_tib: 500}
-"""
 
 
 def test_plan_against_a_pcs_project_that_drops_accounting_exits_3(tmp_path: Path) -> None:

@@ -193,16 +193,25 @@ def target(clients: Callable[[str], Any], plan: Plan, cluster_stack: Callable[[]
         raise NodeNotInProject(f"{plan.project} has no login group (orchestrator.hyperpod.login); connect to the "
                                "controller: --node controller")
     name = NODE_GROUPS[node]
+    cluster_id, instance_id = running_node(clients, plan, cluster_stack, name)
+    return Target(SESSION_TARGET.format(cluster_id=cluster_id, group=name, instance_id=instance_id), instance_id,
+                  f"{node} {instance_id} of HyperPod cluster {cluster_id}")
+
+
+def running_node(clients: Callable[[str], Any], plan: Plan, cluster_stack: Callable[[], StackState],
+                 name: str) -> tuple[str, str]:
+    """The cluster's ID and the first running node of instance group ``name`` (both HyperPod orchestrators'
+    ``connect``), or :class:`ClusterReadError` saying what the group's nodes are doing."""
     stack = cluster_stack()
     try:
         arn = _arn(plan, stack)
     except HyperPodError as exc:
         raise ClusterReadError(str(exc)) from None
     cluster_id = stack.outputs.get(HYPERPOD_CLUSTER_ID_OUTPUT) or arn.rsplit("/", 1)[-1]
-    sagemaker = clients("sagemaker")
     nodes: list[dict] = []
     try:
-        pages = sagemaker.get_paginator("list_cluster_nodes").paginate(ClusterName=arn, InstanceGroupNameContains=name)
+        pages = clients("sagemaker").get_paginator("list_cluster_nodes").paginate(
+            ClusterName=arn, InstanceGroupNameContains=name)
         for page in pages:
             nodes.extend(n for n in page.get("ClusterNodeSummaries", []) if n.get("InstanceGroupName") == name)
     except ClientError as exc:
@@ -216,6 +225,4 @@ def target(clients: Callable[[str], Any], plan: Plan, cluster_stack: Callable[[]
         states = ", ".join(f"{n.get('InstanceId')} {n.get('InstanceStatus', {}).get('Status')}" for n in nodes)
         raise ClusterReadError(f"no running node in instance group {name} of HyperPod cluster {arn}"
                                f"{' (' + states + ')' if states else ''} (hint: `fmcluster status {plan.project}`)")
-    instance_id = running[0]["InstanceId"]
-    return Target(SESSION_TARGET.format(cluster_id=cluster_id, group=name, instance_id=instance_id), instance_id,
-                  f"{node} {instance_id} of HyperPod cluster {cluster_id}")
+    return cluster_id, running[0]["InstanceId"]

@@ -7,14 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from botocore.exceptions import ClientError
 
 from fmcluster.aws.account_checks import Result, passed
-from fmcluster.aws.hyperpod import SESSION_TARGET, HyperPodError, _arn, cluster_health, group_rows
-from fmcluster.aws.nodes import ClusterReadError, ClusterStatus, NodeNotInProject, Target
-from fmcluster.aws.session import is_account_problem
+from fmcluster.aws.hyperpod import SESSION_TARGET, HyperPodError, _arn, cluster_health, group_rows, running_node
+from fmcluster.aws.nodes import ClusterStatus, NodeNotInProject, Target
 from fmcluster.aws.stackstate import StackState
-from fmcluster.contracts import HYPERPOD_CLUSTER_ID_OUTPUT
 from fmcluster.generate.hyperpod_chart import CHART_COMMIT, chart_dir
 from fmcluster.generate.hyperpod_eks import addons, instance_groups
 from fmcluster.plan import Plan
@@ -57,29 +54,7 @@ def target(clients: Callable[[str], Any], plan: Plan, cluster_stack: Callable[[]
     name = group or names[0]
     if name not in names:
         raise NodeNotInProject(f"{plan.project} has no compute group {name!r} (groups: {', '.join(names)})")
-    stack = cluster_stack()
-    try:
-        arn = _arn(plan, stack)
-    except HyperPodError as exc:
-        raise ClusterReadError(str(exc)) from None
-    cluster_id = stack.outputs.get(HYPERPOD_CLUSTER_ID_OUTPUT) or arn.rsplit("/", 1)[-1]
-    nodes: list[dict] = []
-    try:
-        pages = clients("sagemaker").get_paginator("list_cluster_nodes").paginate(
-            ClusterName=arn, InstanceGroupNameContains=name)
-        for page in pages:
-            nodes.extend(n for n in page.get("ClusterNodeSummaries", []) if n.get("InstanceGroupName") == name)
-    except ClientError as exc:
-        if is_account_problem(exc):
-            raise
-        error = exc.response.get("Error", {})
-        raise ClusterReadError(f"cannot read HyperPod cluster {arn}: {error.get('Code')}: {error.get('Message')}"
-                               ) from None
-    running = [n for n in nodes if n.get("InstanceStatus", {}).get("Status") == "Running"]
-    if not running:
-        raise ClusterReadError(f"no running node in instance group {name} of HyperPod cluster {arn} "
-                               f"(hint: `fmcluster status {plan.project}`)")
-    instance_id = running[0]["InstanceId"]
+    cluster_id, instance_id = running_node(clients, plan, cluster_stack, name)
     return Target(SESSION_TARGET.format(cluster_id=cluster_id, group=name, instance_id=instance_id), instance_id,
                   f"{name} node {instance_id} of HyperPod cluster {cluster_id}")
 

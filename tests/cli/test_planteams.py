@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from rich.console import Console
-from support import ROOT
+from support import PCS_ACCOUNTING, ROOT
 from typer.testing import CliRunner
 
 from fmcluster import checks, config
@@ -48,26 +48,9 @@ def test_a_project_without_teams_has_no_teams_section() -> None:
     assert " teams " not in _text(path)
 
 
-PCS = """
-name: demo
-availability_zone_id: use1-az6
-os: ubuntu-24.04
-compute_groups:
-  - name: gpu
-    instance_type: p5.48xlarge
-    count: 2
-orchestrator:
-  type: pcs
-  pcs: {ami_id: ami-0123456789abcdef0}
-  accounting: {enabled: true}
-storage:
-  fsx: {storage_capacity_gib: 1200, throughput_per_tib: 500}
-"""
-
-
 def test_the_plan_of_a_pcs_accounting_project_says_the_records_end_with_the_cluster(tmp_path: Path) -> None:
     path = tmp_path / "demo.yaml"
-    path.write_text(PCS)
+    path.write_text(PCS_ACCOUNTING)
     text = _text(path)
     assert "the records live with the cluster: deleting it, or a replacement (a change of its size or subnets), " \
            "deletes them" in text

@@ -131,6 +131,24 @@ compute_groups:
 """
 
 
+# A PCS project with managed accounting on (the guard and the plan say what PCS keeps, and that it stays on).
+PCS_ACCOUNTING = """
+name: demo
+availability_zone_id: use1-az6
+os: ubuntu-24.04
+compute_groups:
+  - name: gpu
+    instance_type: p5.48xlarge
+    count: 2
+orchestrator:
+  type: pcs
+  pcs: {ami_id: ami-0123456789abcdef0}
+  accounting: {enabled: true}
+storage:
+  fsx: {storage_capacity_gib: 1200, throughput_per_tib: 500}
+"""
+
+
 def project_text(extra: str = "", base: str = BASE) -> str:
     return base + textwrap.dedent(extra)
 
