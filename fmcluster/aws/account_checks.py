@@ -21,7 +21,7 @@ import boto3
 from botocore.exceptions import ClientError
 
 from fmcluster import catalog
-from fmcluster.aws.session import CLIENT_CONFIG, AwsSession
+from fmcluster.aws.session import CLIENT_CONFIG, AwsSession, core_session
 from fmcluster.facts import LOCAL_ZONES, LUSTRE_PORTS
 from fmcluster.plan import GroupPlan, Plan
 
@@ -65,8 +65,11 @@ class Clients:
 
     def __call__(self, service: str) -> Any:
         if service not in self.made:
-            self.made[service] = (self.session.client(service) if self.session else
-                                  boto3.session.Session().client(service, region_name=self.region, config=CLIENT_CONFIG))
+            if self.session:
+                self.made[service] = self.session.client(service)
+            else:
+                boto = boto3.session.Session(botocore_session=core_session())
+                self.made[service] = boto.client(service, region_name=self.region, config=CLIENT_CONFIG)
         return self.made[service]
 
 

@@ -140,3 +140,33 @@ def test_an_unreachable_proxy_is_named(home: Path, monkeypatch: pytest.MonkeyPat
         identity(aws.aws_session(region="us-east-1"))
     assert str(caught.value).startswith(f"cannot reach the proxy http://127.0.0.1:{port}")
     assert "HTTPS_PROXY" in str(caught.value)
+
+
+# --- the service models ----------------------------------------------------------------------------
+
+def test_every_session_of_a_process_reads_a_service_model_once(home: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """botocore gives each session a loader of its own, which would parse EC2's ~6 MB model again for each one: after
+    the first session on a data path (AWS_DATA_PATH), the next ones read no model file; another data path gets a
+    loader of its own (a model placed there is the one its sessions see)."""
+    from botocore.loaders import JSONFileLoader
+
+    read: list[str] = []
+    real = JSONFileLoader.load_file
+
+    def counted(self: JSONFileLoader, file_path: str) -> object:
+        read.append(file_path)
+        return real(self, file_path)
+
+    monkeypatch.setattr(JSONFileLoader, "load_file", counted)
+    monkeypatch.setenv("AWS_DATA_PATH", str(tmp_path / "models"))  # a data path no session of this process used yet
+    aws.aws_session(region="eu-west-1").client("ec2")
+    assert any("ec2" in path for path in read)
+    read.clear()
+    for region in ("eu-west-1", "us-east-1"):
+        aws.aws_session(region=region).client("ec2")
+    assert read == []
+
+    monkeypatch.setenv("AWS_DATA_PATH", str(tmp_path / "other-models"))
+    aws.aws_session(region="eu-west-1").client("ec2")
+    assert any("ec2" in path for path in read)
