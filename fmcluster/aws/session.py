@@ -35,6 +35,7 @@ from typing import Any
 import boto3
 import botocore.session
 from botocore.config import Config
+from botocore.loaders import create_loader
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
@@ -162,8 +163,6 @@ def core_session(profile: str | None = None) -> Any:
     each new session a loader of its own, which parses a service's model files again (EC2's is ~6 MB of JSON,
     ~0.3 s); the models are read-only data, so every session of a process reads each file once."""
     core = botocore.session.Session(profile=profile) if profile else botocore.session.Session()
-    from botocore.loaders import create_loader
-
     path = core.get_config_variable("data_path")
     with _LOADERS_LOCK:
         loader = _LOADERS.get(path or "")
