@@ -8,6 +8,10 @@ PCLUSTER_VERSION := $(shell sed -n 's/^PCLUSTER_VERSION = "\(.*\)"/\1/p' fmclust
 # jsii needs Node >= 22: use the one pinned in package.json, not the machine's.
 export PATH := $(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 export CDK_DISABLE_CLI_TELEMETRY := true
+# Bytecode cached as on a workstation, even where the machine's environment says not to (CI's sets
+# PYTHONDONTWRITEBYTECODE): otherwise every process compiles fmcluster again (the CLI, `cdk synth`'s app) and
+# every test worker rewrites every test module's asserts again (~10 s per worker).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup synth test rehearse bench plan docs clean pcluster-venv wheel-check
 
