@@ -113,6 +113,18 @@ def carve_local_zone_subnets(vpc_cidr: str, compute_prefix: int) -> tuple[str | 
     return str(public), str(services), None
 
 
+def last_blocks(vpc: ipaddress.IPv4Network, prefix: int, count: int) -> list[ipaddress.IPv4Network]:
+    """The last ``count`` aligned /``prefix`` blocks of ``vpc`` (fewer if it holds fewer), as
+    ``list(vpc.subnets(new_prefix=prefix))[-count:]`` gives them, without making every block before them (4,096 /28s
+    in a /16)."""
+    if prefix < vpc.prefixlen or prefix > vpc.max_prefixlen:
+        return list(vpc.subnets(new_prefix=prefix))[-count:]  # ipaddress's own error for a prefix that cannot be
+    size = 2 ** (vpc.max_prefixlen - prefix)
+    total = 2 ** (prefix - vpc.prefixlen)
+    start = int(vpc.network_address)
+    return [ipaddress.IPv4Network((start + i * size, prefix)) for i in range(max(total - count, 0), total)]
+
+
 def carve_database_subnets(vpc_cidr: str, taken: tuple[str | None, ...]) -> tuple[str, ...] | None:
     """The VPC's last two /28s, for the accounting database. Carved from the end so that neither the public, services
     nor compute subnet (carved from the start) moves when accounting is turned on or off; None if one of them
@@ -120,7 +132,7 @@ def carve_database_subnets(vpc_cidr: str, taken: tuple[str | None, ...]) -> tupl
     if any(cidr is None for cidr in taken):
         return None
     vpc = ipaddress.IPv4Network(vpc_cidr)
-    blocks = list(vpc.subnets(new_prefix=DATABASE_SUBNET_PREFIX))[-DATABASE_SUBNETS:]
+    blocks = last_blocks(vpc, DATABASE_SUBNET_PREFIX, DATABASE_SUBNETS)
     used = [ipaddress.IPv4Network(cidr) for cidr in taken if cidr is not None]
     if any(block.overlaps(other) for block in blocks for other in used):
         return None

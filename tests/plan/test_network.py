@@ -7,7 +7,7 @@ import ipaddress
 import pytest
 from support import plan_of
 
-from fmcluster.plan.network import carve_subnets, smallest_prefix_for, usable
+from fmcluster.plan.network import carve_subnets, last_blocks, smallest_prefix_for, usable
 
 
 def test_512_p5_nodes_need_512_node_ips_not_16k() -> None:
@@ -85,3 +85,24 @@ def test_accounting_kept_on_a_hyperpod_controller_needs_no_database_subnets() ->
 def test_database_subnets_that_would_overlap_the_compute_subnet_are_not_carved() -> None:
     text = "name: acc\navailability_zone_id: use1-az6\nnetwork: {vpc_cidr: 10.0.0.0/24, compute_subnet_prefix: 25}\n"
     assert plan_of(text + P5 + PC).network.database_subnet_cidrs is None
+
+
+@pytest.mark.parametrize("cidr", ["10.0.0.0/16", "10.1.0.0/20", "172.16.0.0/12", "192.168.4.0/24", "10.0.0.0/27",
+                                  "10.0.0.0/28", "10.0.0.0/32"])
+def test_the_last_blocks_are_ipaddresss_last_subnets(cidr: str) -> None:
+    """The accounting database's /28s come from the VPC's end without listing every block before them: the same
+    blocks ``ipaddress`` lists, for every prefix and count, and what it does with a prefix the VPC cannot hold."""
+    vpc = ipaddress.IPv4Network(cidr)
+    for prefix in range(vpc.prefixlen, min(vpc.prefixlen + 17, 33)):
+        for count in (1, 2, 3):
+            assert last_blocks(vpc, prefix, count) == list(vpc.subnets(new_prefix=prefix))[-count:], (prefix, count)
+    for prefix in (vpc.prefixlen - 1, 33):
+        try:
+            expected: object = list(vpc.subnets(new_prefix=prefix))[-2:]
+        except ValueError as exc:
+            expected = type(exc)
+        try:
+            got: object = last_blocks(vpc, prefix, 2)
+        except ValueError as exc:
+            got = type(exc)
+        assert got == expected, prefix
