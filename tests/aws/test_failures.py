@@ -375,8 +375,8 @@ every client is made with) set to this instead of 7 s, so the test waits 3 + up 
 
 
 def test_every_client_waits_the_read_timeout_the_bound_is_made_of() -> None:
-    """The bound's figures are what botocore is given: every client's config carries READ_TIMEOUT_S, CONNECT_TIMEOUT_S and
-    ATTEMPTS in standard mode, and those figures with the backoff give up in under 30 s. With the scaled run below
+    """The bound's figures are what botocore is given: every client's config carries READ_TIMEOUT_S, CONNECT_TIMEOUT_S
+    and ATTEMPTS in standard mode, and those figures with the backoff give up in under 30 s. With the scaled run below
     (the same process, the same config but for the read timeout) this proves the 30 s of the real figures."""
     config = aws.CLIENT_CONFIG
     assert (config.read_timeout, config.connect_timeout) == (aws.READ_TIMEOUT_S, aws.CONNECT_TIMEOUT_S)
