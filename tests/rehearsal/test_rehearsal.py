@@ -40,6 +40,7 @@ import io
 import json
 import os
 import re
+import resource
 import shutil
 import socket
 import subprocess
@@ -222,16 +223,27 @@ class Rehearsal:
         return self.run([str(Path(sys.executable).parent / "fmcluster"), *args], expect)
 
     def run(self, command: list[str], expect: int | None, stdout_only: bool = False) -> str:
-        started = time.monotonic()
+        started, cpu = time.monotonic(), _children_cpu()
         proc = subprocess.run(command, cwd=ROOT, env=self.env(), capture_output=True, text=True, timeout=600,
                               check=False)
         out = proc.stdout + proc.stderr
         shown = " ".join([Path(command[0]).name, *command[1:]])
-        self.outputs.append(f"$ {shown}  # {time.monotonic() - started:.1f}s, exit {proc.returncode}\n{out}")
+        self.outputs.append(f"$ {shown}  # {time.monotonic() - started:.1f}s ({_children_cpu() - cpu:.1f} s CPU, "
+                            f"moto {self.moto_cpu():.1f} s CPU so far), exit {proc.returncode}\n{out}")
         if expect is not None and proc.returncode != expect:
             pytest.fail(f"`{shown}` exited {proc.returncode}, not {expect}:\n{out[-4000:]}\n--- moto:\n"
                         f"{self.moto_log.read_text()[-3000:]}", pytrace=False)
         return proc.stdout if stdout_only else out
+
+    def moto_cpu(self) -> float:
+        """The CPU seconds the moto server has used so far (for the log: where a rehearsal's time goes)."""
+        if self.moto is None:
+            return 0.0
+        try:
+            fields = Path(f"/proc/{self.moto.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def destroy(self, project: Path, *confirm: str) -> dict:
         """``fmcluster destroy PROJECT --yes -o json`` as a user runs it (or with ``confirm``: ``--delete-retained
@@ -298,6 +310,11 @@ def rehearsal_assembly(tmp_path_factory: pytest.TempPathFactory, worker_id: str)
     if error:
         pytest.fail(f"`cdk synth` of the rehearsed projects failed:\n{error}", pytrace=False)
     return work / "cdk.out"
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def link_assembly(assembly: Path, where: Path) -> None:
