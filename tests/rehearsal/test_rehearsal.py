@@ -131,7 +131,7 @@ HyperPod's lifecycle scripts uploaded by CDK's bucket-deployment Lambda, PCS, wh
 chart through CDK's kubectl provider): their cluster stacks are prepared, not executed, so they never read or change
 another project's resources, and their projects share one rehearsal (one moto server, one `cdk bootstrap`, one
 `cdk deploy` of the stacks that execute and one of the prepared ones): each rehearsal more cost the suite a moto
-start, a bootstrap and four CDK CLI starts (about 13 s of CPU) and proved nothing the shared one does not."""
+start, a bootstrap and four CDK CLI starts (about 12 s of CPU) and proved nothing the shared one does not."""
 
 
 def rehearsals() -> list[tuple[Path, ...]]:
