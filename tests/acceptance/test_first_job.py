@@ -164,6 +164,17 @@ def test_the_counted_parameters_are_the_models(train):
     assert sum(p.numel() for p in model.parameters()) == flops.total_params(shape)
 
 
+@pytest.mark.parametrize("bad", [["--steps", "0"], ["--log-every", "0"], ["--micro-batch", "0"],
+                                 ["--warmup-steps", "-1"]], ids=lambda bad: bad[0])
+def test_the_training_refuses_what_it_cannot_run(train, bad: list[str], capsys):
+    """A training that cannot run exits non-zero at once, saying why (argparse's exit 2): the job then fails naming
+    its log (test_a_failed_training_fails_the_job_naming_its_log)."""
+    with pytest.raises(SystemExit) as refused:
+        train.main(["--data-dir", "d", "--checkpoint-dir", "c", *TINY.split(), *bad])
+    assert refused.value.code == 2
+    assert "--steps, --log-every and --micro-batch must be at least 1" in capsys.readouterr().err
+
+
 # --- the job, run -----------------------------------------------------------------------------------------------
 
 SRUN = r"""#!/bin/bash
@@ -256,23 +267,13 @@ def test_a_slurm_without_pyxis_fails_with_what_to_do(rendered, tmp_path: Path):
     assert "this Slurm has no pyxis (srun --container-image); set FMC_IMAGE=" in proc.stderr
 
 
-@pytest.mark.parametrize("bad", [["--steps", "0"], ["--log-every", "0"], ["--micro-batch", "0"],
-                                 ["--warmup-steps", "-1"]], ids=lambda bad: bad[0])
-def test_the_training_refuses_what_it_cannot_run(train, bad: list[str], capsys):
-    """A training that cannot run exits non-zero at once, saying why (argparse's exit 2): the job then fails naming
-    its log (the next test)."""
-    with pytest.raises(SystemExit) as refused:
-        train.main(["--data-dir", "d", "--checkpoint-dir", "c", *TINY.split(), *bad])
-    assert refused.value.code == 2
-    assert "--steps, --log-every and --micro-batch must be at least 1" in capsys.readouterr().err
-
-
 STUB_FAILING_TORCHRUN = """#!/bin/bash
 printf 'torchrun %s\\n' "$*" >>"${SANDBOX}/calls.log"
 echo "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: first_job_train.py FAILED (exitcode: 2)" >&2
 exit 1
 """
-"""torchrun when its worker fails (the training refused its arguments: the test above): its error, exit 1."""
+"""torchrun when its worker fails (the training refused its arguments: test_the_training_refuses_what_it_cannot_run):
+its error, exit 1."""
 
 
 def test_a_failed_training_fails_the_job_naming_its_log(rendered, tmp_path: Path):
