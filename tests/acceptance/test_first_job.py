@@ -17,7 +17,7 @@ from fmcluster.bootstrap.context import context_for
 from fmcluster.bootstrap.first_job import WORK_DIR_NAME, render_first_job
 from fmcluster.bootstrap.render import render_files
 from support import ALL_FILES, ROOT
-from support.sandbox import SHELLCHECK
+from support import shellcheck
 from typer.testing import CliRunner
 
 from fmcluster import catalog, config, orchestrators
@@ -65,8 +65,8 @@ def test_every_slurm_orchestrator_has_examples():
 def test_the_batch_scripts_pass_shellcheck(rendered):
     scripts = sorted(p for target, *_ in rendered.values() for p in (target / "first-job").glob("*.sbatch"))
     assert len(scripts) >= len(rendered)
-    proc = subprocess.run([SHELLCHECK, "--norc", *map(str, scripts)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[:4000]
+    linted = shellcheck.lint(scripts, "--norc")  # each distinct script once (support/shellcheck.py)
+    assert linted.returncode == 0, linted.stdout[:4000] + linted.stderr[:2000]
 
 
 def test_the_python_compiles_and_passes_ruff(tmp_path):
@@ -142,13 +142,19 @@ def test_a_bad_shape_is_refused(bad):
         flops.ModelShape(**({"vocab": 512, "d_model": 64, "layers": 2, "heads": 4, "seq_len": 128} | bad))
 
 
-def test_the_counted_parameters_are_the_models():
-    """The training script's own model, built with torch: its matrix-multiply weights are N, all of it the total."""
+@pytest.fixture(scope="module")
+def train():
+    """The training script, imported in this process (once: torch's import is most of what these tests cost)."""
     sys.path.insert(0, str(ROOT / "templates/acceptance"))
     try:
-        import first_job_train as train
+        import first_job_train
     finally:
         sys.path.pop(0)
+    return first_job_train
+
+
+def test_the_counted_parameters_are_the_models(train):
+    """The training script's own model, built with torch: its matrix-multiply weights are N, all of it the total."""
     import torch
 
     shape = flops.ModelShape(vocab=300, d_model=48, layers=3, heads=6, seq_len=40, ffn_mult=3)
@@ -156,6 +162,17 @@ def test_the_counted_parameters_are_the_models():
     linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
     assert linear == flops.matmul_params(shape)
     assert sum(p.numel() for p in model.parameters()) == flops.total_params(shape)
+
+
+@pytest.mark.parametrize("bad", [["--steps", "0"], ["--log-every", "0"], ["--micro-batch", "0"],
+                                 ["--warmup-steps", "-1"]], ids=lambda bad: bad[0])
+def test_the_training_refuses_what_it_cannot_run(train, bad: list[str], capsys):
+    """A training that cannot run exits non-zero at once, saying why (argparse's exit 2): the job then fails naming
+    its log (test_a_failed_training_fails_the_job_naming_its_log)."""
+    with pytest.raises(SystemExit) as refused:
+        train.main(["--data-dir", "d", "--checkpoint-dir", "c", *TINY.split(), *bad])
+    assert refused.value.code == 2
+    assert "--steps, --log-every and --micro-batch must be at least 1" in capsys.readouterr().err
 
 
 # --- the job, run -----------------------------------------------------------------------------------------------
@@ -250,14 +267,29 @@ def test_a_slurm_without_pyxis_fails_with_what_to_do(rendered, tmp_path: Path):
     assert "this Slurm has no pyxis (srun --container-image); set FMC_IMAGE=" in proc.stderr
 
 
+STUB_FAILING_TORCHRUN = """#!/bin/bash
+printf 'torchrun %s\\n' "$*" >>"${SANDBOX}/calls.log"
+echo "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: first_job_train.py FAILED (exitcode: 2)" >&2
+exit 1
+"""
+"""torchrun when its worker fails (the training refused its arguments: test_the_training_refuses_what_it_cannot_run):
+its error, exit 1."""
+
+
 def test_a_failed_training_fails_the_job_naming_its_log(rendered, tmp_path: Path):
     work, env = _sandbox(tmp_path, rendered)
-    proc = _submit(work, env | {"FMC_IMAGE": "", "FMC_TRAIN_ARGS": TINY + " --steps 0", "FMC_NPROC_PER_NODE": "1"},
-                   78)
+    stub = tmp_path / "bin/torchrun-failing"
+    stub.write_text(STUB_FAILING_TORCHRUN)
+    stub.chmod(0o755)
+    proc = _submit(work, env | {"FMC_IMAGE": "", "FMC_TORCHRUN": str(stub), "FMC_TRAIN_ARGS": TINY + " --steps 0",
+                                "FMC_NPROC_PER_NODE": "1"}, 78)
     assert proc.returncode == 1
     log = re.escape(f"{work}/first-job/logs/train-gpu-78.txt")
     assert re.search(rf"training exited [1-9][0-9]*: see {log}", proc.stderr), proc.stderr
-    assert "--container-image" not in (tmp_path / "calls.log").read_text()  # FMC_IMAGE= : the nodes' own torchrun
+    assert "ChildFailedError" in (work / "first-job/logs/train-gpu-78.txt").read_text()  # the log it names has it
+    calls = (tmp_path / "calls.log").read_text()
+    assert "--container-image" not in calls  # FMC_IMAGE= : the nodes' own torchrun
+    assert "first_job_train.py" in calls and "--steps 0" in calls, calls  # the training, with the job's arguments
 
 
 def test_without_containers_and_torchrun_the_job_says_how_to_make_one(rendered, tmp_path: Path):

@@ -339,15 +339,17 @@ def test_refused_credentials_in_a_default_region_do_not_blame_the_region(home: P
 
 # --- the real process ----------------------------------------------------------------------------
 
-def cli(args: list[str], env: dict[str, str], tmp: Path, timeout: float = 60) -> tuple[subprocess.CompletedProcess, float]:
-    """Run ``fmcluster ARGS`` in its own Python, behind the loopback-only network guard."""
+def cli(args: list[str], env: dict[str, str], tmp: Path, timeout: float = 60,
+        prelude: str = "") -> tuple[subprocess.CompletedProcess, float]:
+    """Run ``fmcluster ARGS`` in its own Python, behind the loopback-only network guard (``prelude``: Python run in
+    that process before the CLI starts)."""
     log = tmp / "net.log"
     full = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")} | env | {
         "PYTHONPATH": str(NETGUARD), "FMC_NET_LOG": str(log), "HOME": str(tmp), "AWS_CONFIG_FILE": str(tmp / "config"),
         "AWS_SHARED_CREDENTIALS_FILE": str(tmp / "credentials"), "AWS_EC2_METADATA_DISABLED": "true",
         "COLUMNS": "200"}
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", "from fmcluster.cli import main; main()", *args], env=full,
+    done = subprocess.run([sys.executable, "-c", f"{prelude}\nfrom fmcluster.cli import main; main()", *args], env=full,
                           capture_output=True, text=True, timeout=timeout, cwd=tmp)
     took = time.monotonic() - start
     assert not log.exists() or not log.read_text(), f"left loopback: {log.read_text()}"
@@ -366,10 +368,29 @@ def test_real_process_unknown_profile(home: Path) -> None:
     assert done.returncode == 2 and done.stderr.splitlines()[-1].startswith("error: AWS profile 'prod'")
 
 
+SCALED_READ_TIMEOUT_S = 1
+"""The read timeout the never-answering endpoint's test runs the CLI with: its real process, with
+:data:`fmcluster.aws.session.READ_TIMEOUT_S` and the read timeout of :data:`~fmcluster.aws.session.CLIENT_CONFIG` (what
+every client is made with) set to this instead of 7 s, so the test waits 3 + up to 3 s of backoff, not 21 + 3."""
+
+
+def test_every_client_waits_the_read_timeout_the_bound_is_made_of() -> None:
+    """The bound's figures are what botocore is given: every client's config carries READ_TIMEOUT_S, CONNECT_TIMEOUT_S
+    and ATTEMPTS in standard mode, and those figures with the backoff give up in under 30 s. With the scaled run below
+    (the same process, the same config but for the read timeout) this proves the 30 s of the real figures."""
+    config = aws.CLIENT_CONFIG
+    assert (config.read_timeout, config.connect_timeout) == (aws.READ_TIMEOUT_S, aws.CONNECT_TIMEOUT_S)
+    assert config.retries == {"mode": "standard", "total_max_attempts": aws.ATTEMPTS}
+    assert aws.GIVE_UP_S == aws.ATTEMPTS * max(aws.CONNECT_TIMEOUT_S, aws.READ_TIMEOUT_S) + aws.MAX_BACKOFF_S < 30
+
+
 def test_an_endpoint_that_never_answers_is_given_up_within_30_seconds(home: Path) -> None:
     """The bound, proved once: a loopback endpoint that accepts each connection and never answers. Every
-    attempt waits out the read timeout; the command gives up, and says so, within 30 s of its first request
-    (the clock starts at the first connection, so a slow interpreter start on a loaded machine does not count)."""
+    attempt waits out the read timeout; the command gives up, and says so, within the bound of its first request
+    (the clock starts at the first connection, so a slow interpreter start on a loaded machine does not count).
+    Run with the read timeout scaled down to :data:`SCALED_READ_TIMEOUT_S` (the attempts, the backoff and the
+    30 s bound's headroom as they are): the waits are the read timeout's, ATTEMPTS times, and no more; with the real
+    figures (test_every_client_waits_the_read_timeout_the_bound_is_made_of) that is under 30 s."""
     accepted: list[float] = []
     held: list[socket.socket] = []
     silent = socket.socket()
@@ -387,21 +408,26 @@ def test_an_endpoint_that_never_answers_is_given_up_within_30_seconds(home: Path
 
     threading.Thread(target=hold, daemon=True).start()
     url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+    scaled = (f"from botocore.config import Config; import fmcluster.aws.session as s; "
+              f"s.READ_TIMEOUT_S = {SCALED_READ_TIMEOUT_S}; "
+              f"s.CLIENT_CONFIG = s.CLIENT_CONFIG.merge(Config(read_timeout={SCALED_READ_TIMEOUT_S}))")
     try:
         done, took = cli(["capacity", "search", "--instance-type", "p5.48xlarge", "--count", "1", "--days", "1"],
                          {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret",
-                          "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": url}, home, timeout=60)
+                          "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": url}, home, timeout=60, prelude=scaled)
         ended = time.monotonic()
     finally:
         silent.close()
         for conn in held:
             conn.close()
-    assert done.returncode == 1 and aws.GIVE_UP_S < 30
+    assert done.returncode == 1, done.stderr
     [line] = done.stderr.splitlines()
-    assert line.startswith(f"error: {url}/ did not answer within {aws.READ_TIMEOUT_S} s, {aws.ATTEMPTS} times")
+    assert line.startswith(f"error: {url}/ did not answer within {SCALED_READ_TIMEOUT_S} s, {aws.ATTEMPTS} times")
     assert len(accepted) == aws.ATTEMPTS
     waited = ended - accepted[0]
-    assert aws.ATTEMPTS * aws.READ_TIMEOUT_S <= waited < 30, (waited, took)  # it waited each attempt out, no more
+    give_up = aws.ATTEMPTS * SCALED_READ_TIMEOUT_S + aws.MAX_BACKOFF_S  # GIVE_UP_S at the scaled read timeout
+    headroom = 30 - aws.GIVE_UP_S  # what the real figures leave under 30 s, for the process to print and exit
+    assert aws.ATTEMPTS * SCALED_READ_TIMEOUT_S <= waited < give_up + headroom, (waited, took)  # each attempt waited
 
 
 def test_the_price_list_is_named_in_its_own_region(home: Path, answering) -> None:

