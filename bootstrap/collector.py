@@ -15,6 +15,8 @@ from functools import cache
 
 import jinja2
 
+from fmcluster.bootstrap.templating import bytecode_cache
+
 from fmcluster import templates
 from fmcluster.generate import metrics
 
@@ -42,6 +44,7 @@ def _environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
+        bytecode_cache=bytecode_cache(),
     )
 
 
