@@ -74,8 +74,8 @@ def _environment() -> Environment:
         # Bash's ${#array[@]} would open a Jinja comment: templates have no comments of their own.
         comment_start_string="<%#",
         comment_end_string="#%>",
-        bytecode_cache=bytecode_cache(),
     )
+    env.bytecode_cache = bytecode_cache(env)
     env.filters["q"] = _shell_quote
     return env
 
