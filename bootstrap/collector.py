@@ -15,6 +15,8 @@ from functools import cache
 
 import jinja2
 
+from fmcluster.bootstrap.templating import bytecode_cache
+
 from fmcluster import templates
 from fmcluster.generate import metrics
 
@@ -37,12 +39,14 @@ def scrape_timeout(scrape_interval: str) -> str:
 @cache
 def _environment() -> jinja2.Environment:
     """One environment per process: every node bundle of every project renders the same template (compiled once)."""
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates.OBSERVABILITY)),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
     )
+    env.bytecode_cache = bytecode_cache(env)
+    return env
 
 
 def render_node_agent_config(project: str, *, gpu: bool, slurm: bool = False, scrape_interval: str = "30s") -> str:

@@ -34,6 +34,7 @@ from fmcluster.bootstrap.collector import (
     NODE_REMOTE_WRITE_MARKER,
     render_node_agent_config,
 )
+from fmcluster.bootstrap.templating import bytecode_cache
 from fmcluster.bootstrap.context import (
     FSX_BOOT_ENV,
     BootstrapContext,
@@ -74,6 +75,7 @@ def _environment() -> Environment:
         comment_start_string="<%#",
         comment_end_string="#%>",
     )
+    env.bytecode_cache = bytecode_cache(env)
     env.filters["q"] = _shell_quote
     return env
 

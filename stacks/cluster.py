@@ -8,6 +8,7 @@ the node role (:meth:`ClusterStack.add_launch_templates`); otherwise the orchest
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +29,6 @@ from aws_cdk import (
 from constructs import Construct
 from fmcluster.bootstrap.selfmanaged import GroupBundle
 from fmcluster.stacks.launch_template import camel, efa_launch_template
-from fmcluster.stacks import hyperpod, hyperpod_eks, parallelcluster, pcs
 from fmcluster.stacks.node_role import add_node_role
 
 from fmcluster.contracts import (
@@ -84,12 +84,31 @@ class ClusterStack(Stack):
         return Fn.base64(bundle.entry_script(asset.s3_object_url))
 
 
-BUILDERS: dict[str, Callable[[ClusterStack, Any, MetricsContract | None], None]] = {
+Builder = Callable[["ClusterStack", Any, "MetricsContract | None"], None]
+
+
+class OwnBuilder:
+    """An orchestrator's ``build(stack, bundles, metrics)``, from its own stack module, imported when a project first
+    needs it: each module pulls CDK modules of its own (HyperPod on EKS: ``aws_eks`` and the kubectl layer's jsii
+    assembly; PCS: ``aws_pcs``) that a project of another orchestrator never loads, and every synthesis would
+    otherwise pay for all of them (about 0.6 s)."""
+
+    def __init__(self, module: str) -> None:
+        self.module = module
+
+    def __call__(self, stack: ClusterStack, bundles: Any, metrics: MetricsContract | None) -> None:
+        importlib.import_module(self.module).build(stack, bundles, metrics)
+
+    def __repr__(self) -> str:
+        return f"{self.module}.build"
+
+
+BUILDERS: dict[str, Builder] = {
     "none": ClusterStack.add_launch_templates,
-    "parallelcluster": parallelcluster.build,
-    "hyperpod": hyperpod.build,
-    "pcs": pcs.build,
-    "hyperpod-eks": hyperpod_eks.build,
+    "parallelcluster": OwnBuilder("fmcluster.stacks.parallelcluster"),
+    "hyperpod": OwnBuilder("fmcluster.stacks.hyperpod"),
+    "pcs": OwnBuilder("fmcluster.stacks.pcs"),
+    "hyperpod-eks": OwnBuilder("fmcluster.stacks.hyperpod_eks"),
 }
 """The stacks stage's table of orchestrators (:mod:`fmcluster.orchestrators`): what each adds to the cluster stack
 from its bundles (the stack holds the plan, network and storage contracts)."""

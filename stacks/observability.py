@@ -60,16 +60,18 @@ class ObservabilityStack(Stack):
                          **kwargs)
         self.project_name = plan.project
         self.spec = obs = plan.spec
+        # Each attribute read (``topic_arn``, ``attr_arn``...) is a jsii round trip returning the same token: the
+        # topic's ARN and the workspace's are read once (``self.topic_arn``, ``self.workspace_arn``).
         topic = self._add_topic()
-        self.workspace = self._add_workspace(topic.topic_arn if topic else obs.alerts.sns_topic_arn, rules_data)
+        self.workspace = self._add_workspace(self.topic_arn if topic else obs.alerts.sns_topic_arn, rules_data)
         if topic is not None:
             self._allow_alerts(topic)
         self.contract = MetricsContract(
-            workspace_arn=self.workspace.attr_arn,
+            workspace_arn=self.workspace_arn,
             workspace_id=self.workspace.attr_workspace_id,
             remote_write_url=f"{self.workspace.attr_prometheus_endpoint}api/v1/remote_write",
         )
-        CfnOutput(self, PROMETHEUS_WORKSPACE_OUTPUT, value=self.workspace.attr_workspace_id,
+        CfnOutput(self, PROMETHEUS_WORKSPACE_OUTPUT, value=self.contract.workspace_id,
                   export_name=export_name(self.project_name, PROMETHEUS_WORKSPACE_OUTPUT))
         CfnOutput(self, PROMETHEUS_REMOTE_WRITE_OUTPUT, value=self.contract.remote_write_url,
                   export_name=export_name(self.project_name, PROMETHEUS_REMOTE_WRITE_OUTPUT))
@@ -87,16 +89,17 @@ class ObservabilityStack(Stack):
                           display_name=f"fmcluster {self.project_name} alerts")
         for email in obs.alerts.emails:
             topic.add_subscription(subscriptions.EmailSubscription(email))
-        CfnOutput(self, "AlertsTopicArn", value=topic.topic_arn)
+        self.topic_arn = topic.topic_arn
+        CfnOutput(self, "AlertsTopicArn", value=self.topic_arn)
         return topic
 
     def _allow_alerts(self, topic: sns.Topic) -> None:
         """Only this project's Prometheus workspace may publish to the topic (confused-deputy conditions)."""
         aps_principal = iam.ServicePrincipal("aps.amazonaws.com")
         topic.add_to_resource_policy(iam.PolicyStatement(
-            principals=[aps_principal], actions=["sns:Publish", "sns:GetTopicAttributes"], resources=[topic.topic_arn],
+            principals=[aps_principal], actions=["sns:Publish", "sns:GetTopicAttributes"], resources=[self.topic_arn],
             conditions={"StringEquals": {"aws:SourceAccount": AWS.ACCOUNT_ID},
-                        "ArnEquals": {"aws:SourceArn": self.workspace.attr_arn}},
+                        "ArnEquals": {"aws:SourceArn": self.workspace_arn}},
         ))
         # The alert manager publishes encrypted messages, so it needs the key too. The key policy
         # cannot name the workspace (the workspace names the topic, which names the key): it names
@@ -118,7 +121,8 @@ class ObservabilityStack(Stack):
             logging_configuration=aps.CfnWorkspace.LoggingConfigurationProperty(log_group_arn=log_group.attr_arn),
         )
         workspace.apply_removal_policy(RemovalPolicy.RETAIN)
-        aps.CfnRuleGroupsNamespace(self, "AlertRules", workspace=workspace.attr_arn,
+        self.workspace_arn = workspace.attr_arn
+        aps.CfnRuleGroupsNamespace(self, "AlertRules", workspace=self.workspace_arn,
                                    name=f"{self.project_name}-gpu-health", data=rules_data)
         return workspace
 
@@ -129,7 +133,7 @@ class ObservabilityStack(Stack):
                 "StringEquals": {"aws:SourceAccount": AWS.ACCOUNT_ID}}),
             description=f"fmcluster {self.project_name}: Grafana reads this project's Prometheus workspace and CloudWatch",
         )
-        role.add_to_policy(iam.PolicyStatement(actions=APS_QUERY_ACTIONS, resources=[self.workspace.attr_arn]))
+        role.add_to_policy(iam.PolicyStatement(actions=APS_QUERY_ACTIONS, resources=[self.workspace_arn]))
         role.add_to_policy(iam.PolicyStatement(actions=["aps:ListWorkspaces", *CLOUDWATCH_READ_ACTIONS], resources=["*"]))
         Validations.of(role).acknowledge(Acknowledgment(
             id="AwsSolutions::AwsSolutions-IAM5[Resource::*]",

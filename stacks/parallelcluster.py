@@ -114,10 +114,13 @@ class ParallelClusterCluster(Construct):
             description=f"fmcluster {project}: what the {role} nodes' launcher runs (<s3 URL> <sha256> [args])",
             tier=ssm.ParameterTier.STANDARD,
         ) for role in (HEAD_POINTER_ROLE, COMPUTE_POINTER_ROLE)}
+        # Each attribute read (``parameter_arn``, ``managed_policy_arn``) is a jsii round trip returning the same
+        # token: each is read once.
+        pointer_arns = {role: parameter.parameter_arn for role, parameter in self.pointers.items()}
         self.bootstrap = BootstrapContract(
             launcher_uri=launcher_uri,
-            head_pointer_arn=self.pointers[HEAD_POINTER_ROLE].parameter_arn,
-            compute_pointer_arn=self.pointers[COMPUTE_POINTER_ROLE].parameter_arn,
+            head_pointer_arn=pointer_arns[HEAD_POINTER_ROLE],
+            compute_pointer_arn=pointer_arns[COMPUTE_POINTER_ROLE],
             head_digest=pointers[HEAD_POINTER_ROLE].sha256,
         )
 
@@ -130,18 +133,18 @@ class ParallelClusterCluster(Construct):
             document=iam.PolicyDocument.from_json({
                 "Version": "2012-10-17",
                 "Statement": generate.node_policy_statements(
-                    bootstrap_read_arns, metrics, [p.parameter_arn for p in self.pointers.values()]),
+                    bootstrap_read_arns, metrics, list(pointer_arns.values())),
             }),
         )
-        for arn in bootstrap_read_arns:
-            text = _nag_text(stack, arn)
+        self.node_policy_arn = self.node_policy.managed_policy_arn
+        for text in _nag_texts(stack, bootstrap_read_arns):
             if "*" in text:
                 Validations.of(self.node_policy).acknowledge(Acknowledgment(
                     id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{text}]",
                     reason="Read-only s3:GetObject under the bootstrap bundle's own key prefix (files named by the "
                            "renderer); no other prefix, bucket or action.",
                 ))
-        CfnOutput(stack, NODE_POLICY_OUTPUT, value=self.node_policy.managed_policy_arn,
+        CfnOutput(stack, NODE_POLICY_OUTPUT, value=self.node_policy_arn,
                   description="Managed policy for ParallelCluster nodes (AdditionalIamPolicies)",
                   export_name=export_name(project, NODE_POLICY_OUTPUT))
         CfnOutput(stack, CLUSTER_NAME_OUTPUT, value=self.cluster_name,
@@ -151,7 +154,7 @@ class ParallelClusterCluster(Construct):
 
         self.configuration = generate.cluster_config(
             plan, network=network, storage=storage, bootstrap=self.bootstrap,
-            node_policy_arns=[self.node_policy.managed_policy_arn], region=AWS.REGION, partition=AWS.PARTITION,
+            node_policy_arns=[self.node_policy_arn], region=AWS.REGION, partition=AWS.PARTITION,
             accounting=accounting,
         )
         self.provider: CfnStack | None = None
@@ -162,11 +165,12 @@ class ParallelClusterCluster(Construct):
     def _add_cluster(self, project: str, version: str, deletion_policy: str, extra_policies: list[str]) -> None:
         # The provider's Lambda creates the cluster stack, which attaches our node policies to the
         # roles it makes under /parallelcluster/<cluster>/: allow exactly that, nothing else.
-        roles = Fn.sub(f"arn:${{AWS::Partition}}:iam::${{AWS::AccountId}}:role/parallelcluster/{self.cluster_name}/*")
+        roles_pattern = f"arn:${{AWS::Partition}}:iam::${{AWS::AccountId}}:role/parallelcluster/{self.cluster_name}/*"
+        roles = Fn.sub(roles_pattern)
         statements = [iam.PolicyStatement(
             actions=["iam:AttachRolePolicy", "iam:DetachRolePolicy"],
             resources=[roles],
-            conditions={"ArnEquals": {"iam:PolicyARN": [self.node_policy.managed_policy_arn, *extra_policies]}},
+            conditions={"ArnEquals": {"iam:PolicyARN": [self.node_policy_arn, *extra_policies]}},
         )]
         if self.launcher_read_arn is not None:
             # The provider's Lambda reads only parallelcluster-* buckets (aws-parallelcluster
@@ -190,7 +194,7 @@ class ParallelClusterCluster(Construct):
             statements=statements,
         )
         Validations.of(attach).acknowledge(Acknowledgment(
-            id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_nag_text(Stack.of(self), roles)}]",
+            id=f"AwsSolutions::AwsSolutions-IAM5[Resource::{_sub_nag_text(roles_pattern)}]",
             reason="ParallelCluster names the node roles when it creates the cluster; the path is this cluster's "
                    "own and a condition limits the policies to fmcluster's node policy and the project's.",
         ))
@@ -220,9 +224,15 @@ class ParallelClusterCluster(Construct):
                   description="Warnings ParallelCluster reported when it created or updated the cluster")
 
 
-def _nag_text(stack: Stack, value: str) -> str:
-    """A value as cdk-nag names it in a finding: ``<AWS::Partition>``, ``<Logical.Attr>`` for tokens."""
-    resolved = stack.resolve(value)
+def _sub_nag_text(pattern: str) -> str:
+    """``Fn.sub(pattern)`` (no tokens in ``pattern``) as cdk-nag names it in a finding: ``<AWS::Partition>``..."""
+    return re.sub(r"\$\{([^}]+)\}", lambda m: f"<{m.group(1)}>", pattern)
+
+
+def _nag_texts(stack: Stack, values: Sequence[str]) -> list[str]:
+    """Values as cdk-nag names them in a finding: ``<AWS::Partition>``, ``<Logical.Attr>`` for tokens (all resolved in
+    one jsii round trip)."""
+    resolved = stack.resolve(list(values))
 
     def text(part: object) -> str:
         if isinstance(part, str):
@@ -237,10 +247,10 @@ def _nag_text(stack: Stack, value: str) -> str:
             sep, parts = part["Fn::Join"]
             return sep.join(text(p) for p in parts)
         if isinstance(part, dict) and "Fn::Sub" in part and isinstance(part["Fn::Sub"], str):
-            return re.sub(r"\$\{([^}]+)\}", lambda m: f"<{m.group(1)}>", part["Fn::Sub"])
+            return _sub_nag_text(part["Fn::Sub"])
         return json.dumps(part)
 
-    return text(resolved)
+    return [text(part) for part in resolved]
 
 
 def build(stack: Any, bundles: DispatchedBundles, metrics: MetricsContract | None) -> None:
@@ -251,16 +261,18 @@ def build(stack: Any, bundles: DispatchedBundles, metrics: MetricsContract | Non
     dispatchers = {role: s3_assets.Asset(stack, POINTER_IDS[role].replace("Pointer", "Dispatcher"), path=str(path))
                    for role, path in bundles.dispatchers.items()}
     # the archive of bundles, and the metrics workspace the nodes' agents remote-write to
-    args = [archive.s3_object_url, *([metrics.remote_write_url] if metrics else [])]
+    # Each asset attribute read is a jsii round trip returning the same token: each URL and ARN is read once.
+    launcher_url, archive_url = launcher.s3_object_url, archive.s3_object_url
+    args = [archive_url, *([metrics.remote_write_url] if metrics else [])]
     reads = [a.bucket.arn_for_objects(a.s3_object_key) for a in (launcher, *dispatchers.values(), archive)]
     ParallelClusterCluster(
         stack, "ParallelCluster", plan=stack.plan, network=stack.network, storage=stack.storage,
-        launcher_uri=launcher.s3_object_url,
+        launcher_uri=launcher_url,
         pointers={role: Pointer(a.s3_object_url, bundles.digests[role], args) for role, a in dispatchers.items()},
         bootstrap_read_arns=reads, metrics=metrics, accounting=stack.accounting,
-        launcher_read_arn=launcher.bucket.arn_for_objects(launcher.s3_object_key),
+        launcher_read_arn=reads[0],
     )
-    CfnOutput(stack, BOOTSTRAP_OUTPUT, value=launcher.s3_object_url,
+    CfnOutput(stack, BOOTSTRAP_OUTPUT, value=launcher_url,
               description="The custom actions' script (the launcher); its arguments are the Bootstrap*Pointer outputs")
-    CfnOutput(stack, BOOTSTRAP_ARGS_OUTPUT, value=archive.s3_object_url,
+    CfnOutput(stack, BOOTSTRAP_ARGS_OUTPUT, value=archive_url,
               description="Archive of the bootstrap bundles, one per instance type (the pointers name it)")

@@ -52,7 +52,7 @@ CORE_STAGES = ("facts", "config", "plan", "node plan", "checks", "generate")
 HEAVY = ("aws_cdk", "constructs", "cdk_nag", "boto3", "botocore", "jinja2")
 """Libraries the core never imports (the node plan and the pure generators included)."""
 
-LAZY_ALLOWED = ("boto3", "botocore", "cfnlint", "aws_cdk", "fmcluster.aws", "fmcluster.stacks")
+LAZY_ALLOWED = ("boto3", "botocore", "cfnlint", "aws_cdk", "cdk_nag", "fmcluster.aws", "fmcluster.stacks")
 """Heavy, optional-at-runtime dependencies a function may import late -- with a comment saying why."""
 
 

@@ -6,6 +6,7 @@ Read leniently: a broken neighbour is reported when it is validated itself, not 
 from __future__ import annotations
 
 import ipaddress
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -15,16 +16,32 @@ from fmcluster.config.network import Network
 
 def vpc_cidrs(folder: Path, exclude: Path | None = None) -> list[tuple[str, ipaddress.IPv4Network]]:
     """``(file stem, VPC CIDR)`` of every project file in ``folder`` that creates a VPC, but ``exclude``."""
+    skip = exclude.resolve() if exclude is not None else None
     used = []
     for path in sorted(folder.glob("*.yaml")):
-        if exclude is not None and path.resolve() == exclude.resolve():
+        if skip is not None and path.resolve() == skip:
             continue
         try:
-            data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-            network = (data or {}).get("network") or {}
-            if network.get("existing"):
-                continue  # an imported VPC: its CIDR is the user's, not one fmcluster creates
-            used.append((path.stem, ipaddress.IPv4Network(network.get("vpc_cidr") or Network().vpc_cidr)))
-        except (OSError, yaml.YAMLError, ValueError, AttributeError, TypeError):
+            text = path.read_text(encoding="utf-8")
+        except (OSError, ValueError):
             continue
+        cidr = _vpc_cidr(text)
+        if cidr is not None:
+            used.append((path.stem, cidr))
     return used
+
+
+@lru_cache(maxsize=512)
+def _vpc_cidr(text: str) -> ipaddress.IPv4Network | None:
+    """The VPC one project file's text creates (None: an imported VPC, or text that does not read as a project).
+
+    Keyed by the text itself: every project of a folder checks all the others, so one synthesis of N projects reads
+    each file N times; each text is parsed once per process, and an edited file is parsed again."""
+    try:
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        network = (data or {}).get("network") or {}
+        if network.get("existing"):
+            return None  # an imported VPC: its CIDR is the user's, not one fmcluster creates
+        return ipaddress.IPv4Network(network.get("vpc_cidr") or Network().vpc_cidr)
+    except (yaml.YAMLError, ValueError, AttributeError, TypeError):
+        return None

@@ -90,3 +90,23 @@ def test_stacks_with_data_or_a_running_cluster_are_protected_from_deletion(tmp_p
     assert protected({}) == {"default-network": False, "default-storage": True, "default-observability": True,
                              "default-cluster": True}
     assert not any(protected({"protect": "false"}).values())
+
+
+def test_app_py_runs_main_with_the_collector_on_and_the_imported_modules_frozen(monkeypatch) -> None:
+    """app.py keeps the cyclic collector off while CDK's modules load, then freezes them (later collections skip
+    them) and turns it back on before synthesizing: it must never synthesize with the collector off."""
+    import gc
+    import runpy
+
+    import fmcluster.stacks.app
+
+    seen = {}
+    monkeypatch.setattr(fmcluster.stacks.app, "main",
+                        lambda: seen.update(enabled=gc.isenabled(), frozen=gc.get_freeze_count()))
+    try:
+        runpy.run_path(str(ROOT / "app.py"), run_name="__main__")
+    finally:
+        gc.unfreeze()
+        gc.enable()
+    assert seen["enabled"] is True
+    assert seen["frozen"] > 100_000
