@@ -3,7 +3,10 @@
 Variants, each a fresh process as `cdk synth` runs ``app.py`` (``CDK_OUTDIR``, ``CDK_CONTEXT_JSON``):
 
 - ``floor``, ``floor_bare``: a CDK app with one resource, with and without CDK's built-in CloudFormation
-  validation engine (fmcluster's app turns it off): the jsii floor;
+  validation engine (fmcluster's app turns it off): the jsii floor; ``floor_nag``: ``floor_bare`` with cdk-nag's
+  AwsSolutions pack, as fmcluster's app adds it;
+- ``l1_1``, ``l1_20``: the default project's resources and outputs (from its assembly), 1 and 20 times, each a single
+  L1 construct, cdk-nag on: the least any CDK app spends on the same templates (``bench/floor_app.py``);
 - ``default``: the default project alone, cdk-nag on, as `make synth` runs it;
 - ``default_without_nag``: the same with ``-c nag=false``;
 - ``default_among_20``: the default project while the projects folder holds 20 projects;
@@ -48,6 +51,10 @@ RATIOS = {  # name: (numerator, denominator)
     "default_over_floor_bare": ("default", "floor_bare"),
     "default_without_nag_over_floor_bare": ("default_without_nag", "floor_bare"),
     "among_20_over_alone": ("default_among_20", "default"),
+    # the floors under the targets: what any CDK app with cdk-nag spends (bench/floor_app.py)
+    "floor_nag_over_pcluster": ("floor_nag", "pcluster"),
+    "l1_1_over_pcluster": ("l1_1", "pcluster"),
+    "l1_20_over_l1_1": ("l1_20", "l1_1"),
 }
 
 
@@ -148,9 +155,17 @@ def main() -> None:
         out = work / "out"
         floor = [sys.executable, str(ROOT / "bench" / "floor_app.py")]
         app = [sys.executable, str(ROOT / "app.py")]
+        # the default project's assembly, for the L1 floors (l1_1, l1_20: its resources as single L1 constructs)
+        default_assembly = work / "default-assembly"
+        _time(app, _env(alone, default_assembly, "default"))
+        bare = {**_env(alone, out, "default"), "FLOOR_BARE": "1"}
+        l1 = {**bare, "FLOOR_NAG": "1", "FLOOR_TEMPLATES": str(default_assembly)}
         variants: dict[str, tuple[list[str], dict[str, str]]] = {
             "floor": (floor, _env(alone, out, "default")),
-            "floor_bare": (floor, {**_env(alone, out, "default"), "FLOOR_BARE": "1"}),
+            "floor_bare": (floor, bare),
+            "floor_nag": (floor, {**bare, "FLOOR_NAG": "1"}),
+            "l1_1": (floor, {**l1, "FLOOR_COPIES": "1"}),
+            "l1_20": (floor, {**l1, "FLOOR_COPIES": "20"}),
             "default": (app, _env(alone, out, "default")),
             "default_without_nag": (app, _env(alone, out, "default", nag="false")),
             "default_among_20": (app, _env(among, out, "default")),
