@@ -187,7 +187,8 @@ class Rehearsal:
 
     def env(self) -> dict[str, str]:
         """Only what the CLI needs: dummy credentials, the moto endpoint, no telemetry, notices or version
-        checks, and the network guards (no proxy, profile or real credential leaks in from the caller)."""
+        checks, and the network guards (no proxy, profile or real credential leaks in from the caller); the caller's jsii
+        package cache (:func:`jsii_package_cache`)."""
         home = self.work / "home"
         home.mkdir(exist_ok=True)
         return {
@@ -207,6 +208,7 @@ class Rehearsal:
             "CI": "true", "NO_COLOR": "1", "FORCE_COLOR": "0",
             "NODE_OPTIONS": f"--require {HERE / 'netguard' / 'guard.js'}",
             "PYTHONPATH": str(HERE / "netguard"), "FMC_NET_LOG": str(self.net_log),
+            "JSII_RUNTIME_PACKAGE_CACHE_ROOT": str(jsii_package_cache()),
         } | ({"NODE_COMPILE_CACHE": str(self.node_cache)} if self.node_cache else {})
 
     def start_moto(self) -> None:
@@ -328,6 +330,21 @@ def rehearsal_assembly(tmp_path_factory: pytest.TempPathFactory, worker_id: str)
     if error:
         pytest.fail(f"`cdk synth` of the rehearsed projects failed:\n{error}", pytrace=False)
     return work / "cdk.out"
+
+
+def jsii_package_cache() -> Path:
+    """The caller's jsii package cache: where jsii's runtime keeps each library (aws-cdk-lib: about 200 MB) extracted,
+    as it finds it (``JSII_RUNTIME_PACKAGE_CACHE_ROOT``, else ``defaultCacheRoot`` in the runtime: on Linux
+    ``~/.cache/aws/jsii/package-cache``, on macOS ``~/Library/Caches/com.amazonaws.jsii/package-cache``). The
+    rehearsal's own HOME is empty, so without it every app the CLI runs (`cdk synth`, `fmcluster deploy`'s synthesis)
+    first extracts aws-cdk-lib again: about 12 s of CPU each, a cost a user pays once. What the app builds is the
+    same; the suite's in-process synthesis fills the same cache."""
+    given = os.environ.get("JSII_RUNTIME_PACKAGE_CACHE_ROOT")
+    if given:
+        return Path(given)
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "com.amazonaws.jsii" / "package-cache"
+    return Path.home() / ".cache" / "aws" / "jsii" / "package-cache"
 
 
 def _children_cpu() -> float:
