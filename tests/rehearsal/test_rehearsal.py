@@ -187,8 +187,8 @@ class Rehearsal:
 
     def env(self) -> dict[str, str]:
         """Only what the CLI needs: dummy credentials, the moto endpoint, no telemetry, notices or version
-        checks, and the network guards (no proxy, profile or real credential leaks in from the caller); the caller's jsii
-        package cache (:func:`jsii_package_cache`)."""
+        checks, and the network guards (no proxy, profile or real credential leaks in from the caller); the
+        caller's jsii package cache (:func:`jsii_package_cache`)."""
         home = self.work / "home"
         home.mkdir(exist_ok=True)
         return {
