@@ -16,9 +16,10 @@ and checks: every stack reaches CREATE_COMPLETE; the bootstrap bundle asset is i
 bucket under its hash, byte for byte; every export and every cross-stack reference resolves to the
 producer's value (every Fn::ImportValue names a deployed export); for a project whose stacks all
 execute, a day two with `fmcluster deploy` (``day_two``: growth and an in-place change deploy as
-updates, a shrink is refused, the network cannot be deleted under the cluster); `cdk destroy` of a protected stack is
-refused (what README once said to run); after `fmcluster destroy` the retained resources remain and are what it listed,
-the others are gone, and no stack is left but a network it said it kept (`fmcluster status` shows each project's
+updates, a shrink is refused, the network cannot be deleted under the cluster; every other project's resources stay
+as they were); `cdk destroy` of a protected stack is refused (what README once said to run); each `fmcluster destroy`
+leaves the other projects' stacks; after them the retained resources remain and are what each listed, the others are
+gone, and no stack is left but a network it said it kept (`fmcluster status` shows each project's
 stacks CREATE_COMPLETE, the prepared ones REVIEW_IN_PROGRESS, after deploy; NOT_DEPLOYED but that network after
 destroy: for the default and the accounting project); for the accounting project (its Aurora
 database, subnet group, parameter group and security group retained in the network's VPC), that network is kept, and
@@ -93,8 +94,8 @@ NOT_OFFLINE = {
 EVERY_EXAMPLE_OF = ("pcs", "hyperpod-eks")
 """Orchestrators whose every example is rehearsed: moto has no PCS, so the published assets and a prepared change set
 are the only proof offline that each PCS example's cluster stack deploys (one on demand, one on a capacity block).
-Their examples share the default project's rehearsal (:data:`CHANGE_SET_ONLY`): none of them executes a cluster
-stack, so they cannot disturb each other, and the suite stays within its time. HyperPod on EKS likewise: its
+Their examples share the default project's rehearsal (:func:`rehearsals`; :data:`CHANGE_SET_ONLY`): none of them
+executes a cluster stack, and the suite stays within its time. HyperPod on EKS likewise: its
 cluster stack installs the HyperPod Helm chart through CDK's kubectl provider (a custom resource) and moto has no
 EKS add-ons or HyperPod, so each example's assets (the chart, the kubectl layer, the lifecycle bundles) are published
 and its change set prepared (one with task governance and teams, one on a training plan)."""
