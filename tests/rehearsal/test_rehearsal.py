@@ -583,6 +583,8 @@ def rehearse(r: Rehearsal) -> None:
         if accounting_database(file):
             check_accounting_teardown(r, file, stacks, deployed, report)
 
+    moto_log = r.moto_log.read_text()  # the day two and the teardown too: no request moto failed on (a 500)
+    assert "Traceback" not in moto_log, moto_log[moto_log.index("Traceback") - 2000:][:6000]
     assert not r.net_log.exists(), f"the rehearsal tried to leave loopback:\n{r.net_log.read_text()}"
     print(f"\n{r.file.name}: executed {executed}; change set only {sorted(blocked)} ({blocked}); "
           f"moto skipped {sorted(skipped)}")
