@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from fmcluster import config
 from fmcluster.config.project import Project
+from fmcluster.generate import cfnschemas
 
 Synthesize = Callable[[str | Path, Path], dict[str, dict]]
 """Project file, output folder -> templates by stack name."""
@@ -123,11 +124,9 @@ class Replacement:
 
 
 def create_only_paths(resource_type: str) -> list[str]:
-    """The schema's create-only property paths of ``resource_type``, plus :data:`SCHEMA_GAPS`."""
-    # Heavy (every Region's resource schemas): loads only when a comparison runs.
-    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
-
-    schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema("us-east-1", resource_type).schema
+    """The schema's create-only property paths of ``resource_type`` (cfn-lint's us-east-1 schema, read by
+    :mod:`fmcluster.generate.cfnschemas` without importing cfn-lint), plus :data:`SCHEMA_GAPS`."""
+    schema = cfnschemas.resource_schema(resource_type)
     return list(schema.get("createOnlyProperties", [])) + list(SCHEMA_GAPS.get(resource_type, {}))
 
 

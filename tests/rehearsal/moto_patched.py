@@ -60,6 +60,13 @@ what CloudFormation does; none of them deploys anything on moto's behalf:
    CloudFormation, instead of a ``DeleteStack`` error and a stack that vanished (``moto_teardown.py``).
 14. ``ListStackResources`` of a deleted stack lists what the delete left (``DELETE_COMPLETE``, ``DELETE_SKIPPED`` for a
    retained resource) instead of creating every deleted resource again (``moto_teardown.py``).
+15. Speed, no answer changed (``moto_speed.py``, explained there): templates read as JSON first, the list of moto's
+   backends read once, one botocore loader, each template's imports walked once.
+16. Concurrent writes of one S3 key (the CLI publishes assets in parallel; two projects share a bundle's hash, so
+   two PutObjects of one key can overlap): moto's ``put_object`` replaces the key and disposes the one it replaced,
+   whose buffer the first request is still reading for its ETag -> ``ValueError: I/O operation on closed file``, a
+   500 (the CLI retries it). S3 takes the last write of a key. The patch serializes moto's object-level S3 requests
+   (they hold the GIL anyway) so none reads a key another one disposed.
 5. Stack deletion: moto's CloudFormation models of the route table, its routes and subnet association, the
    internet gateway and its attachment, the NAT gateway, the VPC endpoint and the Elastic IP have
    no ``delete``, so ``DeleteStack`` leaves them and the VPC then refuses to go ("has dependencies")
@@ -89,12 +96,16 @@ from moto.ec2.models.subnets import SubnetRouteTableAssociation
 from moto.ec2.models.vpcs import VPCEndPoint
 from moto.ec2.models.vpn_gateway import VPCGatewayAttachment
 from moto.kms import models as kms
+from moto.s3 import responses as s3_responses
 from moto.ssm.models import ssm_backends
 from moto_rds import install as model_accounting  # beside this file: the script's folder is on sys.path
+from moto_speed import imports_cached
+from moto_speed import install as spend_less
 from moto_teardown import install as protect_stacks
 from moto_teardown import install_deletes
 
 model_accounting()  # --- 11. and 12.
+spend_less()  # --- 15.
 install_deletes()  # --- 13. and 14., under the checks of 7. and 10. below
 
 # --- 1. change sets ------------------------------------------------------------------------------
@@ -149,13 +160,16 @@ def _importers(backend: cfn.CloudFormationBackend, export: str, exporter: str) -
                   and export in _imports(getattr(s, "template_dict", {}) or {}))
 
 
-def _imports(node: Any) -> set[str]:
+def _walk_imports(node: Any) -> set[str]:
     if isinstance(node, dict):
         found = {node["Fn::ImportValue"]} if isinstance(node.get("Fn::ImportValue"), str) else set()
-        return found.union(*(_imports(v) for v in node.values()))
+        return found.union(*(_walk_imports(v) for v in node.values()))
     if isinstance(node, list):
-        return set().union(*(_imports(v) for v in node))
+        return set().union(*(_walk_imports(v) for v in node))
     return set()
+
+
+_imports = imports_cached(_walk_imports)  # --- 15. d.
 
 
 _delete_stack = cfn.CloudFormationBackend.delete_stack
@@ -310,6 +324,19 @@ NatGateway.delete = lambda self, a, r: ec2_backends[a][r].delete_nat_gateway(sel
 VPCEndPoint.delete = _delete_endpoint
 ElasticAddress.delete = lambda self, a, r: ec2_backends[a][r].release_address(allocation_id=self.allocation_id)
 
+
+# --- 16. one S3 object request at a time ---------------------------------------------------------
+
+_key_response = s3_responses.S3Response.key_response
+_s3_objects = threading.Lock()
+
+
+def _key_response_serialized(self: s3_responses.S3Response, *args: Any, **kwargs: Any) -> Any:
+    with _s3_objects:
+        return _key_response(self, *args, **kwargs)
+
+
+s3_responses.S3Response.key_response = _key_response_serialized
 
 
 def _exit_with_parent() -> None:

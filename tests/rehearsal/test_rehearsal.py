@@ -1,9 +1,8 @@
 """The deploy rehearsal (`make rehearse`, part of `make test`): the real CDK CLI against moto on loopback.
 
 For the default project (ParallelCluster) with an accounting project beside it, the first example of each other
-orchestrator and every PCS and HyperPod-on-EKS example: those whose cluster stack is prepared, not executed
-(:data:`CHANGE_SET_ONLY`), together in one moto server, each other one in a moto server of its own
-(``moto_patched.py``: moto 5.2.5 with its gaps closed, each explained there):
+orchestrator and every PCS and HyperPod-on-EKS example, together in one moto server per account and Region (one
+today: :func:`rehearsals`; ``moto_patched.py``: moto 5.2.5 with its gaps closed, each explained there):
 
     cdk synth -c project=FILE,... -c nag=false                the app, run by the CLI, into an assembly (once
                                                               per session, every rehearsed project)
@@ -17,9 +16,10 @@ and checks: every stack reaches CREATE_COMPLETE; the bootstrap bundle asset is i
 bucket under its hash, byte for byte; every export and every cross-stack reference resolves to the
 producer's value (every Fn::ImportValue names a deployed export); for a project whose stacks all
 execute, a day two with `fmcluster deploy` (``day_two``: growth and an in-place change deploy as
-updates, a shrink is refused, the network cannot be deleted under the cluster); `cdk destroy` of a protected stack is
-refused (what README once said to run); after `fmcluster destroy` the retained resources remain and are what it listed,
-the others are gone, and no stack is left but a network it said it kept (`fmcluster status` shows each project's
+updates, a shrink is refused, the network cannot be deleted under the cluster; every other project's resources stay
+as they were); `cdk destroy` of a protected stack is refused (what README once said to run); each `fmcluster destroy`
+leaves the other projects' stacks; after them the retained resources remain and are what each listed, the others are
+gone, and no stack is left but a network it said it kept (`fmcluster status` shows each project's
 stacks CREATE_COMPLETE, the prepared ones REVIEW_IN_PROGRESS, after deploy; NOT_DEPLOYED but that network after
 destroy: for the default and the accounting project); for the accounting project (its Aurora
 database, subnet group, parameter group and security group retained in the network's VPC), that network is kept, and
@@ -94,8 +94,8 @@ NOT_OFFLINE = {
 EVERY_EXAMPLE_OF = ("pcs", "hyperpod-eks")
 """Orchestrators whose every example is rehearsed: moto has no PCS, so the published assets and a prepared change set
 are the only proof offline that each PCS example's cluster stack deploys (one on demand, one on a capacity block).
-Their examples share the default project's rehearsal (:data:`CHANGE_SET_ONLY`): none of them executes a cluster
-stack, so they cannot disturb each other, and the suite stays within its time. HyperPod on EKS likewise: its
+Their examples share the default project's rehearsal (:func:`rehearsals`; :data:`CHANGE_SET_ONLY`): none of them
+executes a cluster stack, and the suite stays within its time. HyperPod on EKS likewise: its
 cluster stack installs the HyperPod Helm chart through CDK's kubectl provider (a custom resource) and moto has no
 EKS add-ons or HyperPod, so each example's assets (the chart, the kubectl layer, the lifecycle bundles) are published
 and its change set prepared (one with task governance and teams, one on a training plan)."""
@@ -128,10 +128,14 @@ def rehearsed_files() -> list[Path]:
 CHANGE_SET_ONLY = ("parallelcluster", "hyperpod", "pcs", "hyperpod-eks")
 """Orchestrators whose cluster stack needs AWS itself (:data:`NOT_OFFLINE`: ParallelCluster's nested provider stack,
 HyperPod's lifecycle scripts uploaded by CDK's bucket-deployment Lambda, PCS, which moto lacks, HyperPod on EKS's Helm
-chart through CDK's kubectl provider): their cluster stacks are prepared, not executed, so they never read or change
-another project's resources, and their projects share one rehearsal (one moto server, one `cdk bootstrap`, one
-`cdk deploy` of the stacks that execute and one of the prepared ones): each rehearsal more cost the suite a moto
-start, a bootstrap and four CDK CLI starts (about 12 s of CPU) and proved nothing the shared one does not."""
+chart through CDK's kubectl provider): their cluster stacks are prepared, not executed. Every other project's stacks
+all execute, and it gets a day two (:func:`day_two`)."""
+
+
+def environment(path: Path) -> tuple[str, str]:
+    """The account and Region a project deploys to (moto's account and us-east-1 where it names none)."""
+    project = config.parse(path.read_text(), path).project
+    return project.account or DEFAULT_ACCOUNT, project.region or DEFAULT_REGION
 
 
 def rehearsals() -> list[tuple[Path, ...]]:
@@ -139,8 +143,15 @@ def rehearsals() -> list[tuple[Path, ...]]:
     same kind would repeat it (the same stacks, the cluster stack prepared, not executed) and cost the suite a
     rehearsal's time; the one that adds something, an accounting project, is rehearsed beside it
     (:func:`accounting_beside_default`). Per other orchestrator, its first example (every example of
-    :data:`EVERY_EXAMPLE_OF`): those of :data:`CHANGE_SET_ONLY` beside the default project (one rehearsal), each other
-    one (whose every stack executes, and so gets a day two) in a rehearsal of its own."""
+    :data:`EVERY_EXAMPLE_OF`).
+
+    All of them in one rehearsal per account and Region (one moto server, one `cdk bootstrap`, one `cdk deploy` of
+    the stacks that execute and one of the prepared ones): every stack, export and resource name carries its
+    project's name, so no project reads or changes another's, and the rehearsal checks it where one could: a day two
+    (:func:`day_two`) of a project whose stacks all execute must leave every other project's resources as they were
+    (their physical IDs), and each `fmcluster destroy` deletes its own project's stacks only (the others' are still
+    there for theirs). A rehearsal of its own cost the executing project (p4d-on-demand) a moto start, a bootstrap, a
+    `cdk deploy` and a refused `cdk destroy`: about 12 s of CPU, for nothing the shared one does not prove."""
     default_kind = config.parse(DEFAULT_PROJECT.read_text(), DEFAULT_PROJECT).project.orchestrator.type
     chosen: dict[str, list[Path]] = {}
     for path in EXAMPLE_FILES:
@@ -150,9 +161,11 @@ def rehearsals() -> list[tuple[Path, ...]]:
         if kind not in chosen or kind in EVERY_EXAMPLE_OF:
             chosen.setdefault(kind, []).append(path)
     beside = accounting_beside_default()
-    shared = [DEFAULT_PROJECT, *([beside] if beside else [])]
-    shared += [p for kind in sorted(chosen) if kind in CHANGE_SET_ONLY for p in chosen[kind]]
-    return [tuple(shared), *(tuple(chosen[kind]) for kind in sorted(chosen) if kind not in CHANGE_SET_ONLY)]
+    files = [DEFAULT_PROJECT, *([beside] if beside else []), *(p for kind in sorted(chosen) for p in chosen[kind])]
+    by_environment: dict[tuple[str, str], list[Path]] = {}
+    for path in files:
+        by_environment.setdefault(environment(path), []).append(path)
+    return [tuple(group) for group in by_environment.values()]
 
 
 @dataclass
@@ -187,7 +200,8 @@ class Rehearsal:
 
     def env(self) -> dict[str, str]:
         """Only what the CLI needs: dummy credentials, the moto endpoint, no telemetry, notices or version
-        checks, and the network guards (no proxy, profile or real credential leaks in from the caller)."""
+        checks, and the network guards (no proxy, profile or real credential leaks in from the caller); the
+        caller's jsii package cache (:func:`jsii_package_cache`)."""
         home = self.work / "home"
         home.mkdir(exist_ok=True)
         return {
@@ -207,6 +221,7 @@ class Rehearsal:
             "CI": "true", "NO_COLOR": "1", "FORCE_COLOR": "0",
             "NODE_OPTIONS": f"--require {HERE / 'netguard' / 'guard.js'}",
             "PYTHONPATH": str(HERE / "netguard"), "FMC_NET_LOG": str(self.net_log),
+            "JSII_RUNTIME_PACKAGE_CACHE_ROOT": str(jsii_package_cache()),
         } | ({"NODE_COMPILE_CACHE": str(self.node_cache)} if self.node_cache else {})
 
     def start_moto(self) -> None:
@@ -328,6 +343,21 @@ def rehearsal_assembly(tmp_path_factory: pytest.TempPathFactory, worker_id: str)
     if error:
         pytest.fail(f"`cdk synth` of the rehearsed projects failed:\n{error}", pytrace=False)
     return work / "cdk.out"
+
+
+def jsii_package_cache() -> Path:
+    """The caller's jsii package cache: where jsii's runtime keeps each library (aws-cdk-lib: about 200 MB) extracted,
+    as it finds it (``JSII_RUNTIME_PACKAGE_CACHE_ROOT``, else ``defaultCacheRoot`` in the runtime: on Linux
+    ``~/.cache/aws/jsii/package-cache``, on macOS ``~/Library/Caches/com.amazonaws.jsii/package-cache``). The
+    rehearsal's own HOME is empty, so without it every app the CLI runs (`cdk synth`, `fmcluster deploy`'s synthesis)
+    first extracts aws-cdk-lib again: about 12 s of CPU each, a cost a user pays once. What the app builds is the
+    same; the suite's in-process synthesis fills the same cache."""
+    given = os.environ.get("JSII_RUNTIME_PACKAGE_CACHE_ROOT")
+    if given:
+        return Path(given)
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "com.amazonaws.jsii" / "package-cache"
+    return Path.home() / ".cache" / "aws" / "jsii" / "package-cache"
 
 
 def _children_cpu() -> float:
@@ -459,30 +489,37 @@ def test_rehearsal(files: tuple[Path, ...], tmp_path: Path, tmp_path_factory: py
                    rehearsal_assembly: Path) -> None:
     assert CDK.exists(), "node_modules/.bin/cdk is missing: run `make setup` (npm ci)"
     file, *together = files
-    project = config.parse(file.read_text(), file).project
-    kinds = {config.parse(p.read_text(), p).project.orchestrator.type for p in files}
-    assert len(kinds) == 1 or kinds <= set(CHANGE_SET_ONLY), f"only {CHANGE_SET_ONLY} share a rehearsal: {kinds}"
-    r = Rehearsal(file, tmp_path, project.account or DEFAULT_ACCOUNT, project.region or DEFAULT_REGION,
-                  together=tuple(together), node_cache=tmp_path_factory.getbasetemp() / "node-compile-cache")
+    assert {environment(p) for p in files} == {environment(file)}, "one rehearsal per account and Region"
+    r = Rehearsal(file, tmp_path, *environment(file), together=tuple(together),
+                  node_cache=tmp_path_factory.getbasetemp() / "node-compile-cache")
     link_assembly(rehearsal_assembly, r.assembly)
     r.start_moto()
     try:
-        rehearse(r, project)
+        rehearse(r)
     finally:
         r.stop_moto()
         (tmp_path / "cli.log").write_text("\n".join(r.outputs))
 
 
-def rehearse(r: Rehearsal, project) -> None:
+def stacks_of(file: Path, stacks: dict[str, dict]) -> list[str]:
+    """The names in ``stacks`` of the project ``file``'s stacks."""
+    name = config.parse(file.read_text(), file).project.name
+    return [n for n in stacks if n in {f"{name}-{role}" for role in STACKS}]
+
+
+def rehearse(r: Rehearsal) -> None:
     # protection on, as a user deploys: `fmcluster destroy` lifts it (the synthesis has no -c protect=false)
     stacks = r.stacks()
-    assert stacks, f"no stack of {r.file.name} in the session's assembly"
+    files = (r.file, *r.together)
+    assert all(stacks_of(p, stacks) for p in files), f"a project without stacks in the session's assembly: {files}"
     blocked = {name: offline_blockers(t) for name, t in stacks.items() if offline_blockers(t)}
     # ParallelCluster's provider template lives in AWS's public bucket; HyperPod's lifecycle scripts are
     # uploaded by CDK's bucket-deployment Lambda, which moto cannot run offline; moto has no PCS. Other stacks
     # must deploy.
-    if project.orchestrator.type not in CHANGE_SET_ONLY:
-        assert not blocked, f"only a cluster stack of {CHANGE_SET_ONLY} may need AWS itself: {blocked}"
+    executing = [p for p in files if config.parse(p.read_text(), p).project.orchestrator.type not in CHANGE_SET_ONLY]
+    for path in executing:
+        held = {n: blocked[n] for n in stacks_of(path, stacks) if n in blocked}
+        assert not held, f"only a cluster stack of {CHANGE_SET_ONLY} may need AWS itself: {held}"
     executed = [name for name in stacks if name not in blocked]
     app = ("--app", str(r.assembly))
 
@@ -514,11 +551,9 @@ def rehearse(r: Rehearsal, project) -> None:
     for name in executed:
         if name.endswith("-accounting"):
             check_unretained_groups_refused(r, name, stacks[name])
-    files = (r.file, *r.together)
     # fmcluster status of the default and the accounting project (issue 30); each call is a CLI start, ~2 s
     with_status = [p for p in files if p in (DEFAULT_PROJECT, accounting_beside_default())]
-    shown_stacks = {n for n in stacks if any(n.startswith(f"{config.parse(p.read_text(), p).project.name}-")
-                                             for p in with_status)}
+    shown_stacks = {n for p in with_status for n in stacks_of(p, stacks)}
     if with_status:
         shown = {n: state for p in with_status for n, state in r.status(p).items()}
         assert shown == {n: "REVIEW_IN_PROGRESS" if n in blocked else "CREATE_COMPLETE" for n in shown_stacks}, shown
@@ -526,47 +561,54 @@ def rehearse(r: Rehearsal, project) -> None:
     deployed = {name: {s["LogicalResourceId"]: s for s in cfn.list_stack_resources(StackName=name)["StackResourceSummaries"]
                        if s["LogicalResourceId"]}  # moto lists each skipped resource once, with no ID
                 for name in executed}
-    if not blocked:  # every stack executes: the second deploy, as a user makes it
-        day_two(r, stacks, deployed)
+    for path in executing:  # every stack of the project executes: the second deploy, as a user makes it
+        day_two(r, path, {n: stacks[n] for n in stacks_of(path, stacks)}, deployed)
     protected = [s["StackName"] for s in all_stacks(cfn) if s.get("EnableTerminationProtection")]
     assert protected, "no stack deployed with termination protection"
     out = r.cdk("destroy", *app, protected[0], "--exclusively", "--force", expect=None)  # what README said to do
     assert "cannot be deleted while TerminationProtection is enabled" in out, out[-2000:]
-    reports = [r.destroy(p) for p in files]
+    reports = []
+    for i, path in enumerate(files):
+        reports.append(r.destroy(path))
+        others = {n for later in files[i + 1:] for n in stacks_of(later, stacks)}
+        gone = others - {s["StackName"] for s in all_stacks(cfn)}
+        assert not gone, f"`fmcluster destroy {path.name}` deleted another project's stacks: {sorted(gone)}"
     assert {n for rep in reports for n in rep["termination_protection_lifted"]} >= set(protected)
     check_destroyed(r, stacks, deployed, reports)
     kept_networks = {rep["network_kept"].split(" ", 1)[0] for rep in reports if rep["network_kept"]}
     if with_status:
         shown = {n: state for p in with_status for n, state in r.status(p).items()}
         assert shown == {n: "CREATE_COMPLETE" if n in kept_networks else "NOT_DEPLOYED" for n in shown_stacks}, shown
-    for file, report in zip((r.file, *r.together), reports):
+    for file, report in zip(files, reports):
         if accounting_database(file):
             check_accounting_teardown(r, file, stacks, deployed, report)
 
+    moto_log = r.moto_log.read_text()  # the day two and the teardown too: no request moto failed on (a 500)
+    assert "Traceback" not in moto_log, moto_log[moto_log.index("Traceback") - 2000:][:6000]
     assert not r.net_log.exists(), f"the rehearsal tried to leave loopback:\n{r.net_log.read_text()}"
     print(f"\n{r.file.name}: executed {executed}; change set only {sorted(blocked)} ({blocked}); "
           f"moto skipped {sorted(skipped)}")
 
 
-def day_two(r: Rehearsal, stacks: dict[str, dict], deployed: dict[str, dict]) -> None:
-    """After the first deploy, `fmcluster deploy` as a user runs it (validate, guard against the deployed templates
-    read back with GetTemplate, then the real `cdk deploy`):
+def day_two(r: Rehearsal, file: Path, stacks: dict[str, dict], deployed: dict[str, dict]) -> None:
+    """After the first deploy, `fmcluster deploy` of ``file`` (its ``stacks``) as a user runs it (validate, guard
+    against the deployed templates read back with GetTemplate, then the real `cdk deploy`):
 
     1. the model described (storage.checkpoint) instead of a pinned size, so the planner grows FSx, and in the same
        deploy an in-place change (a count, and the group's root volume, which the launch template carries): both
        deployed as updates (one `fmcluster deploy`: a synthesis and a deploy fewer than one each) -- the storage
-       and cluster stacks UPDATE_COMPLETE, every resource keeps its physical ID, the launch template gets a new
-       version;
+       and cluster stacks UPDATE_COMPLETE, every resource keeps its physical ID (this project's and every other
+       project's in the rehearsal: ``deployed``), the launch template gets a new version;
     2. a smaller model, whose planner-sized FSx would shrink, and a new VPC range, which would replace the network
        the file system and the cluster use: both refused (exit 3), nothing deployed;
     3. the strong references: deleting the network stack under the cluster that imports its values is refused.
     """
     cfn = r.boto("cloudformation")
-    project = config.parse(r.file.read_text(), r.file).project
-    text = r.file.read_text()
-    day2 = r.work / "day2"
+    project = config.parse(file.read_text(), file).project
+    text = file.read_text()
+    day2 = r.work / f"day2-{project.name}"
     day2.mkdir()
-    args = ("--all", "--require-approval", "never", "-o", str(r.work / "cdk.out.day2"),
+    args = ("--all", "--require-approval", "never", "-o", str(r.work / f"cdk.out.day2-{project.name}"),
             "-c", "nag=false")
 
     unpinned = re.sub(r"\n    storage_capacity_gib: \d+", "", text)
@@ -576,8 +618,8 @@ def day_two(r: Rehearsal, stacks: dict[str, dict], deployed: dict[str, dict]) ->
     more = (unpinned + model.format("70e9")).replace(
         f"    count: {group.count}\n", f"    count: {group.count + 2}\n    root_volume_gib: 321\n", 1)
     assert "root_volume_gib: 321" in more
-    (day2 / r.file.name).write_text(more)
-    grown = r.fmcluster("deploy", str(day2 / r.file.name), *args)
+    (day2 / file.name).write_text(more)
+    grown = r.fmcluster("deploy", str(day2 / file.name), *args)
     assert "no file system, association, bucket or workspace would be replaced" in grown
     storage = next(name for name in stacks if name.endswith("-storage"))
     cluster = next(name for name in stacks if name.endswith("-cluster"))
@@ -595,8 +637,8 @@ def day_two(r: Rehearsal, stacks: dict[str, dict], deployed: dict[str, dict]) ->
                    for v in versions)
     assert len(sizes) == 2 and sizes[-1][1] == 321, sizes
 
-    (day2 / r.file.name).write_text(more.replace(model.format("70e9"), model.format("13e9")))
-    refused = r.fmcluster("deploy", str(day2 / r.file.name), *args, expect=3)
+    (day2 / file.name).write_text(more.replace(model.format("70e9"), model.format("13e9")))
+    refused = r.fmcluster("deploy", str(day2 / file.name), *args, expect=3)
     assert "StorageCapacity shrinks" in refused and "refused" in refused, refused
     held = cfn.get_template(StackName=storage)["TemplateBody"]
     held = json.loads(held) if isinstance(held, str) else held
@@ -608,8 +650,8 @@ def day_two(r: Rehearsal, stacks: dict[str, dict], deployed: dict[str, dict]) ->
     cidr = project.network.vpc_cidr
     moved = more.replace(f"vpc_cidr: {cidr}", "vpc_cidr: 10.250.0.0/16")
     assert cidr and moved != more
-    (day2 / r.file.name).write_text(moved)
-    refused = r.fmcluster("deploy", str(day2 / r.file.name), *args, expect=3)
+    (day2 / file.name).write_text(moved)
+    refused = r.fmcluster("deploy", str(day2 / file.name), *args, expect=3)
     assert "/FileSystem (AWS::FSx::FileSystem): " in refused and "which is replaced" in refused, refused
     assert f'CidrBlock changes from "{cidr}" to "10.250.0.0/16"' in refused, refused
 
