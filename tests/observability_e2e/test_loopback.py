@@ -8,7 +8,8 @@ One GPU node, all on 127.0.0.1 with free ports:
   mount on a plain directory (no root, no Lustre server on loopback);
 - a small HTTP server serving dcgm-exporter text for every field of the counters file we ship;
 - a Prometheus agent running the rendered per-node config (``render_node_agent_config``) with the
-  bootstrap's flags; the test changes the remote-write URL (to the receiver), removes ``sigv4`` and
+  bootstrap's flags; the test changes the remote-write URL (to the receiver), removes ``sigv4``, sends a
+  part-full batch after 0.5 s instead of Prometheus' default 5 s (``support.loopback.BATCH_SEND_DEADLINE``) and
   points the two ``localhost:<table port>`` targets at the free ports the exporters got (asserted to
   be the table's ports first);
 - a Prometheus receiver (``--web.enable-remote-write-receiver``) loading ``rules_yaml()`` as shipped,

@@ -65,9 +65,17 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait(timeout=10)
 
 
+BATCH_SEND_DEADLINE = "500ms"
+"""How long the loopback agent holds a part-full batch before it sends it. The shipped config leaves it at
+Prometheus' default (5s: asserted below), which on AMP costs nothing; a test waits it out after every change (its
+1 s scrapes fill no 1,000-sample batch), so here the latency is scaled with the scrape interval. The queue's
+capacity, batch size and shards stay as shipped."""
+
+
 def agent_config(receiver_port: int, ports: dict[int, int], *, gpu: bool, slurm: bool = False) -> str:
-    """The rendered node agent config (``render_node_agent_config``); only the remote-write endpoint, sigv4 and the
-    target ports changed: ``ports`` maps each port the config scrapes to the loopback port serving it."""
+    """The rendered node agent config (``render_node_agent_config``); only the remote-write endpoint, sigv4, the
+    part-full batch's deadline (:data:`BATCH_SEND_DEADLINE`) and the target ports changed: ``ports`` maps each port
+    the config scrapes to the loopback port serving it."""
     import yaml
 
     from fmcluster.bootstrap import collector
@@ -81,6 +89,8 @@ def agent_config(receiver_port: int, ports: dict[int, int], *, gpu: bool, slurm:
     (write,) = config["remote_write"]
     assert write["url"] == collector.NODE_REMOTE_WRITE_MARKER and "sigv4" in write
     del write["sigv4"]
+    assert "batch_send_deadline" not in write["queue_config"], "the shipped deadline is the one to test with"
+    write["queue_config"]["batch_send_deadline"] = BATCH_SEND_DEADLINE
     write["url"] = f"http://127.0.0.1:{receiver_port}/api/v1/write"
     return yaml.safe_dump(config, sort_keys=False)
 
