@@ -32,7 +32,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import threading
 import time
 import urllib.error
 from collections.abc import Iterable, Iterator
@@ -45,7 +44,7 @@ import pytest
 import yaml
 from fmcluster.bootstrap import render
 from support import replay
-from support.loopback import agent_config, spawn_agent
+from support.loopback import agent_config, serve_in_thread, spawn_agent
 from support.loopback import free_port as _free_port
 from support.loopback import get as _get
 from support.loopback import spawn as _spawn
@@ -123,7 +122,7 @@ def _dcgm_server(state: DcgmState, port: int) -> ThreadingHTTPServer:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     return server
 
 

@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -18,6 +19,17 @@ from typing import Any
 import pytest
 
 WAIT_S = 40.0
+SHUTDOWN_POLL_S = 0.01
+"""How often a test's HTTP server thread looks for ``shutdown()``: that call waits for the loop's next look, which
+http.server makes every 0.5 s by default (half a second of every test that stops a server)."""
+
+
+def serve_in_thread(server: Any) -> threading.Thread:
+    """Run ``server.serve_forever`` in a daemon thread that sees ``server.shutdown()`` within
+    :data:`SHUTDOWN_POLL_S`."""
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S}, daemon=True)
+    thread.start()
+    return thread
 
 
 def free_port() -> int:
