@@ -13,6 +13,27 @@ from filelock import FileLock
 from support import ALL_FILES, BLOCKED, ROOT, Synthesized
 
 
+def _one_model_loader_and_no_default_amis() -> None:
+    """What the suite's own boto3 and moto sessions cost, not what the product does. botocore gives every session a
+    model loader of its own, and moto makes new sessions (boto3's default one at each ``mock_aws()``, more for its
+    Region lists): each parsed EC2's ~6 MB model again. Here every botocore session of the process takes
+    :func:`fmcluster.aws.session.shared_loader`, the one loader per data path the CLI's sessions share already
+    (tests/aws/test_session.py puts botocore's own back to prove the CLI shares it by itself). And moto's EC2 in this
+    process loads no default AMIs (18,000 images per backend, ~0.25 s each ``mock_aws()``): no product code and no
+    test reads an image, and an instance launched from an unknown AMI is the same either way (moto's
+    ``MOTO_EC2_LOAD_DEFAULT_AMIS=false``, set in this process alone: the rehearsal's moto server keeps its images)."""
+    import botocore.session
+    import moto.settings
+
+    from fmcluster.aws.session import shared_loader
+
+    botocore.session.create_loader = shared_loader
+    moto.settings.ec2_load_default_amis = lambda: False
+
+
+_one_model_loader_and_no_default_amis()
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _no_network() -> None:
     socket.socket.connect = support._guarded_connect  # type: ignore[method-assign]

@@ -12,10 +12,11 @@ unset). Every key of the schema is written, so whatever fmcluster (or a project'
 
     .venv-pcluster/bin/python tools/pcluster_update_policies.py > fmcluster/pcluster_update_policies.py
 
-``--check BASE TARGET`` (two configurations as JSON files) runs ParallelCluster's own ``ConfigPatch`` on them, for a
-cluster whose compute fleet is RUNNING and whose login nodes run when BASE asks for any, and prints each change as
-JSON (``where``, ``policy``, ``is_list``, ``result`` SUCCEEDED / ACTION NEEDED / FAILED): the reference the tests hold
-``fmcluster.generate.pcluster_update`` to.
+``--check BASE TARGET [BASE TARGET ...]`` (pairs of configurations as JSON files) runs ParallelCluster's own
+``ConfigPatch`` on each pair, for a cluster whose compute fleet is RUNNING and whose login nodes run when BASE asks for
+any, and prints, as one JSON list with an entry per pair in the order given, each pair's changes (``where``,
+``policy``, ``is_list``, ``result`` SUCCEEDED / ACTION NEEDED / FAILED): the reference the tests hold
+``fmcluster.generate.pcluster_update`` to. Several pairs share one start of ParallelCluster (about a second each).
 """
 
 from __future__ import annotations
@@ -109,7 +110,10 @@ def main() -> int:
     if sys.argv[1:2] == ["--check"]:
         import json
 
-        json.dump(check(sys.argv[2], sys.argv[3]), sys.stdout, indent=1)
+        files = sys.argv[2:]
+        if not files or len(files) % 2:
+            sys.exit("usage: pcluster_update_policies.py --check BASE TARGET [BASE TARGET ...]")
+        json.dump([check(base, target) for base, target in zip(files[::2], files[1::2])], sys.stdout, indent=1)
         return 0
 
     out = [HEADER.format(version=version("aws-parallelcluster"))]

@@ -158,17 +158,22 @@ _LOADERS: dict[str, Any] = {}
 _LOADERS_LOCK = threading.Lock()
 
 
+def shared_loader(path: str | None = None) -> Any:
+    """This process's one botocore model loader for the data path ``path`` (``AWS_DATA_PATH``; None: botocore's own),
+    made on first use: what :func:`botocore.loaders.create_loader` makes, once."""
+    with _LOADERS_LOCK:
+        loader = _LOADERS.get(path or "")
+        if loader is None:
+            loader = _LOADERS[path or ""] = create_loader(path)
+    return loader
+
+
 def core_session(profile: str | None = None) -> Any:
     """A botocore session whose service models come from this process's one loader per data path. botocore gives
     each new session a loader of its own, which parses a service's model files again (EC2's is ~6 MB of JSON,
     ~0.3 s); the models are read-only data, so every session of a process reads each file once."""
     core = botocore.session.Session(profile=profile) if profile else botocore.session.Session()
-    path = core.get_config_variable("data_path")
-    with _LOADERS_LOCK:
-        loader = _LOADERS.get(path or "")
-        if loader is None:
-            loader = _LOADERS[path or ""] = create_loader(path)
-    core.register_component("data_loader", loader)
+    core.register_component("data_loader", shared_loader(core.get_config_variable("data_path")))
     return core
 
 

@@ -4,6 +4,7 @@ run their command here, starts torchrun with 2 CPU processes (gloo), trains with
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -26,16 +27,19 @@ from fmcluster.plan import make_plan
 from fmcluster.templates.acceptance import first_job_flops as flops
 
 VERSIONS = yaml.safe_load((ROOT / "bootstrap/versions.yaml").read_text())["first_job_image"]
-SLURM = {p.stem: p for p in ALL_FILES
-         if orchestrators.ORCHESTRATORS[config.load(str(p)).project.orchestrator.type].slurm}
-"""The examples whose first job is a Slurm batch script (Kubernetes' PyTorchJob: tests/kubernetes/test_render.py)."""
+@functools.cache
+def slurm_examples() -> dict[str, Path]:
+    """The examples whose first job is a Slurm batch script (Kubernetes' PyTorchJob: tests/kubernetes/test_render.py);
+    read on first use, not by every test worker at collection (every example loaded: ~1 s)."""
+    return {p.stem: p for p in ALL_FILES
+            if orchestrators.ORCHESTRATORS[config.load(str(p)).project.orchestrator.type].slurm}
 BIN = Path(sys.executable).parent
 
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory) -> dict[str, tuple[Path, object, object]]:
     out = {}
-    for name, path in SLURM.items():
+    for name, path in slurm_examples().items():
         project = config.load(str(path)).project
         cluster = make_plan(project).cluster
         target = tmp_path_factory.mktemp(name)
@@ -58,7 +62,7 @@ def test_the_folders_slurm_writes_into_survive_an_s3_sync(rendered):
 
 
 def test_every_slurm_orchestrator_has_examples():
-    kinds = {config.load(str(p)).project.orchestrator.type for p in SLURM.values()}
+    kinds = {config.load(str(p)).project.orchestrator.type for p in slurm_examples().values()}
     assert kinds == {"parallelcluster", "hyperpod", "pcs"}
 
 
@@ -334,7 +338,7 @@ def test_the_job_fails_when_nccl_did_not_use_efa(rendered, tmp_path: Path, fixtu
 # --- the command ------------------------------------------------------------------------------------------------
 
 def test_the_command_says_how_the_folder_reaches_fsx_through_the_bucket(tmp_path: Path):
-    result = CliRunner().invoke(cli_app, ["acceptance", "first-job", str(SLURM["p5-parallelcluster"]),
+    result = CliRunner().invoke(cli_app, ["acceptance", "first-job", str(slurm_examples()["p5-parallelcluster"]),
                                           "--out", str(tmp_path / "acceptance")])
     assert result.exit_code == 0, result.output
     # examples/p5-parallelcluster.yaml: one association, /datasets, into the project's bucket (imports new objects)
@@ -355,8 +359,8 @@ def test_without_an_association_the_command_says_to_add_one(tmp_path: Path):
 
 
 def test_the_arm64_image_comes_with_its_warning(tmp_path: Path):
-    result = CliRunner().invoke(cli_app, ["acceptance", "first-job", str(SLURM["p6e-gb200-hyperpod-training-plan"]),
-                                          "--out", str(tmp_path / "a")])
+    example = slurm_examples()["p6e-gb200-hyperpod-training-plan"]
+    result = CliRunner().invoke(cli_app, ["acceptance", "first-job", str(example), "--out", str(tmp_path / "a")])
     assert result.exit_code == 0, result.output
     assert VERSIONS["aarch64"] in result.output and "EFA was not tested in the arm64 image" in result.output
 

@@ -4,7 +4,6 @@ session's endpoint, retries and one-line failures."""
 
 from __future__ import annotations
 
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -12,6 +11,7 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 from support import BASE
 from support.alertmanager import AlertManager, alert
+from support.loopback import serve_in_thread
 
 from fmcluster import config
 from fmcluster.aws import alerts
@@ -103,7 +103,7 @@ def test_an_answer_that_is_not_json_is_a_problem_not_a_traceback(monkeypatch: py
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Html)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     try:
         monkeypatch.setenv("AWS_ENDPOINT_URL_AMP", f"http://127.0.0.1:{server.server_address[1]}")
         status = alerts.reader(aws_session(config.parse(BASE).project, command="status"))(WORKSPACE)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from support import ROOT, clean_aws_home
+from support.loopback import serve_in_thread
 from typer.testing import CliRunner
 
 from fmcluster.aws import session as aws
@@ -97,14 +98,27 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def quick_synthesis(monkeypatch: pytest.MonkeyPatch) -> None:
     """`deploy` synthesizes before it reads the deployed templates; the synthesis is not what these tests are about
     (tests/cli/test_deploy.py and the rehearsal run it for real), so it is one empty stack here."""
-    import fmcluster.stacks.app
+    import fmcluster.stacks.assembly as assembly
 
-    monkeypatch.setattr(fmcluster.stacks.app, "synthesize", lambda project, out, context=None: {"default-network": {}})
+    def one_empty_stack(ref: str, outdir: Path, context: dict[str, object]) -> assembly.Assembly:
+        return assembly.Assembly(directory=outdir, templates={"default-network": {}},
+                                 protected={"default-network": False})
+
+    monkeypatch.setattr(assembly, "synthesize_assembly", one_empty_stack)
 
 
 def keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+
+
+@pytest.fixture
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """botocore's own retries, without its waits (up to 1 + 2 s per command): for tests that check the count or the
+    line, not the time (test_a_refused_endpoint_is_named and the never-answering endpoint's test keep the waits)."""
+    from botocore.retries.standard import ExponentialBackoff
+
+    monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: 0)
 
 
 def exit_for(command: Command, code: int) -> int:
@@ -167,7 +181,7 @@ def test_no_credentials_says_where_it_looked(command: Command, home: Path, monke
 # --- the Region ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("command", COMMANDS, ids=IDS)
-def test_no_region_anywhere(command: Command, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_region_anywhere(command: Command, home: Path, monkeypatch: pytest.MonkeyPatch, no_backoff: None) -> None:
     """No Region set: a project's zone names it (and the command goes on to the refused endpoint);
     `capacity search` has no project and says where it looked."""
     keys(monkeypatch)
@@ -187,7 +201,8 @@ def test_no_region_anywhere(command: Command, home: Path, monkeypatch: pytest.Mo
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=IDS)
-def test_aws_region_alone_is_the_region_used(command: Command, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_aws_region_alone_is_the_region_used(command: Command, home: Path, monkeypatch: pytest.MonkeyPatch,
+                                             no_backoff: None) -> None:
     keys(monkeypatch)
     region = "us-east-1" if command.has_project else "eu-west-2"  # a project's Region must hold its zone
     monkeypatch.setenv("AWS_REGION", region)
@@ -266,7 +281,7 @@ class Errors:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        serve_in_thread(self.server)  # stopped at once: 30 servers in this file
 
     def close(self) -> None:
         self.server.shutdown()
@@ -291,12 +306,7 @@ def answering(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=IDS)
-def test_throttling_is_retried_then_said(command: Command, home: Path, answering,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from botocore.retries.standard import ExponentialBackoff
-
-    # botocore's own retries, without its waits (up to a second or two per command): the count is what is checked
-    monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: 0)
+def test_throttling_is_retried_then_said(command: Command, home: Path, answering, no_backoff: None) -> None:
     server = answering("Throttling")
     code, line = run(command, home)
     assert code == exit_for(command, 1)
@@ -440,7 +450,8 @@ def test_the_price_list_is_named_in_its_own_region(home: Path, answering) -> Non
     assert line.startswith("error: access denied to pricing:GetProducts in us-east-1 (AccessDenied")
 
 
-def test_the_price_list_endpoint_is_named_in_its_own_region(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_price_list_endpoint_is_named_in_its_own_region(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           no_backoff: None) -> None:
     keys(monkeypatch)
     monkeypatch.setenv("AWS_REGION", "us-west-2")
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{closed_port()}")
@@ -478,7 +489,7 @@ def moto_iam(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
         key = iam.create_access_key(UserName="nobody")["AccessKey"]
         yield url, key["AccessKeyId"], key["SecretAccessKey"]
     finally:
-        server.terminate()
+        server.kill()  # nothing of moto's in-memory state is worth its exit (SIGTERM: ~2 s of interpreter teardown)
         server.wait(timeout=10)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,6 +11,7 @@ from pathlib import Path
 import boto3
 import pytest
 from botocore.stub import ANY, Stubber
+from support.loopback import serve_in_thread
 from typer.testing import CliRunner
 
 from fmcluster.aws import grafana
@@ -119,8 +119,7 @@ def stub_grafana(monkeypatch: pytest.MonkeyPatch) -> Iterator[StubGrafana]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     state.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    thread = serve_in_thread(server)
     try:
         yield state
     finally:

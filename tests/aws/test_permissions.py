@@ -4,6 +4,7 @@ service models, exactly the API calls the code makes, and all of them in README.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import botocore.session
@@ -21,8 +22,10 @@ SERVICES = ("sts", "ec2", "sagemaker", "service-quotas", "fsx", "sso-admin", "pr
 """The botocore services fmcluster's commands call."""
 
 
+@functools.cache
 def models_by_prefix() -> dict[str, list]:
-    """IAM prefix (botocore's signingName) -> the service models that sign with it."""
+    """IAM prefix (botocore's signingName) -> the service models that sign with it (read on first use, not by every
+    test worker at collection: 19 service models)."""
     found: dict[str, list] = {}
     for name in SERVICES:
         model = CORE.get_service_model(name)
@@ -30,15 +33,12 @@ def models_by_prefix() -> dict[str, list]:
     return found
 
 
-MODELS = models_by_prefix()
-
-
 @pytest.mark.parametrize("action", sorted(DECLARED - set(SIGNED_HTTP)))
 def test_every_action_is_an_operation_of_its_service(action: str) -> None:
     if any(action in named for named in OPERATION_ACTIONS.values()):
         action = next(op for op, named in OPERATION_ACTIONS.items() if action in named)  # named after its operation
     prefix, operation = action.split(":")
-    assert any(operation in m.operation_names for m in MODELS.get(prefix, [])), \
+    assert any(operation in m.operation_names for m in models_by_prefix().get(prefix, [])), \
         f"{action}: no botocore service signing as {prefix!r} has an operation {operation}"
 
 
@@ -49,7 +49,8 @@ def test_signed_http_actions_are_their_services_and_the_code_calls_them() -> Non
 
     for action, request in SIGNED_HTTP.items():
         prefix, operation = action.split(":")
-        assert prefix in MODELS and not any(operation in m.operation_names for m in MODELS[prefix]), action
+        models = models_by_prefix()
+        assert prefix in models and not any(operation in m.operation_names for m in models[prefix]), action
     assert SIGNED_HTTP[alerts.ACTION] == "GET " + alerts.PATH.replace("{workspace}", "{workspaceId}")
     assert alerts.SERVICE == CORE.get_service_model("amp").signing_name
     assert any(alerts.ACTION in actions for actions in COMMAND_ACTIONS.values())

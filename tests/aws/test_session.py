@@ -149,8 +149,11 @@ def test_every_session_of_a_process_reads_a_service_model_once(home: Path, tmp_p
     """botocore gives each session a loader of its own, which would parse EC2's ~6 MB model again for each one: after
     the first session on a data path (AWS_DATA_PATH), the next ones read no model file; another data path gets a
     loader of its own (a model placed there is the one its sessions see)."""
-    from botocore.loaders import JSONFileLoader
+    import botocore.session
+    from botocore.loaders import JSONFileLoader, create_loader
 
+    # botocore's own loader per session, as outside this suite (tests/conftest.py shares one for the suite's sessions)
+    monkeypatch.setattr(botocore.session, "create_loader", create_loader)
     read: list[str] = []
     real = JSONFileLoader.load_file
 

@@ -8,6 +8,7 @@ and moves a requested status on (STOP_REQUESTED -> STOPPING -> STOPPED, START_RE
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -41,6 +42,30 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     folder = tmp_path_factory.mktemp("deployed")
     (folder / "demo.yaml").write_text(PC)
     return synthesize(folder / "demo.yaml", folder / "out")
+
+
+_SYNTHESIZED: dict[tuple[str, str], tuple[dict, dict]] = {}
+
+
+@pytest.fixture(autouse=True)
+def one_synthesis_per_project_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """deploy's synthesis (``synthesize_assembly``, real), once per project text and context in this file: seven tests
+    deploy the same SCALEDOWN file. A repeat gets the templates and protection the first synthesis made; cdk deploy
+    is a stub in every test here (run_cdk), so nothing reads the assembly folder (tests/cli/test_deploy.py covers
+    the folder cdk deploys)."""
+    import fmcluster.stacks.assembly as assembly
+
+    real = assembly.synthesize_assembly
+
+    def shared(ref: str, outdir: Path, context: dict[str, object]) -> assembly.Assembly:
+        key = (Path(ref).read_text(), json.dumps(context, sort_keys=True))
+        if key not in _SYNTHESIZED:
+            made = real(ref, outdir, context)
+            _SYNTHESIZED[key] = (made.templates, made.protected)
+        templates, protected = _SYNTHESIZED[key]
+        return assembly.Assembly(directory=outdir, templates=copy.deepcopy(templates), protected=dict(protected))
+
+    monkeypatch.setattr(assembly, "synthesize_assembly", shared)
 
 
 def cluster_name(templates: dict[str, dict]) -> str:

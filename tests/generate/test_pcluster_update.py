@@ -142,16 +142,18 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict]]
     """ParallelCluster's own ConfigPatch and condition checkers on each scenario (fleet and login nodes running)."""
     python = _venv()
     folder = tmp_path_factory.mktemp("patches")
-    out = {}
+    pairs = []
     for name, (before, after) in _scenarios().items():
         slug = name.replace(" ", "-").replace(",", "")
         (folder / f"{slug}.base.json").write_text(json.dumps(before))
         (folder / f"{slug}.target.json").write_text(json.dumps(after))
-        done = subprocess.run([str(python), str(TOOL), "--check", str(folder / f"{slug}.base.json"),
-                               str(folder / f"{slug}.target.json")], capture_output=True, text=True, timeout=120,
-                              check=True)
-        out[name] = json.loads(done.stdout)
-    return out
+        pairs += [str(folder / f"{slug}.base.json"), str(folder / f"{slug}.target.json")]
+    # every scenario in one run of the tool (one start of ParallelCluster), each pair checked on its own
+    done = subprocess.run([str(python), str(TOOL), "--check", *pairs], capture_output=True, text=True, timeout=120,
+                          check=True)
+    results = json.loads(done.stdout)
+    assert len(results) == len(_scenarios())
+    return dict(zip(_scenarios(), results))
 
 
 @pytest.mark.parametrize("scenario", sorted(_scenarios()))

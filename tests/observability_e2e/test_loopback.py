@@ -8,7 +8,8 @@ One GPU node, all on 127.0.0.1 with free ports:
   mount on a plain directory (no root, no Lustre server on loopback);
 - a small HTTP server serving dcgm-exporter text for every field of the counters file we ship;
 - a Prometheus agent running the rendered per-node config (``render_node_agent_config``) with the
-  bootstrap's flags; the test changes the remote-write URL (to the receiver), removes ``sigv4`` and
+  bootstrap's flags; the test changes the remote-write URL (to the receiver), removes ``sigv4``, sends a
+  part-full batch after 0.5 s instead of Prometheus' default 5 s (``support.loopback.BATCH_SEND_DEADLINE``) and
   points the two ``localhost:<table port>`` targets at the free ports the exporters got (asserted to
   be the table's ports first);
 - a Prometheus receiver (``--web.enable-remote-write-receiver``) loading ``rules_yaml()`` as shipped,
@@ -31,7 +32,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import threading
 import time
 import urllib.error
 from collections.abc import Iterable, Iterator
@@ -44,7 +44,7 @@ import pytest
 import yaml
 from fmcluster.bootstrap import render
 from support import replay
-from support.loopback import agent_config, spawn_agent
+from support.loopback import agent_config, serve_in_thread, spawn_agent
 from support.loopback import free_port as _free_port
 from support.loopback import get as _get
 from support.loopback import spawn as _spawn
@@ -122,7 +122,7 @@ def _dcgm_server(state: DcgmState, port: int) -> ThreadingHTTPServer:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     return server
 
 

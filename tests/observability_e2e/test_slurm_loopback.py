@@ -9,8 +9,8 @@ The node that runs slurmctld (ParallelCluster's head node, HyperPod's controller
   exporters step links it;
 - a real node_exporter (Debian ``prometheus-node-exporter``) with ``--collector.textfile.directory`` there;
 - a Prometheus agent running the rendered agent config of the controller's node
-  (``render_node_agent_config(..., slurm=True)``), with the bootstrap's flags; only the remote-write URL, sigv4 and
-  the target port change;
+  (``render_node_agent_config(..., slurm=True)``), with the bootstrap's flags; only the remote-write URL, sigv4, the
+  part-full batch's deadline (``support.loopback.BATCH_SEND_DEADLINE``) and the target port change;
 - a Prometheus receiver loading ``rules_yaml()`` as shipped, evaluating every second.
 
 Asserted through the receiver: every Slurm metric of the exporter table arrives with the controller's external

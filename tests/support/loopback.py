@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -18,6 +19,17 @@ from typing import Any
 import pytest
 
 WAIT_S = 40.0
+SHUTDOWN_POLL_S = 0.01
+"""How often a test's HTTP server thread looks for ``shutdown()``: that call waits for the loop's next look, which
+http.server makes every 0.5 s by default (half a second of every test that stops a server)."""
+
+
+def serve_in_thread(server: Any) -> threading.Thread:
+    """Run ``server.serve_forever`` in a daemon thread that sees ``server.shutdown()`` within
+    :data:`SHUTDOWN_POLL_S`."""
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S}, daemon=True)
+    thread.start()
+    return thread
 
 
 def free_port() -> int:
@@ -65,9 +77,17 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait(timeout=10)
 
 
+BATCH_SEND_DEADLINE = "500ms"
+"""How long the loopback agent holds a part-full batch before it sends it. The shipped config leaves it at
+Prometheus' default (5s: asserted below), which on AMP costs nothing; a test waits it out after every change (its
+1 s scrapes fill no 1,000-sample batch), so here the latency is scaled with the scrape interval. The queue's
+capacity, batch size and shards stay as shipped."""
+
+
 def agent_config(receiver_port: int, ports: dict[int, int], *, gpu: bool, slurm: bool = False) -> str:
-    """The rendered node agent config (``render_node_agent_config``); only the remote-write endpoint, sigv4 and the
-    target ports changed: ``ports`` maps each port the config scrapes to the loopback port serving it."""
+    """The rendered node agent config (``render_node_agent_config``); only the remote-write endpoint, sigv4, the
+    part-full batch's deadline (:data:`BATCH_SEND_DEADLINE`) and the target ports changed: ``ports`` maps each port
+    the config scrapes to the loopback port serving it."""
     import yaml
 
     from fmcluster.bootstrap import collector
@@ -81,6 +101,8 @@ def agent_config(receiver_port: int, ports: dict[int, int], *, gpu: bool, slurm:
     (write,) = config["remote_write"]
     assert write["url"] == collector.NODE_REMOTE_WRITE_MARKER and "sigv4" in write
     del write["sigv4"]
+    assert "batch_send_deadline" not in write["queue_config"], "the shipped deadline is the one to test with"
+    write["queue_config"]["batch_send_deadline"] = BATCH_SEND_DEADLINE
     write["url"] = f"http://127.0.0.1:{receiver_port}/api/v1/write"
     return yaml.safe_dump(config, sort_keys=False)
 
