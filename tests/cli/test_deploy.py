@@ -247,11 +247,11 @@ def test_jsii_and_cdk_get_the_pinned_node_even_when_only_the_virtual_environment
         raise AssertionError("node_modules/.bin/node missing: run `npm ci` (make setup)")
     code = ("import os, shutil; import fmcluster.stacks, aws_cdk; "
             "print(shutil.which('node')); print(os.environ['PATH'].split(os.pathsep)[0])")
-    # a HOME of its own, but jsii's package cache the suite's other jsii processes use (~/.cache/aws/jsii/
-    # package-cache on Linux): it holds aws-cdk-lib unpacked; an empty one unpacks it again (~5 s of this test)
-    cache = os.environ.get("JSII_RUNTIME_PACKAGE_CACHE_ROOT") or str(Path.home() / ".cache/aws/jsii/package-cache")
+    from support import jsii_package_cache
+
+    # a HOME of its own, but the suite's jsii package cache (aws-cdk-lib unpacked; an empty one unpacks it again)
     env = {"PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}/usr/bin:/bin", "HOME": str(tmp_path),
-           "JSII_RUNTIME_PACKAGE_CACHE_ROOT": cache}
+           "JSII_RUNTIME_PACKAGE_CACHE_ROOT": str(jsii_package_cache())}
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "end-of-life" not in done.stderr and "end-of-life" not in done.stdout

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from support import EXAMPLE_FILES, PROJECT_FILES, ROOT
+from support import EXAMPLE_FILES, PROJECT_FILES, ROOT, jsii_package_cache
 
 from fmcluster import config
 from fmcluster.contracts import STACKS
@@ -343,21 +343,6 @@ def rehearsal_assembly(tmp_path_factory: pytest.TempPathFactory, worker_id: str)
     if error:
         pytest.fail(f"`cdk synth` of the rehearsed projects failed:\n{error}", pytrace=False)
     return work / "cdk.out"
-
-
-def jsii_package_cache() -> Path:
-    """The caller's jsii package cache: where jsii's runtime keeps each library (aws-cdk-lib: about 200 MB) extracted,
-    as it finds it (``JSII_RUNTIME_PACKAGE_CACHE_ROOT``, else ``defaultCacheRoot`` in the runtime: on Linux
-    ``~/.cache/aws/jsii/package-cache``, on macOS ``~/Library/Caches/com.amazonaws.jsii/package-cache``). The
-    rehearsal's own HOME is empty, so without it every app the CLI runs (`cdk synth`, `fmcluster deploy`'s synthesis)
-    first extracts aws-cdk-lib again: about 12 s of CPU each, a cost a user pays once. What the app builds is the
-    same; the suite's in-process synthesis fills the same cache."""
-    given = os.environ.get("JSII_RUNTIME_PACKAGE_CACHE_ROOT")
-    if given:
-        return Path(given)
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "com.amazonaws.jsii" / "package-cache"
-    return Path.home() / ".cache" / "aws" / "jsii" / "package-cache"
 
 
 def _children_cpu() -> float:

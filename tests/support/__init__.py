@@ -11,6 +11,7 @@ import gzip
 import json
 import os
 import socket
+import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -254,3 +255,18 @@ def clean_aws_home(home: Path, monkeypatch: Any, config: str) -> Path:
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(home / "credentials"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     return home
+
+
+def jsii_package_cache() -> Path:
+    """The caller's jsii package cache: where jsii's runtime keeps each library (aws-cdk-lib: about 200 MB) extracted,
+    as it finds it (``JSII_RUNTIME_PACKAGE_CACHE_ROOT``, else ``defaultCacheRoot`` in the runtime: on Linux
+    ``~/.cache/aws/jsii/package-cache``, on macOS ``~/Library/Caches/com.amazonaws.jsii/package-cache``). A test
+    process with a HOME of its own (the rehearsal's CLI, the pinned-Node check) is given it, or every app it runs first
+    extracts aws-cdk-lib again: about 12 s of CPU each, a cost a user pays once. What the app builds is the same; the
+    suite's in-process synthesis fills the same cache."""
+    given = os.environ.get("JSII_RUNTIME_PACKAGE_CACHE_ROOT")
+    if given:
+        return Path(given)
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "com.amazonaws.jsii" / "package-cache"
+    return Path.home() / ".cache" / "aws" / "jsii" / "package-cache"
