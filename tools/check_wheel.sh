@@ -16,7 +16,7 @@ mkdir -p "$work/run/projects"
 cp "$repo/projects/default.yaml" "$work/run/projects/"
 cd "$work/run"
 "$work/venv/bin/fmcluster" plan default > plan.txt
-"$work/venv/bin/fmcluster" --version | grep -q '^fmcluster [0-9]'
+"$work/venv/bin/fmcluster" --version | grep '^fmcluster [0-9]' >/dev/null
 # A fresh folder with no projects/: `new` copies the default project shipped inside the wheel.
 mkdir "$work/fresh"
 (cd "$work/fresh" && "$work/venv/bin/fmcluster" new first-team > new.txt \

@@ -125,6 +125,20 @@ def test_fabric_manager_under_its_branch_suffixed_name_when_the_repository_carri
     assert "apt-mark hold nvidia-fabricmanager-580 libnvidia-nscq-580" in res.calls
 
 
+def test_a_long_repository_listing_after_the_match_does_not_fail_the_step(p5_context, make_sandbox):
+    # NVIDIA's repository lists every build of a package. apt-cache madison is still writing when the wanted version
+    # has been found: a reader that stops there (awk '… exit') killed it with SIGPIPE and the step failed with 141 at
+    # random (issue 45). 20,000 lines after the match fill any pipe buffer, so the old step fails every time.
+    sb = make_sandbox(p5_context, Image(driver=False, fabric_manager=False))
+    for listing in (sb.path / "madison").iterdir():
+        lines = listing.read_text()
+        listing.write_text(lines + "".join(f"0.0.{i}-1\n" for i in range(20_000)))
+    res = sb.run(script="steps/20-nvidia.sh")
+    assert res.rc == 0, res.out + res.log
+    installs = [c for c in calls_of(res, "apt-get") if " install " in c]
+    assert any(c.endswith("install --no-install-recommends nvidia-driver-580-open=580.105.08-1ubuntu1") for c in installs), installs
+
+
 def test_a_repository_without_either_name_stops_the_step_naming_both(p5_context, make_sandbox):
     sb = make_sandbox(p5_context, Image(driver=False, fabric_manager=False))
     (sb.path / "madison/nvidia-fabricmanager").unlink()
