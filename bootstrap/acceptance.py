@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from fmcluster.bootstrap.context import FsxMount, bundle_mounts_fsx, context_for
+from fmcluster.bootstrap.enroot import enroot_reference
 from fmcluster.bootstrap.render import render_files
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
@@ -117,6 +118,9 @@ def _jobs(t: Target, image: str | None, nccl_tests_dir: str | None) -> list[Job]
     g = t.group
     slurm = t.partition is not None
     setup = SETUP["slurm" if slurm else "self-managed"] if image is None and nccl_tests_dir is None else None
+
+    if slurm and image is not None:  # srun --container-image: pyxis hands it to enroot
+        image = enroot_reference(image)
 
     def job(file: str, scope: str, nodes: int, description: str, tests: tuple[str, ...] = TESTS) -> Job:
         return Job(file, g.name, g.instance_type, t.flavour, t.gpus, scope, nodes, t.partition, t.constraint,

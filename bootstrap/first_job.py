@@ -15,6 +15,7 @@ from pathlib import Path
 
 from fmcluster.bootstrap.acceptance import TEMPLATES_DIR, Target, _context, _environment, targets
 from fmcluster.bootstrap.context import FsxMount
+from fmcluster.bootstrap.enroot import ImageReferenceError, enroot_reference
 from fmcluster.bootstrap.versions import default_versions
 
 from fmcluster import catalog
@@ -44,7 +45,9 @@ class FirstJob:
     constraint: str | None
     gpus_per_node: int | None
     image: str | None
-    """The container image (pyxis); None where the nodes cannot run containers: the nodes' own torchrun then."""
+    """The container image (pyxis), in the form enroot reads (``REGISTRY#IMAGE:TAG``,
+    :func:`fmcluster.bootstrap.enroot.enroot_reference`); None where the nodes cannot run containers: the nodes' own
+    torchrun then."""
     image_untested_efa: bool
     work_dir: str
     peak_tflops: float | None
@@ -96,7 +99,10 @@ def first_jobs(cluster: ClusterPlan, image: str | None = None) -> list[FirstJob]
     if not cluster.driver.slurm or not slurm:
         raise FirstJobError(f"orchestrator.type {cluster.orchestrator} runs no Slurm: the first job is a Slurm batch "
                             "job (use a Slurm orchestrator, or run first_job_train.py with torchrun yourself)")
-    jobs = [_job(t, cluster, image) for t in slurm]
+    try:
+        jobs = [_job(t, cluster, image) for t in slurm]
+    except ImageReferenceError as exc:
+        raise FirstJobError(str(exc)) from None
     if image is not None and not all(j.image for j in jobs):
         raise FirstJobError(f"--image {image}: the nodes of orchestrator.type {cluster.orchestrator} run no containers "
                             "(their slurmd cannot load pyxis); leave --image out: the job runs the nodes' own torchrun")
@@ -109,7 +115,7 @@ def _job(t: Target, cluster: ClusterPlan, image: str | None) -> FirstJob:
     pyxis = containers(cluster, t.group.name)
     return FirstJob(group=t.group.name, instance_type=t.group.instance_type, nodes=t.group.count, gpus=t.gpus,
                     partition=t.partition or "", constraint=t.constraint, gpus_per_node=t.gpus if t.gres else None,
-                    image=(image or pinned.for_arch(arch)) if pyxis else None,
+                    image=enroot_reference(image or pinned.for_arch(arch)) if pyxis else None,
                     image_untested_efa=pyxis and image is None and arch in pinned.untested_efa,
                     work_dir=work_dir(cluster), peak_tflops=peak_tflops_per_gpu(t.group.instance_type))
 

@@ -15,10 +15,13 @@ from pathlib import Path
 import pytest
 import yaml
 from fmcluster.bootstrap.context import context_for
+from fmcluster.bootstrap.enroot import enroot_reference
 from fmcluster.bootstrap.first_job import WORK_DIR_NAME, render_first_job
 from fmcluster.bootstrap.render import render_files
 from support import ALL_FILES, ROOT
+from support import enroot as enroot_support
 from support import shellcheck
+from support.enroot import docker_meaning
 from typer.testing import CliRunner
 
 from fmcluster import catalog, config, orchestrators
@@ -101,7 +104,7 @@ def test_each_group_gets_all_its_nodes_one_torchrun_each_and_every_gpu(rendered)
             arch = {"x86_64": "x86_64", "arm64": "aarch64"}[itype.architecture]
             # PCS runs slurmd configless from a controller whose plugstack has no pyxis (FACTS.md section 5): no
             # containers there, the nodes' own torchrun
-            image = "" if project.orchestrator.type == "pcs" else VERSIONS[arch]
+            image = "" if project.orchestrator.type == "pcs" else enroot_reference(VERSIONS[arch])
             assert f'FMC_IMAGE="${{FMC_IMAGE-{image}}}"' in text, name
             assert f"--peak-tflops-per-gpu {itype.bf16_dense_pflops_per_gpu * 1000:g} " in text, name
             assert f'FMC_WORK_DIR="${{FMC_WORK_DIR:-{project.storage.fsx.mount_path}/{WORK_DIR_NAME}}}"' in text
@@ -188,7 +191,13 @@ if [[ "$1" == --help ]]; then
   [[ -e "${SANDBOX}/pyxis" ]] && echo "      --container-image=[USER@][REGISTRY#]IMAGE[:TAG]|PATH"
   exit 0
 fi
-while [[ "$1" == --* ]]; do shift; done
+while [[ "$1" == --* ]]; do
+  if [[ "$1" == --container-image=* ]]; then  # what pyxis asks enroot 3.4.1 to pull (support.enroot)
+    pull=$(bash "${ENROOT_PARSE}" "${1#--container-image=}") || exit 1
+    printf 'enroot %s\n' "${pull}" >>"${SANDBOX}/calls.log"
+  fi
+  shift
+done
 exec "$@"
 """
 TINY = "--vocab 256 --d-model 32 --layers 2 --heads 4 --seq-len 16 --micro-batch 2 --sequences 32 --log-every 2"
@@ -211,7 +220,7 @@ def _sandbox(tmp_path: Path, rendered, pyxis: bool = True, example: str = "p5-pa
            "SLURM_JOB_NODELIST": "localhost", "SLURM_SUBMIT_DIR": str(work), "FMC_WORK_DIR": str(tmp_path / "fsx"),
            "FMC_NPROC_PER_NODE": "2", "FMC_STEPS": "4", "FMC_TRAIN_ARGS": TINY, "GLOO_SOCKET_IFNAME": "lo",
            "FMC_NCCL_CHECK": "0",  # gloo on CPUs: no NCCL lines (the check has its own test)
-           "OMP_NUM_THREADS": "1", "TMPDIR": str(tmp_path)}
+           "OMP_NUM_THREADS": "1", "TMPDIR": str(tmp_path), "ENROOT_PARSE": str(enroot_support.PARSER)}
     return work, env
 
 
@@ -234,7 +243,9 @@ def test_the_job_trains_with_fsdp_checkpoints_to_the_work_dir_and_resumes(render
 
     # srun: one task per node, in the pinned container, the job's folders mounted at their own paths
     launch = [line for line in (tmp_path / "calls.log").read_text().splitlines() if "torchrun" in line][0]
-    assert f"--container-image={VERSIONS['x86_64']}" in launch
+    assert f"--container-image={enroot_reference(VERSIONS['x86_64'])}" in launch
+    pulled = [line for line in (tmp_path / "calls.log").read_text().splitlines() if line.startswith("enroot ")]
+    assert pulled[0] == "enroot " + " ".join(f"{k}={v}" for k, v in docker_meaning(VERSIONS["x86_64"]).items())
     assert f"--container-mounts={work}:{work},{tmp_path / 'fsx'}:{tmp_path / 'fsx'}" in launch
     assert "--nodes=1 --ntasks-per-node=1" in launch and "--nproc-per-node=2" in launch
 
@@ -362,7 +373,7 @@ def test_the_arm64_image_comes_with_its_warning(tmp_path: Path):
     example = slurm_examples()["p6e-gb200-hyperpod-training-plan"]
     result = CliRunner().invoke(cli_app, ["acceptance", "first-job", str(example), "--out", str(tmp_path / "a")])
     assert result.exit_code == 0, result.output
-    assert VERSIONS["aarch64"] in result.output and "EFA was not tested in the arm64 image" in result.output
+    assert enroot_reference(VERSIONS["aarch64"]) in result.output and "EFA was not tested in the arm64 image" in result.output
 
 
 @pytest.mark.parametrize("args, message", [
