@@ -18,7 +18,8 @@ from typing import Any
 import typer
 
 from fmcluster.cli.awserrors import account_errors
-from fmcluster.cli.project import OUTPUT_OPT, PROJECT_ARG, Output, _load, err, out
+from fmcluster.cli.deployed import deployed
+from fmcluster.cli.project import OUTPUT_OPT, PROJECT_ARG, Output, err, out
 
 
 def _say(line: str) -> None:
@@ -107,15 +108,15 @@ def destroy(
 
     Lifts each stack's termination protection just before deleting it. Example: fmcluster destroy llama-pretrain
     """
-    loaded, plan, _ = _load(project, output)
-    name = plan.project
+    target = deployed(project, output, "destroy")  # the name and Region suffice: a broken file never blocks it
+    name = target.name
     as_json = output is Output.json
     with account_errors(as_json=as_json):
         # boto3 loads only for the commands that call AWS.
         from fmcluster.aws import destroy as teardown_api
         from fmcluster.aws.session import aws_session  # boto3, as above
 
-        session = aws_session(loaded.project, region=region, command="destroy")
+        session = aws_session(target, region=region, command="destroy")
         with session.errors():
             teardown = teardown_api.read(session, name)
         if not teardown.stacks:

@@ -1,0 +1,106 @@
+"""``destroy``, ``status`` and ``connect`` need only the project's name and Region: with the project file deleted, or
+one that no longer validates (a half-edited file, a stricter release), they read the deployed stacks by name
+(moto in process, the project deployed as in ``tests/aws/test_destroy.py``) and say in one line what they did not
+use. Nothing is synthesized."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import boto3
+import pytest
+from moto import mock_aws
+from support import BASE, ROOT
+from typer.testing import CliRunner
+
+from fmcluster.cli import app
+
+REGION = "us-east-1"
+RETAIN = {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
+
+
+@pytest.fixture
+def moto(monkeypatch: pytest.MonkeyPatch):
+    spec = importlib.util.spec_from_file_location("moto_teardown", ROOT / "tests" / "rehearsal" / "moto_teardown.py")
+    patch = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(patch)
+    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")  # no profile Region: only the file or --region gives one
+    with mock_aws():
+        patch.install(monkeypatch.setattr)
+        yield
+
+
+def _stack(name: str, resources: dict, outputs: dict | None = None, protect: bool = False) -> None:
+    body = {"Resources": resources, "Outputs": outputs or {}}
+    boto3.client("cloudformation", region_name=REGION).create_stack(
+        StackName=name, TemplateBody=json.dumps(body), EnableTerminationProtection=protect)
+
+
+def _deploy() -> None:
+    _stack("demo-network", {"Vpc": {"Type": "AWS::EC2::VPC", "Properties": {"CidrBlock": "10.0.0.0/16"}}},
+           {"VpcId": {"Value": {"Ref": "Vpc"}, "Export": {"Name": "demo-VpcId"}}})
+    _stack("demo-storage", {"Data": {"Type": "AWS::S3::Bucket", **RETAIN, "Properties": {"BucketName": "demo-data"}}},
+           protect=True)
+    _stack("demo-cluster", {"Nodes": {"Type": "AWS::EC2::SecurityGroup", "Properties": {
+        "GroupDescription": "nodes", "VpcId": {"Fn::ImportValue": "demo-VpcId"}}}}, protect=True)
+
+
+def _stacks() -> set[str]:
+    return {s["StackName"] for s in boto3.client("cloudformation", region_name=REGION).describe_stacks()["Stacks"]}
+
+
+INVALID = {
+    "count 0": BASE.replace("count: 2", "count: 0") + f"region: {REGION}\n",
+    "a mistyped instance type": BASE.replace("p5.48xlarge", "p5.48xlarg") + f"region: {REGION}\n",
+    "an unknown key": BASE + f"region: {REGION}\nfuture_setting: true\n",
+    "not YAML": "name: demo\nregion: [unclosed\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(INVALID))
+def test_destroy_dry_run_of_a_deployed_project_works_with_an_invalid_project_file(moto, tmp_path: Path, case):
+    _deploy()
+    file = tmp_path / "demo.yaml"
+    file.write_text(INVALID[case])
+    args = ["destroy", str(file), "--dry-run"] + (["--region", REGION] if case == "not YAML" else [])
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert f"{file} does not validate (" in result.output
+    assert "destroy reads the deployed stacks of demo by name" in result.output
+    assert "demo-storage  CREATE_COMPLETE (termination protection on: lifted first)" in result.output
+    assert "AWS::S3::Bucket  demo-data" in result.output
+    assert "Traceback" not in result.output
+    assert _stacks() == {"demo-network", "demo-storage", "demo-cluster"}
+
+
+def test_destroy_dry_run_works_with_the_project_file_deleted(moto, tmp_path: Path, monkeypatch):
+    _deploy()
+    monkeypatch.chdir(tmp_path)  # projects/demo.yaml: not there
+    result = CliRunner().invoke(app, ["destroy", "demo", "--dry-run", "--region", REGION, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert "no project file at projects/demo.yaml: destroy reads the deployed stacks of demo by name" in result.stderr
+    data = json.loads(result.stdout)
+    assert [s["name"] for s in data["stacks"]] == ["demo-cluster", "demo-storage", "demo-network"]
+    assert [k["id"] for k in data["kept"]] == ["demo-data"]
+
+
+def test_destroy_deletes_with_the_project_file_deleted(moto, tmp_path: Path, monkeypatch):
+    _deploy()
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["destroy", "demo", "--confirm", "demo", "--region", REGION])
+    assert result.exit_code == 0, result.output
+    assert _stacks() == set()
+
+
+def test_without_a_region_anywhere_it_says_where_it_looked(moto, tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["destroy", "demo", "--dry-run"])
+    assert result.exit_code == 2, result.output
+    assert "no AWS Region" in result.output and "--region" in result.output
+    assert "Traceback" not in result.output
