@@ -14,7 +14,8 @@ from typing import Any
 import typer
 
 from fmcluster.cli.awserrors import account_errors
-from fmcluster.cli.project import OUTPUT_OPT, PROJECT_ARG, Output, _load
+from fmcluster.cli.deployed import deployed
+from fmcluster.cli.project import OUTPUT_OPT, PROJECT_ARG, Output
 
 MARK = {True: "ok", False: "!!"}
 REGION_OPT = typer.Option(None, "--region", help="AWS Region; must contain the project's zone. Default: the project's "
@@ -32,16 +33,18 @@ def status(
 
     Example: fmcluster status llama-pretrain -o json
     """
-    loaded, plan, _ = _load(project, output)
+    target = deployed(project, output, "status")  # the name and Region suffice for the stacks and alerts
     with account_errors(as_json=output is Output.json):
         # boto3 and botocore load for the commands that call AWS only.
         from fmcluster.aws import alerts
         from fmcluster.aws import status as aws_status  # boto3, as above
         from fmcluster.aws.session import aws_session  # boto3, as above
 
-        session = aws_session(loaded.project, region=region, command="status")
+        session = aws_session(target, region=region, command="status")
         with session.errors():
-            result = aws_status.project_status(session.client, plan, session.region, alerts.reader(session))
+            result = aws_status.project_status(session.client, target.plan, session.region, alerts.reader(session),
+                                               target.name, "the project file gives its orchestrator and compute "
+                                               f"groups (fix it: fmcluster validate {project})")
     if output is Output.json:
         print(json.dumps(result.as_dict(), indent=2))
     else:
@@ -63,7 +66,9 @@ def render(result: Any) -> list[str]:
         if state.reason and not state.ok:
             extra.append(state.reason)
         lines.append(f"  {mark} {state.name:<26} {state.status:<24} {'; '.join(extra)}".rstrip())
-    lines += ["", *_cluster(result.cluster, result.project), "", *_alerts(result.alerts)]
+    cluster = [f"cluster: !! {result.cluster_not_read}"] if result.cluster_not_read else _cluster(result.cluster,
+                                                                                                  result.project)
+    lines += ["", *cluster, "", *_alerts(result.alerts)]
     return lines
 
 
