@@ -207,6 +207,13 @@ def running_node(clients: Callable[[str], Any], plan: Plan, cluster_stack: Calla
         arn = _arn(plan, stack)
     except HyperPodError as exc:
         raise ClusterReadError(str(exc)) from None
+    return running_in_group(clients, plan.project, stack, arn, name)
+
+
+def running_in_group(clients: Callable[[str], Any], project: str, stack: StackState, arn: str,
+                     name: str) -> tuple[str, str]:
+    """:func:`running_node` once the cluster's ARN is known (``connect`` without a project file reads it from the
+    stack alone)."""
     cluster_id = stack.outputs.get(HYPERPOD_CLUSTER_ID_OUTPUT) or arn.rsplit("/", 1)[-1]
     nodes: list[dict] = []
     try:
@@ -224,5 +231,5 @@ def running_node(clients: Callable[[str], Any], plan: Plan, cluster_stack: Calla
     if not running:
         states = ", ".join(f"{n.get('InstanceId')} {n.get('InstanceStatus', {}).get('Status')}" for n in nodes)
         raise ClusterReadError(f"no running node in instance group {name} of HyperPod cluster {arn}"
-                               f"{' (' + states + ')' if states else ''} (hint: `fmcluster status {plan.project}`)")
+                               f"{' (' + states + ')' if states else ''} (hint: `fmcluster status {project}`)")
     return cluster_id, running[0]["InstanceId"]

@@ -12,7 +12,8 @@ import shlex
 import typer
 
 from fmcluster.cli.awserrors import account_errors
-from fmcluster.cli.project import PROJECT_ARG, Output, _load
+from fmcluster.cli.deployed import deployed
+from fmcluster.cli.project import PROJECT_ARG, Output
 from fmcluster.cli.status import REGION_OPT
 from fmcluster.contracts import stack_name
 
@@ -32,18 +33,21 @@ def connect(
 
     Example: fmcluster connect llama-pretrain --print
     """
-    loaded, plan, _ = _load(project, Output.text)
-    nodes = plan.cluster.driver.nodes
-    chosen = node or nodes[0]
-    kind = plan.cluster.orchestrator
-    if chosen not in nodes:
-        typer.echo(f"error: --node {chosen}: {kind} clusters have {', '.join(nodes)} (hint: --node {nodes[0]})",
-                   err=True)
-        raise typer.Exit(2)
-    if group is not None and chosen != "compute":
-        typer.echo(f"error: --group picks a compute group's node, with --node compute; {kind} clusters have "
-                   f"{', '.join(nodes)}", err=True)
-        raise typer.Exit(2)
+    found = deployed(project, Output.text, "connect")  # a broken project file: the node is found from the stacks
+    plan = found.plan
+    chosen = node
+    if plan is not None:
+        nodes = plan.cluster.driver.nodes
+        chosen = node or nodes[0]
+        kind = plan.cluster.orchestrator
+        if chosen not in nodes:
+            typer.echo(f"error: --node {chosen}: {kind} clusters have {', '.join(nodes)} (hint: --node {nodes[0]})",
+                       err=True)
+            raise typer.Exit(2)
+        if group is not None and chosen != "compute":
+            typer.echo(f"error: --group picks a compute group's node, with --node compute; {kind} clusters have "
+                       f"{', '.join(nodes)}", err=True)
+            raise typer.Exit(2)
     with account_errors():
         # boto3 and botocore load for the commands that call AWS only.
         from fmcluster.aws import connect as aws_connect
@@ -51,25 +55,31 @@ def connect(
         from fmcluster.aws.session import aws_session  # boto3, as above
         from fmcluster.aws.stackstate import StackState, stack_state  # boto3, as above
 
-        session = aws_session(loaded.project, region=region, command="connect")
+        session = aws_session(found, region=region, command="connect")
         def cluster_stack() -> StackState:
-            stack = stack_state(session.client("cloudformation"), stack_name(plan.project, "cluster"))
+            stack = stack_state(session.client("cloudformation"), stack_name(found.name, "cluster"))
             if not stack.deployed:
                 raise ClusterReadError(f"stack {stack.name} is not deployed in {session.region} (hint: fmcluster "
-                                       f"deploy {plan.project} --all)")
+                                       f"deploy {found.name} --all)")
             return stack
 
         with session.errors():
             try:
-                target = aws_connect.TARGETS[plan.cluster.orchestrator](session.client, plan, cluster_stack, chosen,
-                                                                        group)
+                if plan is None:
+                    target = aws_connect.by_name(session.client, found.name, cluster_stack(), chosen, group)
+                else:
+                    target = aws_connect.TARGETS[plan.cluster.orchestrator](session.client, plan, cluster_stack,
+                                                                            chosen, group)
             except ClusterReadError as exc:
                 typer.echo(f"error: {exc}", err=True)
                 raise typer.Exit(exc.exit_code) from None
     command = aws_connect.session_command(target.target, session.region, session.profile)
     missing = aws_connect.missing_tools()
+    become = (f"the session starts as {aws_connect.SESSION_USER}; become the cluster's user (its home, its jobs): "
+              f"{aws_connect.os_user(plan)}")
     if print_only or missing:
         typer.echo(shlex.join(command))
+        typer.echo(become, err=True)
         if missing and not print_only:
             typer.echo(f"error: {' and '.join(missing)} not found on PATH; the line above starts the session on "
                        f"{target.what} once installed (hint: the Session Manager plugin: {aws_connect.PLUGIN_DOCS})",
@@ -77,4 +87,5 @@ def connect(
             raise typer.Exit(1)
         return
     typer.echo(f"starting a Session Manager session on {target.what} ({shlex.join(command)})", err=True)
+    typer.echo(become, err=True)
     os.execvp(command[0], command)  # the AWS CLI takes over this process: its session, its exit code

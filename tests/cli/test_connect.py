@@ -214,3 +214,54 @@ def test_with_the_plugin_the_aws_cli_takes_over(tmp_path: Path, monkeypatch: pyt
 def test_the_command_names_the_profile_that_signed() -> None:
     assert aws_connect.session_command("i-1", "eu-west-1", "dev") == [
         "aws", "ssm", "start-session", "--target", "i-1", "--region", "eu-west-1", "--profile", "dev"]
+
+
+@pytest.mark.parametrize("os_line, user", [("", "ubuntu"), ("os: al2023\n", "ec2-user")])
+def test_it_says_which_user_to_become(tmp_path: Path, os_line: str, user: str) -> None:
+    """Session Manager starts the shell as ssm-user; the cluster's home and jobs are the image's default user's."""
+    (tmp_path / "demo.yaml").write_text(BASE + f"region: us-east-1\n{os_line}orchestrator: {PC}\n")
+    with mock_aws():
+        deploy({"ParallelClusterName": "demo-slurm"})
+        launch({"parallelcluster:cluster-name": "demo-slurm", "parallelcluster:node-type": "HeadNode"})
+        result = connect(str(tmp_path / "demo.yaml"))
+    assert result.exit_code == 0, result.output
+    assert f"the session starts as ssm-user; become the cluster's user (its home, its jobs): sudo su - {user}" \
+        in result.stderr
+
+
+@pytest.mark.parametrize("file", ["deleted", "invalid"])
+def test_without_a_usable_project_file_the_node_is_found_from_the_stack(tmp_path: Path, file: str,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    if file == "invalid":
+        (tmp_path / "projects").mkdir()
+        (tmp_path / "projects/demo.yaml").write_text(BASE.replace("count: 2", "count: 0") + "region: us-east-1\n")
+    cluster = {"parallelcluster:cluster-name": "demo-slurm"}
+    with mock_aws():
+        deploy({"ParallelClusterName": "demo-slurm"})
+        head = launch({**cluster, "parallelcluster:node-type": "HeadNode"})
+        login = launch({**cluster, "parallelcluster:node-type": "LoginNode"})
+        default = runner.invoke(app, ["connect", "demo", "--print", "--region", "us-east-1"])
+        logins = runner.invoke(app, ["connect", "demo", "--print", "--region", "us-east-1", "--node", "login"])
+    assert default.exit_code == 0, default.output
+    assert default.stdout.splitlines() == [line(head)] and logins.stdout.splitlines() == [line(login)]
+    said = "no project file at projects/demo.yaml" if file == "deleted" else "projects/demo.yaml does not validate"
+    assert f"{said}" in default.stderr and "connect reads the deployed stacks of demo by name" in default.stderr
+    assert "sudo su - ubuntu (ec2-user on Amazon Linux 2023)" in default.stderr
+
+
+def test_without_a_project_file_a_hyperpod_controller_is_found_from_the_stack(tmp_path: Path, stubbed: dict,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    sagemaker = boto3.client("sagemaker", region_name="us-east-1")
+    stub = Stubber(sagemaker)
+    stub.add_response("list_cluster_nodes", {"ClusterNodeSummaries": [
+        {"InstanceGroupName": "controller", "InstanceId": "i-0c0c0c0c0c0c0c0c0", "InstanceType": "ml.m5.2xlarge",
+         "LaunchTime": "2026-11-30T12:00:00Z", "InstanceStatus": {"Status": "Running"}}]},
+        {"ClusterName": ARN, "InstanceGroupNameContains": "controller"})
+    stubbed["sagemaker"] = sagemaker
+    with mock_aws(), stub:
+        deploy({"HyperPodClusterArn": ARN, "HyperPodClusterId": "abcdef123456"})
+        result = runner.invoke(app, ["connect", "demo", "--print", "--region", "us-east-1"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [line("sagemaker-cluster:abcdef123456_controller-i-0c0c0c0c0c0c0c0c0")]
