@@ -12,7 +12,8 @@
 5. compare the deployed ParallelCluster configuration with the new one (:mod:`fmcluster.generate.pcluster_update`):
    a change ParallelCluster refuses whatever the fleet's state exits 3; one it applies only with the compute fleet
    stopped, on a fleet that is not, exits 3 with the commands to run, or with ``--stop-fleet`` names the running
-   jobs, asks (unless ``--yes``), stops the fleet, deploys and starts it again (:mod:`fmcluster.cli.deployfleet`);
+   jobs, asks (unless ``--yes``), deploys the other stacks with the fleet running, stops it, deploys ``NAME-cluster``
+   alone and starts it again (:mod:`fmcluster.cli.deployfleet`);
 6. run the real ``cdk deploy --app ASSEMBLY`` with every other argument as given, and exit with its status.
 
 ``cdk deploy`` keeps working for those who want it; it runs no guard.
@@ -35,7 +36,7 @@ from fmcluster import guard
 from fmcluster.cli import deployfleet
 from fmcluster.cli.awserrors import account_errors
 from fmcluster.cli.project import PROJECT_ARG, Output, _load, err, out, refuse_replacements
-from fmcluster.contracts import STACKS
+from fmcluster.contracts import STACKS, stack_name
 from fmcluster.errors import ConfigError
 from fmcluster.generate import pcluster_update
 
@@ -196,10 +197,28 @@ def deploy(
             deployfleet.refuse_impossible(updates)  # exit 3: ParallelCluster refuses these at any fleet state
             command = [cdk, "deploy", "--app", str(where), *rest]
             again = [*(["--allow-replace"] if allow_replace else []), *args]  # the command to suggest, as given
-            with _fleet_errors(), deployfleet.fleet_stopped(session, project, again, updates, stop=stop_fleet, yes=yes):
-                out.print(f"$ {' '.join(command)}", highlight=False, markup=False, soft_wrap=True)
-                code = subprocess.run(command, cwd=cwd, env=os.environ.copy(), check=False).returncode
+            options, selected = deployfleet.split_selection(rest, list(new))
+            cluster = stack_name(loaded.project.name, "cluster")
+            with _fleet_errors():
+                stop = [] if selected is not None and cluster not in selected else deployfleet.to_stop(
+                    session, project, again, updates, stop=stop_fleet, yes=yes)
+                if not stop:
+                    raise typer.Exit(_cdk(command, cwd))
+                # Only NAME-cluster's update needs the fleet stopped: the other stacks first (an accounting database
+                # takes tens of minutes to create) with the fleet running, then the cluster stack alone, stopped
+                others = [s for s in (selected or list(new)) if s != cluster]
+                if others:
+                    code = _cdk([cdk, "deploy", "--app", str(where), *options, "--exclusively", *others], cwd)
+                    if code:
+                        raise typer.Exit(code)  # the fleet was not touched
+                with deployfleet.stopped(session, stop):
+                    code = _cdk([cdk, "deploy", "--app", str(where), *options, "--exclusively", cluster], cwd)
     raise typer.Exit(code)
+
+
+def _cdk(command: list[str], cwd: Path) -> int:
+    out.print(f"$ {' '.join(command)}", highlight=False, markup=False, soft_wrap=True)
+    return subprocess.run(command, cwd=cwd, env=os.environ.copy(), check=False).returncode
 
 
 @contextmanager

@@ -1,5 +1,6 @@
 """``fmcluster deploy``'s ParallelCluster updates: name each change that needs more than an update, and stop the
-compute fleet around the deploy when asked (``--stop-fleet``) or refuse with the commands to run.
+compute fleet around the cluster stack's deploy when asked (``--stop-fleet``: the other stacks deploy first, the fleet
+running, and only ``NAME-cluster`` with it stopped) or refuse with the commands to run.
 
 What a change needs comes from :mod:`fmcluster.generate.pcluster_update` (ParallelCluster's own update policies);
 the fleet is read and changed through :mod:`fmcluster.aws.fleet`.
@@ -7,6 +8,7 @@ the fleet is read and changed through :mod:`fmcluster.aws.fleet`.
 
 from __future__ import annotations
 
+import fnmatch
 import shlex
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -82,20 +84,18 @@ def ask(question: str) -> bool:
         return False
 
 
-@contextmanager
-def fleet_stopped(session: Any, project: str, args: list[str], updates: list[pu.ClusterUpdate], *, stop: bool,
-                  yes: bool, confirm: Callable[[str], bool] = ask) -> Iterator[None]:
-    """Around the deploy: nothing when no update needs the fleet stopped or the fleet is STOPPED already; else stop
-    it (``stop``: after naming the running jobs and a confirmation unless ``yes``) and start it again after, or
-    refuse (exit 3) with the commands to run."""
+def to_stop(session: Any, project: str, args: list[str], updates: list[pu.ClusterUpdate], *, stop: bool,
+            yes: bool, confirm: Callable[[str], bool] = ask) -> list[str]:
+    """The clusters whose compute fleet the deploy must stop: none when no update needs the fleet stopped or the fleet
+    is STOPPED already; else, with ``stop``, those running, after naming their running jobs and a confirmation
+    (unless ``yes``); without ``stop``, or on a no, refuse (exit 3) with the commands to run."""
     from fmcluster.aws import fleet  # boto3, as for every account call of deploy
 
     wanted = needs_fleet_stop(updates)
     with session.errors():
         running = {c: s for c in wanted if (s := _status(session, c)) != fleet.STOPPED}
     if not running:
-        yield
-        return
+        return []
     report([u for c in running for u in wanted[c]])
     if not stop:
         many = sum(len(v) for v in wanted.values()) != 1
@@ -108,21 +108,47 @@ def fleet_stopped(session: Any, project: str, args: list[str], updates: list[pu.
     with session.errors():
         for cluster in running:
             _jobs(session, cluster)
-    if not yes and not confirm(f"Stop the compute fleet of {', '.join(running)} (running jobs end), deploy, and "
-                               "start it again?"):
+    if not yes and not confirm(f"Stop the compute fleet of {', '.join(running)} (running jobs end) for the cluster "
+                               "stack's deploy, and start it again?"):
         _print("not deployed: the compute fleet was left as it is (--yes stops it without asking)", error=True)
         raise typer.Exit(REPLACEMENT_EXIT)
-    stopped: list[str] = []
+    return list(running)
+
+
+@contextmanager
+def stopped(session: Any, clusters: list[str]) -> Iterator[None]:
+    """The compute fleets of ``clusters`` stopped around the body (the cluster stack's deploy), and started again
+    after it, whether it worked or rolled back: the fleet ran before it."""
+    from fmcluster.aws import fleet  # boto3, as above
+
+    done: list[str] = []
     try:
         with session.errors():
-            for cluster in running:
+            for cluster in clusters:
                 fleet.change(session.client("dynamodb"), cluster, fleet.STOP, say=_print)
-                stopped.append(cluster)
+                done.append(cluster)
         yield
     finally:
         with session.errors():
-            for cluster in stopped:  # after the deploy, whether it worked or rolled back: the fleet ran before it
+            for cluster in done:
                 fleet.change(session.client("dynamodb"), cluster, fleet.START, say=_print)
+
+
+def split_selection(args: list[str], stacks: list[str]) -> tuple[list[str], list[str] | None]:
+    """``cdk deploy``'s arguments as (its options, the stacks they select): ``--all`` selects every stack of the
+    assembly; a positional name or wildcard (cdk's own patterns) selects those it matches. None: nothing selects
+    (cdk then deploys the app's only stack, or asks for a selection)."""
+    options, selected, chose = [], [], False
+    for arg in args:
+        if arg == "--all":
+            selected += stacks
+            chose = True
+        elif not arg.startswith("-") and (hits := fnmatch.filter(stacks, arg)):
+            selected += hits
+            chose = True
+        else:
+            options.append(arg)
+    return options, [s for s in stacks if s in selected] if chose else None
 
 
 def _status(session: Any, cluster: str) -> str:

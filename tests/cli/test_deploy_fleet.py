@@ -157,6 +157,44 @@ def run_cdk(monkeypatch: pytest.MonkeyPatch, aws, deployed) -> list[tuple[list[s
     return calls
 
 
+def stacks_of(command: list[str]) -> list[str]:
+    """The stacks a ``cdk deploy --exclusively A B ...`` line names, in its order."""
+    assert command[1] == "deploy" and "--exclusively" in command, command
+    return command[command.index("--exclusively") + 1:]
+
+
+def test_a_stack_selection_is_read_as_cdk_reads_it() -> None:
+    from fmcluster.cli.deployfleet import split_selection
+
+    stacks = ["demo-network", "demo-storage", "demo-cluster"]
+    assert split_selection(["--all", "--require-approval", "never"], stacks) == (
+        ["--require-approval", "never"], stacks)
+    assert split_selection(["demo-clu*", "demo-network"], stacks) == ([], ["demo-network", "demo-cluster"])
+    assert split_selection(["--require-approval", "never"], stacks) == (["--require-approval", "never"], None)
+
+
+def test_a_deploy_of_the_other_stacks_alone_leaves_the_fleet_running(aws, deployed, run_cdk, clustermgtd,
+                                                                     tmp_path: Path) -> None:
+    result = _deploy(tmp_path, SCALEDOWN, "demo-network", "demo-storage", "-c", "nag=false")
+    assert result.exit_code == 0, result.output
+    assert [during for _, during in run_cdk] == ["RUNNING"] and set(clustermgtd) <= {"RUNNING"}
+
+
+def test_a_failed_deploy_of_the_other_stacks_never_stops_the_fleet(aws, deployed, clustermgtd, monkeypatch,
+                                                                   tmp_path: Path) -> None:
+    _head_node_and_jobs(aws, deployed, [])
+    calls: list[list[str]] = []
+
+    class Failed:
+        returncode = 1
+
+    monkeypatch.setattr(cli.subprocess, "run", lambda command, **kw: calls.append(command) or Failed())
+    result = _deploy(tmp_path, SCALEDOWN, "--all", "-c", "nag=false", "--stop-fleet", "--yes")
+    assert result.exit_code == 1, result.output
+    assert [set(stacks_of(c)) for c in calls] == [{"demo-network", "demo-observability", "demo-storage"}]
+    assert "STOP_REQUESTED" not in result.output and fleet_status(aws, deployed) == "RUNNING"
+
+
 def _deploy(tmp_path: Path, text: str, *args: str, input: str | None = None):
     (tmp_path / "demo.yaml").write_text(text)
     return CliRunner().invoke(app, ["deploy", str(tmp_path / "demo.yaml"), *args], input=input)
@@ -201,9 +239,13 @@ def test_stop_fleet_names_the_jobs_stops_deploys_and_starts(aws, deployed, run_c
     result = _deploy(tmp_path, SCALEDOWN, "--all", "-c", "nag=false", "--stop-fleet", "--yes")
     assert result.exit_code == 0, result.output
     assert "1 running job end when the fleet stops" in result.output and JOB in result.output
-    [(command, during)] = run_cdk
-    assert during == "STOPPED"  # cdk deployed with the fleet stopped
-    assert "--stop-fleet" not in command and "--yes" not in command
+    # the other stacks first, the fleet running; then the cluster stack alone, the fleet stopped
+    [(first, before), (command, during)] = run_cdk
+    assert set(stacks_of(first)) == {"demo-network", "demo-observability", "demo-storage"} and before == "RUNNING"
+    assert stacks_of(command) == ["demo-cluster"] and during == "STOPPED"
+    for line in (first, command):
+        assert "--stop-fleet" not in line and "--yes" not in line and "--all" not in line
+        assert line[line.index("-c"):][:2] == ["-c", "nag=false"]  # the user's other options, to both
     assert fleet_status(aws, deployed) == "RUNNING"  # and started again after
     # the pause waiting for squeue (fleet still RUNNING), then the stop's steps, then the start's
     assert clustermgtd == ["RUNNING", "STOP_REQUESTED", "STOPPING", "START_REQUESTED"]
@@ -251,7 +293,7 @@ def test_a_fleet_that_never_stops_is_not_deployed_over(aws, deployed, run_cdk, m
     result = _deploy(tmp_path, SCALEDOWN, "--all", "-c", "nag=false", "--stop-fleet", "--yes")
     assert result.exit_code == 1, result.output
     assert f"is STOP_REQUESTED, not STOPPED, after {fleet.WAIT_S} s" in " ".join(result.output.split())
-    assert run_cdk == []
+    assert [(c, during) for c, during in run_cdk if "demo-cluster" in stacks_of(c)] == []  # the cluster: never
 
 
 def test_turning_accounting_on_needs_only_the_fleet_stopped(aws, deployed, run_cdk, tmp_path: Path) -> None:
@@ -274,7 +316,10 @@ def test_turning_accounting_on_deploys_with_the_fleet_stopped(aws, deployed, run
     stubs = _head_node_and_jobs(aws, deployed, [])
     result = _deploy(tmp_path, ACCOUNTING, "--all", "-c", "nag=false", "--stop-fleet", "--yes")
     assert result.exit_code == 0, result.output
-    assert [during for _, during in run_cdk] == ["STOPPED"]  # cdk deployed with the fleet stopped
+    # the accounting database (tens of minutes to create) with the fleet running; only the cluster with it stopped
+    assert [(set(stacks_of(c)), during) for c, during in run_cdk] == [
+        ({"demo-network", "demo-observability", "demo-storage", "demo-accounting"}, "RUNNING"),
+        ({"demo-cluster"}, "STOPPED")]
     assert fleet_status(aws, deployed) == "RUNNING"  # and started again after
     for stub in stubs:
         stub.assert_no_pending_responses()
