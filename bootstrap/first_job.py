@@ -26,6 +26,9 @@ FOLDER = "first-job"
 SCRIPTS = ("first_job_train.py", "first_job_flops.py")
 """Copied as they are (the tests run these very files)."""
 WORK_DIR_NAME = "fmcluster-first-job"
+OWN_FOLDERS = "own-folders.sh"
+"""Run once on the cluster before the first submission: the folders the job writes into made the submitting user's
+(files imported through the bucket come owned by root: ``own_folders.sh.j2``)."""
 
 
 class FirstJobError(ValueError):
@@ -154,4 +157,9 @@ def render_first_job(cluster: ClusterPlan, out: Path, *, image: str | None = Non
         path.write_text(render_job(job, cluster, fsx), encoding="utf-8")
         path.chmod(0o755)
         files.append(path)
+    own = folder / OWN_FOLDERS
+    own.write_text(_environment().get_template("own_folders.sh.j2").render(folder=FOLDER, work_dir=work_dir(cluster)),
+                   encoding="utf-8")
+    own.chmod(0o755)
+    files.append(own)
     return RenderedFirstJob(files, jobs)

@@ -356,7 +356,8 @@ def test_the_command_says_how_the_folder_reaches_fsx_through_the_bucket(tmp_path
     assert ("aws s3 sync " + str(tmp_path / "acceptance") + " s3://$(aws cloudformation describe-stacks --stack-name "
             "p5-parallelcluster-storage --query \"Stacks[0].Outputs[?OutputKey=='BucketName'].OutputValue\" "
             "--output text)/datasets/acceptance/") in result.output
-    assert "cd /fsx/datasets/acceptance && sbatch first-job/gpu.sbatch" in result.output
+    assert "cd /fsx/datasets/acceptance && bash first-job/own-folders.sh && sbatch first-job/gpu.sbatch" \
+        in result.output
     assert "fmcluster connect p5-parallelcluster" in result.output
     assert (tmp_path / "acceptance/first-job/gpu.sbatch").is_file() and (tmp_path / "acceptance/logs").is_dir()
 
@@ -388,3 +389,70 @@ def test_bad_requests_get_one_line_and_exit_2(tmp_path: Path, args, message):
     assert result.exit_code == 2
     assert message in result.output
     assert "Traceback" not in result.output
+
+
+# --- folders imported through the bucket come owned by root ------------------------------------------------------
+
+SUDO = """#!/bin/bash
+printf 'sudo %s\\n' "$*" >>"${SANDBOX}/calls.log"
+[[ "$1" == -n ]] && shift
+exec "$@"
+"""
+"""sudo that may: runs the command (as the tests' user, who may chown to itself and chmod its own folders)."""
+
+
+def _as_imported(*folders: Path) -> None:
+    """Folders as FSx imports them from objects without POSIX metadata (root's, 0755: not writable by the user who
+    submits). Run as root, the folders are given to another uid; otherwise, the user's own write bit goes."""
+    for folder in folders:
+        if os.geteuid() == 0:
+            os.chown(folder, 65534, 65534)
+            folder.chmod(0o755)
+        else:
+            folder.chmod(0o555)
+
+
+def test_own_folders_makes_the_imported_folders_the_submitters_and_the_job_then_runs(rendered, tmp_path: Path):
+    work, env = _sandbox(tmp_path, rendered)
+    (tmp_path / "bin/sudo").write_text(SUDO)
+    (tmp_path / "bin/sudo").chmod(0o755)
+    _as_imported(work / "logs", work / "first-job/logs")
+    own = subprocess.run(["bash", str(work / "first-job/own-folders.sh")], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert own.returncode == 0, own.stderr
+    for folder in (work / "logs", work / "first-job/logs"):
+        assert (folder.stat().st_uid, folder.stat().st_mode & 0o700) == (os.geteuid(), 0o700), folder
+        assert f"{folder.relative_to(work)}: now owned by" in own.stdout
+    assert f"{tmp_path / 'fsx'}: made" in own.stdout
+    assert (tmp_path / "calls.log").read_text().count("sudo -n chown") == 2  # only the two that were not writable
+    again = subprocess.run(["bash", str(work / "first-job/own-folders.sh")], env=env, capture_output=True, text=True,
+                           timeout=60)
+    assert again.returncode == 0 and "now owned" not in again.stdout and "made" not in again.stdout  # idempotent
+    proc = _submit(work, env, 91)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_own_folders_without_sudo_says_the_command_to_run(rendered, tmp_path: Path):
+    work, env = _sandbox(tmp_path, rendered)
+    (tmp_path / "bin/sudo").write_text("#!/bin/bash\necho 'sudo: a password is required' >&2\nexit 1\n")
+    (tmp_path / "bin/sudo").chmod(0o755)
+    _as_imported(work / "logs")
+    own = subprocess.run(["bash", str(work / "first-job/own-folders.sh")], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert own.returncode == 1
+    assert (f"{work.name}/logs is not writable" in own.stderr or "logs is not writable" in own.stderr) \
+        and "sudo install -d -o" in own.stderr and "(or ask an administrator)" in own.stderr
+
+
+def test_the_own_folders_script_passes_shellcheck(rendered):
+    scripts = sorted(p for target, *_ in rendered.values() for p in (target / "first-job").glob("own-folders.sh"))
+    assert len(scripts) == len(rendered)
+    linted = shellcheck.lint(scripts, "--norc")
+    assert linted.returncode == 0, linted.stdout[:4000] + linted.stderr[:2000]
+
+
+def test_the_command_says_to_own_the_folders_before_submitting(tmp_path: Path):
+    result = CliRunner().invoke(cli_app, ["acceptance", "first-job", str(slurm_examples()["p5-parallelcluster"]),
+                                          "--out", str(tmp_path / "acceptance")])
+    assert result.exit_code == 0, result.output
+    assert "&& bash first-job/own-folders.sh && sbatch first-job/gpu.sbatch" in result.output
