@@ -53,6 +53,12 @@ class Teardown:
     """Live stacks, in the order they are deleted."""
     kept: list[Kept]
     """Retained resources of the live and the deleted stacks that are still there."""
+    kept_by: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(type, physical ID) of each of :attr:`kept` -> which destroy keeps or kept it: this one (its stack is live) or
+    an earlier one (its stack deleted, and when)."""
+
+    def who_kept(self, k: Kept) -> str:
+        return self.kept_by.get((k.type, k.physical_id), f"{k.stack}")
 
     @property
     def network(self) -> DeployedStack | None:
@@ -81,14 +87,21 @@ def read(session: Any, project: str) -> Teardown:
     network_name = stack_name(project, NETWORK)
     network = next((s for s in live + deleted if s.name == network_name), None)
     exports = network_exports(project, network)
-    seen: set[tuple[str, str]] = set()
-    kept = []
+    kept, by = [], {}
     for stack in live + deleted:
         for k in retained(stack, network_name, exports, session.region):
-            if (k.type, k.physical_id) not in seen:
-                seen.add((k.type, k.physical_id))
+            if (k.type, k.physical_id) not in by:
+                by[(k.type, k.physical_id)] = kept_by(stack)
                 kept.append(k)
-    return Teardown(project, session.region, delete_order(live), present(session, kept))
+    return Teardown(project, session.region, delete_order(live), present(session, kept), by)
+
+
+def kept_by(stack: DeployedStack) -> str:
+    """Which destroy keeps what ``stack`` retains: this one while the stack is live, else the one that deleted it."""
+    if not stack.deleted:
+        return f"this destroy ({stack.name})"
+    when = f", deleted {stack.deleted_at[:10]}" if stack.deleted_at else ""
+    return f"an earlier destroy ({stack.name}{when})"
 
 
 def present(session: Any, kept: list[Kept]) -> list[Kept]:

@@ -44,6 +44,8 @@ class DeployedStack:
     template: dict = field(default_factory=dict)
     resources: list[dict] = field(default_factory=list)
     """ListStackResources' summaries."""
+    deleted_at: str | None = None
+    """When a deleted stack was deleted (ListStacks' ``DeletionTime``, ISO 8601): which destroy kept its resources."""
 
     @property
     def role(self) -> str:
@@ -72,9 +74,11 @@ def _read(cfn: Any, described: dict) -> DeployedStack:
     resources: list[dict] = []
     for page in cfn.get_paginator("list_stack_resources").paginate(StackName=stack_id):
         resources.extend(page.get("StackResourceSummaries", []))
+    when = described.get("DeletionTime")
     return DeployedStack(name=described["StackName"], stack_id=stack_id, status=described["StackStatus"],
                          protected=bool(described.get("EnableTerminationProtection")),
-                         template=json.loads(body) if isinstance(body, str) else dict(body), resources=resources)
+                         template=json.loads(body) if isinstance(body, str) else dict(body), resources=resources,
+                         deleted_at=when.isoformat() if hasattr(when, "isoformat") else (str(when) if when else None))
 
 
 def read_stacks(cfn: Any, project: str) -> tuple[list[DeployedStack], list[DeployedStack]]:

@@ -33,20 +33,25 @@ def _show_plan(teardown: Any, delete_retained: bool) -> None:
         _say(f"  {s.name}  {s.status}{lock}")
     if teardown.kept:
         verb = "deletes too (--delete-retained)" if delete_retained else "keeps (retained)"
-        _say(f"and {verb}: {len(teardown.kept)} resources ({', '.join(sorted({k.type for k in teardown.kept}))})")
+        _say(f"and {verb}: {len(teardown.kept)} resources:")
+        for k in teardown.kept:
+            size = f"  [{k.detail}]" if k.detail else ""
+            _say(f"  {k.type}  {k.physical_id}{size}  {k.cost or 'cost not read'}  kept by {teardown.who_kept(k)}")
     if teardown.network and teardown.blocking() and not delete_retained:
         _say(f"  {teardown.network.name} stays while what it holds is kept (listed at the end)")
 
 
-def _confirmed(name: str, yes: bool, confirm: str | None, delete_retained: bool, output: Output) -> None:
-    """Returns when the user said so; otherwise exits (2: a wrong or missing confirmation, 1: declined)."""
+def _confirmed(name: str, yes: bool, confirm: str | None, delete_retained: bool, output: Output,
+               data: str = "the data they kept") -> None:
+    """Returns when the user said so; otherwise exits (2: a wrong or missing confirmation, 1: declined). One question
+    per project: its name typed, after every resource it deletes was listed (:func:`_show_plan`)."""
     if confirm is not None and confirm != name:
         _say(f"error: --confirm {confirm!r} does not name the project {name!r} (hint: --confirm {name})")
         raise typer.Exit(2)
     if confirm == name or (yes and not delete_retained):
         return
     if output is Output.text and sys.stdin.isatty():
-        what = "its stacks AND the data they kept" if delete_retained else "its stacks"
+        what = f"its stacks AND {data}" if delete_retained else "its stacks"
         typed = typer.prompt(f"Type the project name ({name}) to delete {what}", default="", show_default=False)
         if typed.strip() == name:
             return
@@ -130,7 +135,10 @@ def destroy(
                 outcome.network_kept = f"{network.name} would be kept: what it holds is kept"
                 outcome.network_cost = teardown_api.network_cost(network)
         else:
-            _confirmed(name, yes, confirm, delete_retained, output)
+            earlier = sum(teardown.who_kept(k).startswith("an earlier") for k in teardown.kept)
+            data = (f"the {len(teardown.kept)} resources listed above" +
+                    (f", {earlier} of them kept by earlier destroys" if earlier else ""))
+            _confirmed(name, yes, confirm, delete_retained, output, data)
             try:
                 with session.errors():
                     outcome = teardown_api.destroy(session, teardown, delete_retained=delete_retained,
@@ -153,4 +161,5 @@ def as_dict(teardown: Any, outcome: Any, dry_run: bool = False) -> dict[str, Any
             "deleted_retained": outcome.deleted_retained, "left": outcome.left,
             "network_kept": outcome.network_kept or None,
             "network_monthly_usd": outcome.network_cost[0] if outcome.network_kept else None,
-            "kept": [k.as_dict() for k in outcome.kept], "kept_monthly_usd": round(total(outcome), 2)}
+            "kept": [{**k.as_dict(), "kept_by": teardown.who_kept(k)} for k in outcome.kept],
+            "kept_monthly_usd": round(total(outcome), 2)}

@@ -104,3 +104,36 @@ def test_without_a_region_anywhere_it_says_where_it_looked(moto, tmp_path: Path,
     assert result.exit_code == 2, result.output
     assert "no AWS Region" in result.output and "--region" in result.output
     assert "Traceback" not in result.output
+
+
+def test_delete_retained_lists_each_resource_with_its_size_cost_and_the_destroy_that_kept_it(moto, tmp_path: Path):
+    """What --delete-retained would delete, one line each: type, name, size or state, monthly cost, and which destroy
+    kept it: data an earlier destroy kept is said so, not swept in on a count."""
+    _stack("demo-storage", {"Data": {"Type": "AWS::S3::Bucket", **RETAIN, "Properties": {"BucketName": "demo-data"}}})
+    file = tmp_path / "demo.yaml"
+    file.write_text(BASE + f"region: {REGION}\n")
+    first = CliRunner().invoke(app, ["destroy", str(file), "--confirm", "demo"])
+    assert first.exit_code == 0, first.output
+    _stack("demo-storage", {"Logs": {"Type": "AWS::Logs::LogGroup", **RETAIN,
+                                     "Properties": {"LogGroupName": "demo-logs"}}})  # deployed again, new data
+    result = CliRunner().invoke(app, ["destroy", str(file), "--dry-run", "--delete-retained"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "and deletes too (--delete-retained): 2 resources:" in lines
+    bucket = next(line for line in lines if "AWS::S3::Bucket  demo-data" in line)
+    assert "by use: $" in bucket and bucket.endswith("kept by an earlier destroy (demo-storage)")
+    logs = next(line for line in lines if "AWS::Logs::LogGroup  demo-logs" in line)
+    assert logs.endswith("kept by this destroy (demo-storage)")
+    data = json.loads(CliRunner().invoke(app, ["destroy", str(file), "--dry-run", "-o", "json"]).stdout)
+    assert {k["id"]: k["kept_by"] for k in data["kept"]} == {"demo-logs": "this destroy (demo-storage)",
+                                                              "demo-data": "an earlier destroy (demo-storage)"}
+
+
+def test_an_earlier_destroy_is_named_by_its_date() -> None:
+    """CloudFormation's ListStacks gives a deleted stack's DeletionTime (moto leaves it out)."""
+    from fmcluster.aws.destroy import kept_by
+    from fmcluster.aws.teardown import DeployedStack
+
+    gone = DeployedStack("demo-storage", "arn:1", "DELETE_COMPLETE", False, deleted_at="2026-11-30T12:00:00+00:00")
+    assert kept_by(gone) == "an earlier destroy (demo-storage, deleted 2026-11-30)"
+    assert kept_by(DeployedStack("demo-storage", "arn:2", "CREATE_COMPLETE", True)) == "this destroy (demo-storage)"
