@@ -48,6 +48,8 @@ class Comparison:
     removed: list[Change] = field(default_factory=list)
     cluster_updates: list[pcluster_update.ClusterUpdate] = field(default_factory=list)
     """ParallelCluster changes that need the fleet or login nodes stopped, or a new cluster."""
+    lifecycle: list[str] = field(default_factory=list)
+    """Stacks whose HyperPod lifecycle scripts change: running nodes keep their old ones (:func:`lifecycle_changes`)."""
 
     def as_dict(self) -> dict:
         def items(changes: list[Change]) -> list[dict]:
@@ -55,6 +57,7 @@ class Comparison:
                     for c in changes]
         return {"verdict": "refused" if self.replacements else "safe", "in_place": items(self.in_place),
                 "replaced": items(self.replaced), "added": items(self.added), "removed": items(self.removed),
+                "lifecycle_scripts_change": self.lifecycle,
                 "cluster_updates": [{"cluster": u.cluster, "key": u.change.where, "change": u.change.describe(),
                                      "update_policy": u.change.policy, "needs": u.needs} for u in self.cluster_updates]}
 
@@ -102,6 +105,29 @@ def differences(old: dict[str, dict], new: dict[str, dict], judged: set[tuple[st
     return out
 
 
+HYPERPOD_CLUSTER = "AWS::SageMaker::Cluster"
+SCRIPTS_UPLOAD = "Custom::CDKBucketDeployment"
+"""What uploads a HyperPod cluster's lifecycle scripts (``stacks/hyperpod.py``'s BucketDeployment, to a fixed prefix:
+the cluster resource itself does not change when the scripts do)."""
+LIFECYCLE_NOTE = ("HyperPod lifecycle scripts change in {stacks}: nodes already running keep the scripts they started "
+                  "with until they are replaced; new nodes and new instance groups run the new ones. `aws sagemaker "
+                  "update-cluster-software --cluster-name ARN` re-runs them on every node of each instance group, on a "
+                  "new root volume (the nodes go down: drain them first)")
+"""AWS's "Updating a cluster with new or updated lifecycle scripts" (SageMaker developer guide, HyperPod): UpdateCluster
+runs the lifecycle scripts only for new instance groups; UpdateClusterSoftware re-runs them on the entire instance
+group; update-cluster-software replaces the root volume (its CLI reference)."""
+
+
+def lifecycle_changes(comparison: Comparison, new: dict[str, dict]) -> list[str]:
+    """The stacks whose HyperPod cluster's lifecycle scripts change: their upload, or the cluster's ``LifeCycleConfig``
+    (``InstanceGroups``), changes in place or is replaced."""
+    clusters = {name for name, t in new.items()
+                if any(r.get("Type") == HYPERPOD_CLUSTER for r in t.get("Resources", {}).values())}
+    found = [c.stack for c in comparison.in_place + comparison.replaced if c.stack in clusters and (
+        c.type == SCRIPTS_UPLOAD or (c.type == HYPERPOD_CLUSTER and "InstanceGroups" in c.properties))]
+    return sorted(set(found))
+
+
 def compare_files(new_ref: str | Path, old_ref: str | Path, synthesize: guard.Synthesize) -> Comparison:
     """Synthesize both files once: the guard's verdict and every other difference."""
     old, new, moved = guard.synthesize_both(new_ref, old_ref, synthesize)
@@ -111,6 +137,7 @@ def compare_files(new_ref: str | Path, old_ref: str | Path, synthesize: guard.Sy
     found = differences(old, new, {(r.stack, r.logical_id) for r in replacements})
     found.replacements = replacements
     found.cluster_updates = pcluster_update.template_updates(old, new)
+    found.lifecycle = lifecycle_changes(found, new)
     return found
 
 
@@ -143,6 +170,8 @@ def summary(against: str, comparison: Comparison) -> list[str]:
             lines += [f"    {item}" for item in items[:SHOWN]]
             if len(items) > SHOWN:
                 lines.append(f"    and {len(items) - SHOWN} more (plan -o json lists them all)")
+    if comparison.lifecycle:
+        lines.append(f"  {LIFECYCLE_NOTE.format(stacks=', '.join(comparison.lifecycle))}")
     updates = comparison.cluster_updates
     if updates:
         lines.append(f"  needs more than a ParallelCluster update ({len(updates)}):")

@@ -120,3 +120,34 @@ def test_a_change_parallelcluster_never_applies_is_refused_by_plan_as_by_deploy(
     text = " ".join(result.output.split())
     assert "HeadNode.InstanceType" in text and "a new cluster: ParallelCluster does not update it" in text
     assert "fmcluster deploy would refuse this" in text
+
+
+HYPERPOD = BASE + "orchestrator: {type: hyperpod}\n"
+
+
+def test_a_hyperpod_lifecycle_change_says_running_nodes_keep_their_old_scripts(tmp_path: Path) -> None:
+    """The lifecycle scripts reach HyperPod through an upload to a fixed prefix: the cluster resource does not change,
+    and HyperPod runs them only on new nodes (AWS: UpdateCluster runs them for new instance groups only)."""
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(HYPERPOD)
+    new.write_text(HYPERPOD + "storage:\n  scratch: {mount_path: /scratch2}\n")  # rendered into every bundle
+    runner = CliRunner()
+    result = runner.invoke(app, ["plan", str(new), "--against", str(old)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert ("HyperPod lifecycle scripts change in demo-cluster: nodes already running keep the scripts they started "
+            "with until they are replaced") in text
+    assert "aws sagemaker update-cluster-software --cluster-name ARN" in text
+    same = runner.invoke(app, ["plan", str(old), "--against", str(old), "-o", "json"])
+    assert json.loads(same.stdout)["changes"]["lifecycle_scripts_change"] == []
+
+
+def test_the_lifecycle_note_needs_a_hyperpod_cluster_in_the_stack() -> None:
+    upload = {"Type": "Custom::CDKBucketDeployment", "Properties": {"SourceObjectKeys": ["a.zip"]}}
+    cluster = {"Type": "AWS::SageMaker::Cluster", "Properties": {"InstanceGroups": []}}
+    old = {"demo-cluster": {"Resources": {"Upload": upload, "Cluster": cluster}},
+           "demo-other": {"Resources": {"Upload": upload}}}
+    new = {"demo-cluster": {"Resources": {"Upload": {**upload, "Properties": {"SourceObjectKeys": ["b.zip"]}},
+                                          "Cluster": cluster}},
+           "demo-other": {"Resources": {"Upload": {**upload, "Properties": {"SourceObjectKeys": ["b.zip"]}}}}}
+    assert plandiff.lifecycle_changes(plandiff.differences(old, new, set()), new) == ["demo-cluster"]
