@@ -456,3 +456,23 @@ def test_the_command_says_to_own_the_folders_before_submitting(tmp_path: Path):
                                           "--out", str(tmp_path / "acceptance")])
     assert result.exit_code == 0, result.output
     assert "&& bash first-job/own-folders.sh && sbatch first-job/gpu.sbatch" in result.output
+
+
+@pytest.mark.parametrize("example, group", [("p5en-hyperpod", "train"), ("p5-pcs", "gpu")])
+def test_the_first_job_starts_on_every_slurm_path(rendered, tmp_path: Path, example: str, group: str):
+    """HyperPod (pyxis: the pinned image, pulled as enroot 3.4 reads it) and PCS (no pyxis: the nodes' torchrun) as
+    ParallelCluster's above: the rendered job, after own-folders.sh, trains and logs its result line."""
+    work, env = _sandbox(tmp_path, rendered, example=example)
+    (tmp_path / "bin/sudo").write_text(SUDO)
+    (tmp_path / "bin/sudo").chmod(0o755)
+    assert subprocess.run(["bash", str(work / "first-job/own-folders.sh")], env=env, capture_output=True,
+                          timeout=60).returncode == 0
+    proc = subprocess.run(["bash", str(work / f"first-job/{group}.sbatch")], cwd=work,
+                          env=env | {"SLURM_JOB_ID": "93"}, capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _result((work / f"first-job/logs/train-{group}-93.txt").read_text())["last_step"] == "4"
+    pulled = [line for line in (tmp_path / "calls.log").read_text().splitlines() if line.startswith("enroot ")]
+    if example == "p5-pcs":
+        assert pulled == []  # configless slurmd: no pyxis, no container
+    else:
+        assert pulled and pulled[0].startswith("enroot registry=public.ecr.aws image=deep-learning-containers/")
