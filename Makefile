@@ -29,7 +29,7 @@ node_modules/.installed: package.json package-lock.json
 
 synth: setup  ## synthesize projects/$(PROJECT).yaml to cdk.out/ and print its plan
 	cdk synth -c project=$(PROJECT) --quiet --no-notices
-	fmcluster diagram $(PROJECT) --out cdk.out/$(PROJECT)-diagram.png
+	fmcluster diagram $(PROJECT) --optional --out cdk.out/$(PROJECT)-diagram.png
 	fmcluster plan $(PROJECT)
 
 plan: setup

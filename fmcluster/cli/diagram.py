@@ -60,6 +60,8 @@ def render(graph: model.Graph, target: Path) -> Path:
 def diagram(
     project: str = PROJECT_ARG,
     out_file: Path = typer.Option(None, "--out", help="A .png or .svg file. Default: out/PROJECT/diagram.png."),
+    optional: bool = typer.Option(False, "--optional", help="Without graphviz's `dot`: say how to get it and exit 0 "
+                                  "(`make synth` draws the diagram only where graphviz is installed)."),
 ) -> None:
     """Draw the project: VPC and subnets by zone, placement groups and nodes per group (GPUs, EFA), each UltraServer's
     NVLink domain, FSx and its S3 associations (a team's bucket drawn as itself), the Slurm head node or HyperPod's
@@ -69,11 +71,14 @@ def diagram(
     """
     _, plan, _ = _load(project, Output.text)
     target = out_file or default_out(plan.project, "diagram.png")
-    target.parent.mkdir(parents=True, exist_ok=True)
     if target.suffix.lower() not in (".png", ".svg"):
         err.print(f"error: {target} must end in .png or .svg", highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(2)
     if shutil.which("dot") is None:
+        if optional:
+            err.print(f"diagram skipped: graphviz's `dot` is not installed (apt-get install graphviz, or brew install "
+                      f"graphviz; then fmcluster diagram {project})", highlight=False, markup=False, soft_wrap=True)
+            return
         err.print("error: graphviz's `dot` is not installed (hint: apt-get install graphviz, or brew install graphviz)",
                   highlight=False, markup=False)
         raise typer.Exit(1)
