@@ -1,5 +1,6 @@
-"""README.md's examples are true: every YAML block is a project that validates with no error or warning, and
-every `fmcluster ...` and `make ...` command it shows exists, with every option it names."""
+"""README.md's and the docs pages' examples are true (docs/*.md: what README used to hold, tests/test_docs.py):
+every YAML block is a project that validates with no error or warning, and every `fmcluster ...` and `make ...`
+command they show exists, with every option it names."""
 
 from __future__ import annotations
 
@@ -16,13 +17,17 @@ from fmcluster import checks, config
 from fmcluster.cli import app
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```", README, re.S | re.M)
+PAGES = {"README.md": README} | {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8")
+                                 for p in sorted((ROOT / "docs").rglob("*.md"))}
+TEXT = "\n".join(PAGES.values())
+BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```", TEXT, re.S | re.M)
+README_BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```", README, re.S | re.M)
 YAML_BLOCKS = [body for lang, body in BLOCKS if lang == "yaml"]
 
 
 def commands(program: str) -> list[str]:
-    """Every command line for ``program`` that README shows: in code blocks (with their continuation lines)
-    and in inline code that starts with the program's name."""
+    """Every command line for ``program`` that README and the docs pages show: in code blocks (with their
+    continuation lines) and in inline code that starts with the program's name."""
     found: list[str] = []
     for lang, body in BLOCKS:
         if lang == "yaml":
@@ -37,7 +42,7 @@ def commands(program: str) -> list[str]:
                 found[-1] += " " + text.strip()  # a continuation line of the command above
             else:
                 previous = False
-    found += [span for span in re.findall(r"`([^`\n]+)`", README) if span.startswith(program + " ")]
+    found += [span for span in re.findall(r"`([^`\n]+)`", TEXT) if span.startswith(program + " ")]
     return found
 
 
@@ -96,7 +101,8 @@ def test_every_make_command_is_a_target(line: str) -> None:
     assert words and all(w in _make_targets() for w in words), f"{line!r}: targets are {sorted(_make_targets())}"
 
 
-QUICK_PATH = next(body for lang, body in BLOCKS if "fmcluster new llama-pretrain" in body and "destroy" in body)
+QUICK_PATH = next(body for lang, body in README_BLOCKS
+                  if "fmcluster new llama-pretrain" in body and "destroy" in body)
 """The block of README's "From a new project to a first job, and back": one command a step."""
 
 

@@ -1,5 +1,5 @@
 """The IAM actions each command that calls AWS needs: all read-only except the Grafana service account and
-token that ``dashboards push`` makes. README's "Commands that call AWS" shows them; ``tests/aws/test_permissions.py``
+token that ``dashboards push`` makes. docs/cli.md's "Commands that call AWS" shows them; ``tests/aws/test_permissions.py``
 checks each against botocore's service models and against the calls the code makes.
 
 An IAM action is the service's prefix (botocore's ``signingName``) and the API operation's name (the Service

@@ -91,7 +91,7 @@ REGION_ORDER = ("--region", "the project's region:", "AWS_REGION", "AWS_DEFAULT_
                 "the profile's region (~/.aws/config)", "the project's availability_zone_id")
 """Where the Region comes from, first found wins."""
 
-DOCS = "README.md, \"Commands that call AWS\""
+DOCS = "docs/cli.md, \"Commands that call AWS\""
 
 
 def is_account_problem(exc: BaseException) -> bool:

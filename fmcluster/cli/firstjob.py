@@ -2,7 +2,7 @@
 
 It sits beside ``acceptance render`` and writes into the same folder (``DIR/first-job/``): one ``aws s3 sync`` of
 that folder into the bucket's imported prefix puts the acceptance jobs and the first job on FSx together, and the
-README's walk from deploy to a first log line is one list of steps. Touches no AWS; prints what to run.
+the docs' walk from deploy to a first log line (docs/after-deploy.md) is one list of steps. Touches no AWS; prints what to run.
 """
 
 from __future__ import annotations

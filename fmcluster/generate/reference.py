@@ -1,7 +1,7 @@
 """The key reference, ``docs/project-file.md``: every key of a project file, generated from the pydantic models.
 
 Each key gets its description (the field's own), type, default, allowed values and an example taken
-from a shipped project (``projects/default.yaml``, ``examples/``, README.md's project example) or
+from a shipped project (``projects/default.yaml``, ``examples/``, the project examples of README.md and docs/) or
 the field's ``examples``. Error hints link to these sections (:func:`fmcluster.config.messages.see`
 builds the same anchors). Regenerate with ``make docs`` (``python -m fmcluster.generate.reference``);
 ``tests/generate/test_reference.py`` fails when the committed file is stale.
@@ -168,15 +168,17 @@ def _default(info: FieldInfo) -> str | None:
 
 
 def _shipped(root: Path) -> list[tuple[str, Any]]:
-    """The shipped projects' data, with their names: the default project, the examples, README's example."""
+    """The shipped projects' data, with their names: the default project, the examples, the project examples of
+    README.md and of the docs pages."""
     found: list[tuple[str, Any]] = []
     for path in [root / "projects" / "default.yaml", *sorted((root / "examples").glob("*.yaml"))]:
         if path.is_file():
             found.append((path.relative_to(root).as_posix(), yaml.safe_load(path.read_text(encoding="utf-8"))))
-    readme = root / "README.md"
-    if readme.is_file():
-        for block in re.findall(r"```yaml\n(.*?)```", readme.read_text(encoding="utf-8"), re.S):
-            found.append(("README.md", yaml.safe_load(block)))
+    docs = sorted(p for p in (root / "docs").glob("*.md") if p.name != "project-file.md")  # this file: the output
+    for page in [root / "README.md", *docs]:
+        if page.is_file():
+            for block in re.findall(r"```yaml\n(.*?)```", page.read_text(encoding="utf-8"), re.S):
+                found.append((page.relative_to(root).as_posix(), yaml.safe_load(block)))
     return found
 
 

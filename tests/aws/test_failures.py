@@ -323,7 +323,7 @@ def test_access_denied_names_the_action(command: Command, home: Path, answering)
     assert code == exit_for(command, 1)
     assert line.startswith(f"error: access denied to {command.action} in us-east-1")
     assert f"allow {command.action} in an IAM policy" in line and "Commands that call AWS" in line
-    assert f"`fmcluster {command.name}` needs {', '.join(COMMAND_ACTIONS[command.name])}: see README.md" in line
+    assert f"`fmcluster {command.name}` needs {', '.join(COMMAND_ACTIONS[command.name])}: see docs/cli.md" in line
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=IDS)

@@ -47,7 +47,7 @@ def test_datasets_in_other_buckets_are_covered() -> None:
                  "storage.fsx.associations[].import_events", "storage.fsx.associations[].export_events"):
         section = text.split(f"`{path}`", 1)[1].split("\n#", 1)[0]
         assert "- example:" in section, path
-    assert "## Datasets already in S3" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "## Datasets already in S3" in (ROOT / "docs" / "projects.md").read_text(encoding="utf-8")
 
 
 def _hints() -> list[str]:
