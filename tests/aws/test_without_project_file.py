@@ -137,3 +137,12 @@ def test_an_earlier_destroy_is_named_by_its_date() -> None:
     gone = DeployedStack("demo-storage", "arn:1", "DELETE_COMPLETE", False, deleted_at="2026-11-30T12:00:00+00:00")
     assert kept_by(gone) == "an earlier destroy (demo-storage, deleted 2026-11-30)"
     assert kept_by(DeployedStack("demo-storage", "arn:2", "CREATE_COMPLETE", True)) == "this destroy (demo-storage)"
+
+
+def test_without_a_name_to_read_the_stacks_by_it_says_how_to_give_one(moto, tmp_path: Path):
+    file = tmp_path / "Not A Name.yaml"
+    file.write_text("compute_groups: [\n")
+    result = CliRunner().invoke(app, ["destroy", str(file), "--dry-run", "--region", REGION])
+    assert result.exit_code == 2, result.output
+    assert "destroy needs the project's name: give the name its stacks carry (NAME-network, ...)" in result.output
+    assert "Traceback" not in result.output
