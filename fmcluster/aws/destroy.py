@@ -28,6 +28,7 @@ from fmcluster.aws.teardown import (
     DeployedStack,
     delete_order,
     network_exports,
+    project_tag,
     read_stacks,
     retained,
 )
@@ -59,6 +60,14 @@ class Teardown:
 
     def who_kept(self, k: Kept) -> str:
         return self.kept_by.get((k.type, k.physical_id), f"{k.stack}")
+
+    def foreign(self) -> list[DeployedStack]:
+        """Live stacks with the project's names that fmcluster did not deploy for it: it tags every stack's resources
+        ``fmcluster:project=NAME`` (``stacks/app.py``; :func:`~fmcluster.aws.teardown.project_tag`). destroy deletes
+        none of them, and so nothing. A stack that holds nothing (a change set never executed: REVIEW_IN_PROGRESS, no
+        template) is not judged: deleting it deletes nothing."""
+        return [s for s in self.stacks if (tag := project_tag(s)) != self.project
+                and (tag is not None or s.resources or s.template.get("Resources"))]
 
     @property
     def network(self) -> DeployedStack | None:

@@ -28,6 +28,7 @@ from botocore.exceptions import ClientError
 from fmcluster.aws.kept import Kept
 from fmcluster.aws.session import is_account_problem
 from fmcluster.contracts import DATABASE_SUBNET_OUTPUTS, NETWORK_OUTPUTS, STACKS, export_name, stack_name
+from fmcluster.facts import PROJECT_TAG
 from fmcluster.guard import RETAINED
 
 NETWORK = "network"
@@ -46,6 +47,8 @@ class DeployedStack:
     """ListStackResources' summaries."""
     deleted_at: str | None = None
     """When a deleted stack was deleted (ListStacks' ``DeletionTime``, ISO 8601): which destroy kept its resources."""
+    tags: dict[str, str] = field(default_factory=dict)
+    """The stack's tags (DescribeStacks; none for a deleted stack, which ListStacks lists without them)."""
 
     @property
     def role(self) -> str:
@@ -57,6 +60,22 @@ class DeployedStack:
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "status": self.status, "termination_protection": self.protected}
+
+
+def project_tag(stack: DeployedStack) -> str | None:
+    """The project ``stack`` was deployed for: its ``fmcluster:project`` tag, on the stack or, as CDK deploys
+    fmcluster's stacks (``Tags.of(stack)`` tags every resource; the stack itself carries none), on the resources of
+    its template. None: nothing in it carries the tag (fmcluster did not deploy it)."""
+    if PROJECT_TAG in stack.tags:
+        return stack.tags[PROJECT_TAG]
+    for spec in stack.template.get("Resources", {}).values():
+        tags = spec.get("Properties", {}).get("Tags") if isinstance(spec, dict) else None
+        if isinstance(tags, dict) and isinstance(tags.get(PROJECT_TAG), str):
+            return tags[PROJECT_TAG]
+        for tag in tags if isinstance(tags, list) else []:
+            if isinstance(tag, dict) and tag.get("Key") == PROJECT_TAG and isinstance(tag.get("Value"), str):
+                return tag["Value"]
+    return None
 
 
 def _live(cfn: Any, name: str) -> dict | None:
@@ -78,7 +97,8 @@ def _read(cfn: Any, described: dict) -> DeployedStack:
     return DeployedStack(name=described["StackName"], stack_id=stack_id, status=described["StackStatus"],
                          protected=bool(described.get("EnableTerminationProtection")),
                          template=json.loads(body) if isinstance(body, str) else dict(body), resources=resources,
-                         deleted_at=when.isoformat() if hasattr(when, "isoformat") else (str(when) if when else None))
+                         deleted_at=when.isoformat() if hasattr(when, "isoformat") else (str(when) if when else None),
+                         tags={t["Key"]: t["Value"] for t in described.get("Tags") or [] if "Key" in t})
 
 
 def read_stacks(cfn: Any, project: str) -> tuple[list[DeployedStack], list[DeployedStack]]:

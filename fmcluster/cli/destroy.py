@@ -18,6 +18,7 @@ from typing import Any
 import typer
 
 from fmcluster.cli.awserrors import account_errors
+from fmcluster.facts import PROJECT_TAG
 from fmcluster.cli.deployed import deployed
 from fmcluster.cli.project import OUTPUT_OPT, PROJECT_ARG, Output, err, out
 
@@ -61,6 +62,21 @@ def _confirmed(name: str, yes: bool, confirm: str | None, delete_retained: bool,
         _say(f"error: --delete-retained deletes {name}'s kept data: it needs --confirm {name} (--yes is not enough)")
     else:
         _say(f"error: destroy deletes {name}'s stacks: confirm with --yes or --confirm {name}")
+    raise typer.Exit(2)
+
+
+def _refuse_foreign(name: str, foreign: list[Any], as_json: bool) -> None:
+    """Exit 2: a stack named like the project's is not one fmcluster deployed for it (the stacks are read by name)."""
+    from fmcluster.aws.teardown import project_tag  # boto3, as the other account calls here
+
+    which = ", ".join(f"{s.name} ({PROJECT_TAG}={tag})" if (tag := project_tag(s)) is not None
+                      else f"{s.name} (no {PROJECT_TAG} tag)" for s in foreign)
+    message = (f"{which}: not deployed by fmcluster for {name}, whose stacks carry the tag {PROJECT_TAG}={name}; "
+               "nothing deleted (hint: check the project's name; delete a stack of your own with aws cloudformation "
+               "delete-stack)")
+    if as_json:
+        print(json.dumps({"ok": False, "error": message, "exit_code": 2}, indent=2))
+    _say(f"error: {message}")
     raise typer.Exit(2)
 
 
@@ -124,6 +140,8 @@ def destroy(
         session = aws_session(target, region=region, command="destroy")
         with session.errors():
             teardown = teardown_api.read(session, name)
+        if foreign := teardown.foreign():
+            _refuse_foreign(name, foreign, as_json)
         if not teardown.stacks:
             _say(f"no stack of {name} is deployed in {session.region}")
         else:

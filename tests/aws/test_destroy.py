@@ -42,7 +42,8 @@ def moto(monkeypatch: pytest.MonkeyPatch):
 def _stack(name: str, resources: dict, outputs: dict | None = None, protect: bool = False) -> None:
     body = {"Resources": resources, "Outputs": outputs or {}}
     boto3.client("cloudformation", region_name=REGION).create_stack(
-        StackName=name, TemplateBody=json.dumps(body), EnableTerminationProtection=protect)
+        StackName=name, TemplateBody=json.dumps(body), EnableTerminationProtection=protect,
+        Tags=[{"Key": "fmcluster:project", "Value": name.rsplit("-", 1)[0]}])  # as stacks/app.py tags every stack
 
 
 RETAIN = {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}

@@ -39,7 +39,8 @@ def moto(monkeypatch: pytest.MonkeyPatch):
 def _stack(name: str, resources: dict, outputs: dict | None = None, protect: bool = False) -> None:
     body = {"Resources": resources, "Outputs": outputs or {}}
     boto3.client("cloudformation", region_name=REGION).create_stack(
-        StackName=name, TemplateBody=json.dumps(body), EnableTerminationProtection=protect)
+        StackName=name, TemplateBody=json.dumps(body), EnableTerminationProtection=protect,
+        Tags=[{"Key": "fmcluster:project", "Value": name.rsplit("-", 1)[0]}])  # as stacks/app.py tags every stack
 
 
 def _deploy() -> None:
@@ -146,3 +147,48 @@ def test_without_a_name_to_read_the_stacks_by_it_says_how_to_give_one(moto, tmp_
     assert result.exit_code == 2, result.output
     assert "destroy needs the project's name: give the name its stacks carry (NAME-network, ...)" in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("tags", [[], [{"Key": "fmcluster:project", "Value": "other"}]])
+def test_a_stack_fmcluster_did_not_deploy_for_the_project_is_never_deleted(moto, tmp_path: Path, monkeypatch, tags):
+    """The stacks are read by name, and a name can be mistyped or taken: a stack without the project's tag
+    (``fmcluster:project=NAME``, on every stack fmcluster deploys) stops destroy before anything is deleted."""
+    _deploy()
+    boto3.client("cloudformation", region_name=REGION).create_stack(
+        StackName="demo-observability", TemplateBody=json.dumps({"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}}),
+        Tags=tags)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["destroy", "demo", "--confirm", "demo", "--region", REGION])
+    assert result.exit_code == 2, result.output
+    said = "(no fmcluster:project tag)" if not tags else "(fmcluster:project=other)"
+    assert f"error: demo-observability {said}: not deployed by fmcluster for demo" in result.output
+    assert "nothing deleted" in result.output
+    assert _stacks() == {"demo-network", "demo-storage", "demo-cluster", "demo-observability"}
+
+
+def test_the_project_tag_is_read_from_the_stack_or_its_resources() -> None:
+    """CDK deploys fmcluster's stacks untagged and tags their resources (stacks/app.py's Tags.of(stack)): either says."""
+    from fmcluster.aws.teardown import DeployedStack, project_tag
+
+    def stack(template: dict, tags: dict | None = None) -> DeployedStack:
+        return DeployedStack("demo-network", "arn:1", "CREATE_COMPLETE", False, template=template, tags=tags or {})
+
+    untagged = {"Type": "AWS::EC2::Subnet", "Properties": {"CidrBlock": "10.0.0.0/24"}}
+    listed = {"Type": "AWS::EC2::VPC", "Properties": {"Tags": [{"Key": "fmcluster:project", "Value": "demo"}]}}
+    mapped = {"Type": "AWS::SageMaker::Cluster", "Properties": {"Tags": {"fmcluster:project": "demo"}}}
+    assert project_tag(stack({"Resources": {"A": untagged, "B": listed}})) == "demo"
+    assert project_tag(stack({"Resources": {"A": untagged, "B": mapped}})) == "demo"
+    assert project_tag(stack({"Resources": {"A": untagged}}, {"fmcluster:project": "other"})) == "other"
+    assert project_tag(stack({"Resources": {"A": untagged}})) is None
+
+
+def test_an_empty_stack_is_not_judged_by_its_tags() -> None:
+    """A change set never executed (REVIEW_IN_PROGRESS) leaves a stack with no template and no resources: there is
+    nothing to tag, and deleting it deletes nothing (the rehearsal's ParallelCluster cluster stack is one)."""
+    from fmcluster.aws.destroy import Teardown
+    from fmcluster.aws.teardown import DeployedStack
+
+    empty = DeployedStack("demo-cluster", "arn:1", "REVIEW_IN_PROGRESS", False)
+    full = DeployedStack("demo-network", "arn:2", "CREATE_COMPLETE", False,
+                         template={"Resources": {"Vpc": {"Type": "AWS::EC2::VPC", "Properties": {}}}})
+    assert [s.name for s in Teardown("demo", REGION, [empty, full], []).foreign()] == ["demo-network"]
