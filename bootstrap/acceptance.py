@@ -33,6 +33,28 @@ from fmcluster.plan import ClusterPlan, GroupPlan
 TEMPLATES_DIR = templates.ROOT / "acceptance"
 TESTS = ("all_reduce_perf", "all_gather_perf")
 BUILT_NCCL_TESTS_DIR = "${FMC_DIR}/nccl-tests/${FMC_GROUP}/build"
+FIRST_JOB_WORK_DIR_NAME = "fmcluster-first-job"
+OWN_FOLDERS = "own-folders.sh"
+"""Beside README.md: run once on the cluster, as the user who submits, before the first ``sbatch``: the folders the
+jobs write into made that user's (files synced through the bucket arrive owned by root: ``own_folders.sh.j2``).
+``acceptance render`` and ``acceptance first-job`` write the same file, so either may run last."""
+
+
+def first_job_work_dir(cluster: ClusterPlan) -> str:
+    """Where the first job's data and checkpoints go: on the project's FSx for Lustre, outside any data repository
+    association (nothing is exported to S3); a shell expression when the project has no FSx."""
+    if cluster.fsx_mount_path is None:
+        return "${FMC_DIR}/first-job/work"
+    return f"{cluster.fsx_mount_path.rstrip('/')}/{FIRST_JOB_WORK_DIR_NAME}"
+
+
+def write_own_folders(cluster: ClusterPlan, out: Path) -> Path:
+    """``out/own-folders.sh``: the same bytes whichever command writes it."""
+    path = out / OWN_FOLDERS
+    path.write_text(_environment().get_template("own_folders.sh.j2").render(work_dir=first_job_work_dir(cluster)),
+                    encoding="utf-8")
+    path.chmod(0o755)
+    return path
 """Where the setup job builds nccl-tests (a shell expression the job scripts expand): the rendered folder, on
 storage every node sees. Used unless ``--image`` or ``--nccl-tests-dir`` says where the binaries are."""
 SETUP = {"slurm": "setup-nccl-tests.sbatch", "self-managed": "setup-nccl-tests.sh"}
@@ -208,6 +230,7 @@ def render_acceptance(cluster: ClusterPlan, out: Path, *, image: str | None = No
                          "nvlinks_per_gpu": t.nvlinks_per_gpu, "partition": t.partition, "constraint": t.constraint,
                          "ultraserver_nodes": t.domain_size, "jobs": [asdict(j) | {"tests": list(j.tests)} for j in jobs]})
         steps.append(_steps(t, jobs))
+    files.append(write_own_folders(cluster, out))
     text = _readme(cluster, steps, all_jobs)
     (out / "README.md").write_text(text, encoding="utf-8")
     (out / "acceptance.json").write_text(json.dumps({"project": cluster.project, "orchestrator": cluster.orchestrator,
@@ -265,4 +288,8 @@ def _readme(cluster: ClusterPlan, steps: list[str], jobs: list[Job]) -> str:
         f"# Acceptance jobs for {cluster.project} ({cluster.orchestrator})", "",
         ("Copy this folder to storage every node sees (e.g. the FSx for Lustre mount), `cd` into it, run what "
          f"follows, then `fmcluster acceptance report .` (exit 1 on a failed check). {binaries} Slow nodes: pairs "
-         f"more than {DEFAULT_MARGIN:.0%} below the median (`--margin`)."), "", *steps, ""])
+         f"more than {DEFAULT_MARGIN:.0%} below the median (`--margin`)."), "",
+        (f"First, once, as the user who submits: `bash {OWN_FOLDERS}`. Files synced into FSx through the bucket "
+         "arrive owned by root, and Slurm fails a job whose --output folder its user cannot write, with no output "
+         "at all; it gives the folders the jobs write into (logs/, nccl-tests/, first-job/logs/ and the first "
+         "job's work folder) to that user, with sudo where needed."), "", *steps, ""])

@@ -13,7 +13,16 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from fmcluster.bootstrap.acceptance import TEMPLATES_DIR, Target, _context, _environment, targets
+from fmcluster.bootstrap.acceptance import (
+    FIRST_JOB_WORK_DIR_NAME,
+    TEMPLATES_DIR,
+    Target,
+    _context,
+    _environment,
+    first_job_work_dir,
+    targets,
+    write_own_folders,
+)
 from fmcluster.bootstrap.context import FsxMount
 from fmcluster.bootstrap.enroot import ImageReferenceError, enroot_reference
 from fmcluster.bootstrap.versions import default_versions
@@ -25,10 +34,7 @@ from fmcluster.plan import ClusterPlan
 FOLDER = "first-job"
 SCRIPTS = ("first_job_train.py", "first_job_flops.py")
 """Copied as they are (the tests run these very files)."""
-WORK_DIR_NAME = "fmcluster-first-job"
-OWN_FOLDERS = "own-folders.sh"
-"""Run once on the cluster before the first submission: the folders the job writes into made the submitting user's
-(files imported through the bucket come owned by root: ``own_folders.sh.j2``)."""
+WORK_DIR_NAME = FIRST_JOB_WORK_DIR_NAME
 
 
 class FirstJobError(ValueError):
@@ -81,12 +87,7 @@ def peak_tflops_per_gpu(instance_type: str) -> float | None:
     return None if pflops is None else round(pflops * 1000, 6)
 
 
-def work_dir(cluster: ClusterPlan) -> str:
-    """Where the data and checkpoints go: on the project's FSx for Lustre, outside any data repository association
-    (nothing is exported to S3); a shell expression when the project has no FSx."""
-    if cluster.fsx_mount_path is None:
-        return "${FMC_DIR}/first-job/work"
-    return f"{cluster.fsx_mount_path.rstrip('/')}/{WORK_DIR_NAME}"
+work_dir = first_job_work_dir
 
 
 def containers(cluster: ClusterPlan, group: str) -> bool:
@@ -157,9 +158,5 @@ def render_first_job(cluster: ClusterPlan, out: Path, *, image: str | None = Non
         path.write_text(render_job(job, cluster, fsx), encoding="utf-8")
         path.chmod(0o755)
         files.append(path)
-    own = folder / OWN_FOLDERS
-    own.write_text(_environment().get_template("own_folders.sh.j2").render(folder=FOLDER, work_dir=work_dir(cluster)),
-                   encoding="utf-8")
-    own.chmod(0o755)
-    files.append(own)
+    files.append(write_own_folders(cluster, out))
     return RenderedFirstJob(files, jobs)

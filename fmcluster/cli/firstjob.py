@@ -15,9 +15,9 @@ import typer
 from fmcluster import checks, config
 from fmcluster.bootstrap import kubernetes_jobs
 from fmcluster.bootstrap.context import bundle_mounts_fsx
+from fmcluster.bootstrap.acceptance import OWN_FOLDERS
 from fmcluster.bootstrap.first_job import (
     FOLDER,
-    OWN_FOLDERS,
     FirstJob,
     FirstJobError,
     render_first_job,
@@ -137,14 +137,14 @@ def instructions(plan: Plan, out: Path, jobs: list[FirstJob]) -> str:
         s3, on_nodes = dest
         lines += [f"  1. aws s3 sync {out} {s3}",
                   f"     # the data repository association imports it: the nodes see {on_nodes}", connect,
-                  f"  3. cd {on_nodes} && bash {FOLDER}/{OWN_FOLDERS} && sbatch {FOLDER}/{first.file}",
+                  f"  3. cd {on_nodes} && bash {OWN_FOLDERS} && sbatch {FOLDER}/{first.file}",
                   "     # as the user who submits: files synced through the bucket arrive owned by root; own-folders.sh "
                   "makes the job's folders yours (sudo, once)"]
         back = f"aws s3 sync {s3} {out}"
     else:
         lines += [f"  1. copy {out} to storage every node sees (no data repository association imports from the "
                   "project bucket: add storage.fsx.associations: [{file_system_path: /datasets}] to use one)", connect,
-                  f"  3. cd THAT_FOLDER && bash {FOLDER}/{OWN_FOLDERS} && sbatch {FOLDER}/{first.file}"]
+                  f"  3. cd THAT_FOLDER && bash {OWN_FOLDERS} && sbatch {FOLDER}/{first.file}"]
         back = None
     lines += [f"  4. tail -f {FOLDER}/logs/train-{first.group}-JOBID.txt   # step time, tokens/s, MFU",
               "     and in Grafana (fmcluster dashboards push): GPU utilisation, NVLink and EFA traffic of its nodes"]

@@ -356,7 +356,7 @@ def test_the_command_says_how_the_folder_reaches_fsx_through_the_bucket(tmp_path
     assert ("aws s3 sync " + str(tmp_path / "acceptance") + " s3://$(aws cloudformation describe-stacks --stack-name "
             "p5-parallelcluster-storage --query \"Stacks[0].Outputs[?OutputKey=='BucketName'].OutputValue\" "
             "--output text)/datasets/acceptance/") in result.output
-    assert "cd /fsx/datasets/acceptance && bash first-job/own-folders.sh && sbatch first-job/gpu.sbatch" \
+    assert "cd /fsx/datasets/acceptance && bash own-folders.sh && sbatch first-job/gpu.sbatch" \
         in result.output
     assert "fmcluster connect p5-parallelcluster" in result.output
     assert (tmp_path / "acceptance/first-job/gpu.sbatch").is_file() and (tmp_path / "acceptance/logs").is_dir()
@@ -417,7 +417,7 @@ def test_own_folders_makes_the_imported_folders_the_submitters_and_the_job_then_
     (tmp_path / "bin/sudo").write_text(SUDO)
     (tmp_path / "bin/sudo").chmod(0o755)
     _as_imported(work / "logs", work / "first-job/logs")
-    own = subprocess.run(["bash", str(work / "first-job/own-folders.sh")], env=env, capture_output=True, text=True,
+    own = subprocess.run(["bash", str(work / "own-folders.sh")], env=env, capture_output=True, text=True,
                          timeout=60)
     assert own.returncode == 0, own.stderr
     for folder in (work / "logs", work / "first-job/logs"):
@@ -425,7 +425,7 @@ def test_own_folders_makes_the_imported_folders_the_submitters_and_the_job_then_
         assert f"{folder.relative_to(work)}: now owned by" in own.stdout
     assert f"{tmp_path / 'fsx'}: made" in own.stdout
     assert (tmp_path / "calls.log").read_text().count("sudo -n chown") == 2  # only the two that were not writable
-    again = subprocess.run(["bash", str(work / "first-job/own-folders.sh")], env=env, capture_output=True, text=True,
+    again = subprocess.run(["bash", str(work / "own-folders.sh")], env=env, capture_output=True, text=True,
                            timeout=60)
     assert again.returncode == 0 and "now owned" not in again.stdout and "made" not in again.stdout  # idempotent
     proc = _submit(work, env, 91)
@@ -437,7 +437,7 @@ def test_own_folders_without_sudo_says_the_command_to_run(rendered, tmp_path: Pa
     (tmp_path / "bin/sudo").write_text("#!/bin/bash\necho 'sudo: a password is required' >&2\nexit 1\n")
     (tmp_path / "bin/sudo").chmod(0o755)
     _as_imported(work / "logs")
-    own = subprocess.run(["bash", str(work / "first-job/own-folders.sh")], env=env, capture_output=True, text=True,
+    own = subprocess.run(["bash", str(work / "own-folders.sh")], env=env, capture_output=True, text=True,
                          timeout=60)
     assert own.returncode == 1
     assert (f"{work.name}/logs is not writable" in own.stderr or "logs is not writable" in own.stderr) \
@@ -445,7 +445,7 @@ def test_own_folders_without_sudo_says_the_command_to_run(rendered, tmp_path: Pa
 
 
 def test_the_own_folders_script_passes_shellcheck(rendered):
-    scripts = sorted(p for target, *_ in rendered.values() for p in (target / "first-job").glob("own-folders.sh"))
+    scripts = sorted(p for target, *_ in rendered.values() for p in target.glob("own-folders.sh"))
     assert len(scripts) == len(rendered)
     linted = shellcheck.lint(scripts, "--norc")
     assert linted.returncode == 0, linted.stdout[:4000] + linted.stderr[:2000]
@@ -455,7 +455,7 @@ def test_the_command_says_to_own_the_folders_before_submitting(tmp_path: Path):
     result = CliRunner().invoke(cli_app, ["acceptance", "first-job", str(slurm_examples()["p5-parallelcluster"]),
                                           "--out", str(tmp_path / "acceptance")])
     assert result.exit_code == 0, result.output
-    assert "&& bash first-job/own-folders.sh && sbatch first-job/gpu.sbatch" in result.output
+    assert "&& bash own-folders.sh && sbatch first-job/gpu.sbatch" in result.output
 
 
 @pytest.mark.parametrize("example, group", [("p5en-hyperpod", "train"), ("p5-pcs", "gpu")])
@@ -465,7 +465,7 @@ def test_the_first_job_starts_on_every_slurm_path(rendered, tmp_path: Path, exam
     work, env = _sandbox(tmp_path, rendered, example=example)
     (tmp_path / "bin/sudo").write_text(SUDO)
     (tmp_path / "bin/sudo").chmod(0o755)
-    assert subprocess.run(["bash", str(work / "first-job/own-folders.sh")], env=env, capture_output=True,
+    assert subprocess.run(["bash", str(work / "own-folders.sh")], env=env, capture_output=True,
                           timeout=60).returncode == 0
     proc = subprocess.run(["bash", str(work / f"first-job/{group}.sbatch")], cwd=work,
                           env=env | {"SLURM_JOB_ID": "93"}, capture_output=True, text=True, timeout=400)
@@ -476,3 +476,16 @@ def test_the_first_job_starts_on_every_slurm_path(rendered, tmp_path: Path, exam
         assert pulled == []  # configless slurmd: no pyxis, no container
     else:
         assert pulled and pulled[0].startswith("enroot registry=public.ecr.aws image=deep-learning-containers/")
+
+
+def test_acceptance_render_and_first_job_write_the_same_own_folders_script(tmp_path: Path):
+    """The acceptance jobs run first and write into logs/ and nccl-tests/ too: `render` writes the script as well, the
+    same bytes, so it covers both whichever command ran last; the acceptance README says to run it first."""
+    example = str(slurm_examples()["p5-parallelcluster"])
+    runner = CliRunner()
+    assert runner.invoke(cli_app, ["acceptance", "first-job", example, "--out", str(tmp_path / "a")]).exit_code == 0
+    first = (tmp_path / "a/own-folders.sh").read_bytes()
+    assert runner.invoke(cli_app, ["acceptance", "render", example, "--out", str(tmp_path / "a")]).exit_code == 0
+    assert (tmp_path / "a/own-folders.sh").read_bytes() == first
+    assert b"own nccl-tests" in first and b"own first-job/logs" in first
+    assert "First, once, as the user who submits: `bash own-folders.sh`" in (tmp_path / "a/README.md").read_text()
