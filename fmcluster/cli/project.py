@@ -27,7 +27,7 @@ from fmcluster.cli.planservices import plan_json
 from fmcluster.cli.planview import print_plan
 from fmcluster.errors import ConfigError, Problem
 from fmcluster.plan import Plan
-from fmcluster.plan.cost import cost_summary
+from fmcluster.plan.cost import cost_summary, sagemaker_types
 
 out = Console()
 err = Console(stderr=True)
@@ -155,7 +155,7 @@ def _quote(loaded: config.LoadedProject, the_plan: Plan) -> tuple[object, str | 
         session = aws_session(loaded.project, command="plan --prices")
         with session.errors():
             return pricing.quote(session.region, [g.instance_type for g in the_plan.groups], fsx,
-                                 session=session), None
+                                 session=session, ml_types=sagemaker_types(the_plan)), None
     except (AwsError, pricing.PriceError) as exc:
         return None, str(exc)
     except Exception as exc:
@@ -169,6 +169,7 @@ def _quote_dict(quote) -> dict:
     def price(p):
         return None if p is None else {"usd": p.usd, "unit": p.unit, "fetched": p.fetched, "sku": p.sku}
     return {"region": quote.region, "instances": {t: price(p) for t, p in quote.instances.items()},
+            "sagemaker": {t: price(p) for t, p in quote.sagemaker.items()},
             "fsx": price(quote.fsx), "fsx_note": quote.fsx_note}
 
 
