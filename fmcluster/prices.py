@@ -56,6 +56,10 @@ PRICE_REGION: str = _table()["base_region"]
 PRICE_DATE: str = _table()["date"]
 """The day the table's figures were read (ISO 8601)."""
 REGIONS: tuple[str, ...] = tuple(_table()["regions"])
+RESOURCE_TYPES: dict[str, tuple[str, ...]] = {t: tuple(k) for t, k in _table()["resource_types"].items()}
+"""A CloudFormation type the stacks create -> the price keys (or key prefixes) its bill is made of."""
+FREE_TYPES: dict[str, str] = dict(_table()["free_types"])
+"""A CloudFormation type that bills nothing of its own -> why."""
 
 
 def _entry(raw: dict) -> ListPrice:

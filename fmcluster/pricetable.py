@@ -92,6 +92,11 @@ READ: dict[str, dict[str, dict[str, Any]]] = {
         "ipv4.hour": _p(0.005, "hour", "public IPv4 address (the NAT gateway's Elastic IP)", VPC_PRICING,
                         "github.com/trailofbits/algo/issues/14644 (AWS's announcement: $0.005 per IP per hour from "
                         "February 2024); the same figure in public repositories' us-east-1 tables"),
+        "vpce.hour": _p(0.01, "hour", "VPC interface endpoint (per endpoint per Availability Zone)", VPC_PRICING,
+                        "public repositories' us-east-1 tables ('$0.01 per endpoint per AZ per hour', one verified "
+                        "2026-06-12; GitHub code search)"),
+        "vpce.gb": _p(0.01, "GB", "VPC interface endpoint data processed (first PB)", VPC_PRICING,
+                      "the same repositories ('data processing $0.01/GB')"),
         "s3.standard": _p(0.023, "GB-month", "S3 Standard, first 50 TB", S3_PRICING,
                           "devnotes.tech/understanding-aws-s3-pricing-a-complete-cost-breakdown-with-examples"),
         "ebs.gp3": _p(0.08, "GB-month", "EBS gp3 volume storage", EBS_PRICING,
@@ -115,6 +120,9 @@ READ: dict[str, dict[str, dict[str, Any]]] = {
                                       "figures (GitHub code search '$0.90 per 10M samples')"),
         "aps.storage": _p(0.03, "GB-month", "Managed Prometheus metrics stored", APS_PRICING,
                           "the same repositories ('$0.03 per GB-month')"),
+        "aps.query": _p(0.10, "1B samples", "Managed Prometheus query samples processed (rules, dashboards)",
+                        APS_PRICING, "a public repository quoting the Price List API's AmazonPrometheus us-east-1 "
+                                     "figures ('$0.10 per 1B query samples processed')"),
         "grafana.editor": _p(9.0, "user-month", "Managed Grafana editor (one per workspace at least)",
                              GRAFANA_PRICING, "aws.amazon.com/tr/grafana/pricing/ and /jp/grafana/pricing/"),
         "grafana.viewer": _p(5.0, "user-month", "Managed Grafana viewer", GRAFANA_PRICING,
@@ -160,6 +168,62 @@ M5_LARGE = 0.096
 """m5.large on-demand (Linux) in us-east-1, USD/hour (public repositories' tables); m5 sizes scale linearly."""
 
 Table = dict[str, dict[str, Any]]
+
+BILLED_BY: dict[str, tuple[str, ...]] = {
+    "AWS::EC2::EIP": ("ipv4.hour",),
+    "AWS::EC2::NatGateway": ("nat.hour", "nat.gb"),
+    "AWS::EC2::VPCEndpoint": ("vpce.hour", "vpce.gb"),  # interface endpoints; the S3 gateway endpoint is free
+    "AWS::EC2::FlowLog": ("logs.ingest", "logs.storage"),
+    "AWS::EC2::LaunchTemplate": ("ec2.",),  # the GPU instances launched from it
+    "AWS::EKS::Cluster": ("eks.cluster",),
+    "AWS::FSx::FileSystem": ("fsx.lustre.",),
+    "AWS::Grafana::Workspace": ("grafana.editor",),
+    "AWS::APS::Workspace": ("aps.ingest", "aps.storage"),
+    "AWS::APS::RuleGroupsNamespace": ("aps.query",),  # rule evaluation: query samples processed
+    "AWS::KMS::Key": ("kms.key",),
+    "AWS::Logs::LogGroup": ("logs.storage", "logs.ingest"),
+    "AWS::PCS::Cluster": ("pcs.",),
+    "AWS::PCS::ComputeNodeGroup": ("ec2.",),
+    "AWS::RDS::DBCluster": ("aurora.storage",),
+    "AWS::RDS::DBInstance": ("aurora.serverless_v2.acu",),
+    "AWS::S3::Bucket": ("s3.standard",),
+    "AWS::SageMaker::Cluster": ("sagemaker.",),
+    "AWS::SecretsManager::Secret": ("secretsmanager.secret",),
+    "Custom::PclusterCluster": ("ec2.", "ebs.gp3"),  # ParallelCluster's head, login and compute nodes, their volumes
+}
+"""A CloudFormation type the stacks create -> the price keys (or key prefixes) its bill is made of."""
+
+FREE: dict[str, str] = {
+    "AWS::CloudFormation::Stack": "a nested stack: CloudFormation does not charge for AWS:: resources",
+    "AWS::EC2::InternetGateway": "no charge of its own (VPC pricing page: data transfer bills, not the gateway)",
+    "AWS::EC2::PlacementGroup": "no charge (placement groups are free)",
+    "AWS::EC2::Route": "routing: no charge", "AWS::EC2::RouteTable": "routing: no charge",
+    "AWS::EC2::SecurityGroup": "no charge", "AWS::EC2::SecurityGroupEgress": "no charge",
+    "AWS::EC2::SecurityGroupIngress": "no charge", "AWS::EC2::Subnet": "no charge",
+    "AWS::EC2::SubnetRouteTableAssociation": "no charge", "AWS::EC2::VPC": "no charge (the VPC itself)",
+    "AWS::EC2::VPCGatewayAttachment": "no charge",
+    "AWS::EKS::AccessEntry": "no charge (EKS bills the cluster)",
+    "AWS::EKS::Addon": "no charge of its own: its pods run on the cluster's nodes",
+    "AWS::FSx::DataRepositoryAssociation": "no charge of its own (S3 requests it makes are by use)",
+    "AWS::IAM::InstanceProfile": "IAM is free", "AWS::IAM::ManagedPolicy": "IAM is free",
+    "AWS::IAM::Policy": "IAM is free", "AWS::IAM::Role": "IAM is free",
+    "AWS::Lambda::Function": "CDK's provider functions: invoked only while deploying and destroying, no standing "
+                             "charge",
+    "AWS::Lambda::LayerVersion": "a layer of CDK's provider functions: no standing charge",
+    "AWS::PCS::Queue": "no charge of its own (PCS bills the controller and the instances)",
+    "AWS::RDS::DBClusterParameterGroup": "no charge", "AWS::RDS::DBSubnetGroup": "no charge",
+    "AWS::S3::BucketPolicy": "no charge",
+    "AWS::SageMaker::ClusterSchedulerConfig": "task governance settings: no charge of their own",
+    "AWS::SageMaker::ComputeQuota": "task governance settings: no charge of their own",
+    "AWS::SNS::Topic": "billed per notification sent (alerts: a few a month), no standing charge",
+    "AWS::SNS::Subscription": "no charge of its own", "AWS::SNS::TopicPolicy": "no charge",
+    "AWS::SSM::Parameter": "standard-tier parameters are free (fmcluster creates ParameterTier.STANDARD ones)",
+    "Custom::AWSCDK-EKS-HelmChart": "a deploy-time custom resource (its pods run on the cluster's nodes)",
+    "Custom::AWSCDK-EKS-KubernetesResource": "a deploy-time custom resource",
+    "Custom::CDKBucketDeployment": "a deploy-time custom resource (the bucket it fills bills)",
+    "AWS::EC2::VPCEndpoint#Gateway": "the S3 gateway endpoint: gateway endpoints are free (VPC pricing page)",
+}
+"""A CloudFormation type the stacks create that bills nothing of its own, and why."""
 
 
 def _from(table: Table, key: str, factor: float, how: str) -> tuple[float, str] | None:
@@ -241,7 +305,8 @@ def build(live: Callable[[str, str], dict[str, Any] | None] | None = None, today
     prices = {region: build_region(region, live) for region in REGIONS}
     read = any(p.get("via", "").startswith("AWS Price List API") for t in prices.values() for p in t.values())
     return {"date": (today or date.today()).isoformat() if read else READ_ON, "base_region": BASE_REGION,
-            "regions": list(REGIONS), "prices": prices}
+            "regions": list(REGIONS), "resource_types": {t: list(k) for t, k in sorted(BILLED_BY.items())},
+            "free_types": dict(sorted(FREE.items())), "prices": prices}
 
 
 def write(table: dict, path: Path = TABLE_PATH) -> None:

@@ -32,7 +32,7 @@ from fmcluster.aws.teardown import (
     retained,
 )
 from fmcluster.contracts import stack_name
-from fmcluster.plan.cost import CostSummary, nat_month
+from fmcluster.plan.cost import CostSummary, network_month
 from fmcluster.prices import lookup
 
 STACK_WAIT_S = 3600
@@ -143,19 +143,23 @@ def delete_stack(session: Any, stack: DeployedStack, out: Outcome, *, timeout_s:
 def network_cost(stack: DeployedStack, region: str | None = None) -> tuple[float | None, str]:
     """What keeping ``NAME-network`` costs a month: its NAT gateways and their public IPv4 addresses (the stack's
     Elastic IPs) by the hour, data by use; priced as the plan's "destroyed" column prices them
-    (:func:`fmcluster.plan.cost.nat_month`). ``region``: else the stack ID's."""
+    (:func:`fmcluster.plan.cost.network_month`). ``region``: else the stack ID's."""
     nat = sum(1 for r in stack.resources if r.get("ResourceType") == "AWS::EC2::NatGateway")
     eips = sum(1 for r in stack.resources if r.get("ResourceType") == "AWS::EC2::EIP")
-    if not nat and not eips:
+    endpoints = sum(1 for r in stack.template.get("Resources", {}).values()
+                    if r.get("Type") == "AWS::EC2::VPCEndpoint"
+                    and r.get("Properties", {}).get("VpcEndpointType") == "Interface")
+    if not nat and not eips and not endpoints:
         return 0.0, "no NAT gateway"
     region = region or _arn_region(stack.stack_id)
-    items = tuple(nat_month(nat, eips, lookup(region)))
+    items = tuple(network_month(nat, eips, endpoints, lookup(region)))
     if CostSummary.unpriced(items):
         return None, f"{nat} NAT gateway(s): price not in the table"
     usd = CostSummary.total(items)
     about = "~" if CostSummary.estimated(items) else ""
+    more = f", {endpoints} interface endpoint{'s' if endpoints > 1 else ''}" if endpoints else ""
     return usd, (f"{about}${usd:,.2f}/month ({nat} NAT gateway{'s' if nat > 1 else ''} and {eips} public IPv4 "
-                 f"address{'es' if eips != 1 else ''}, plus data processed)")
+                 f"address{'es' if eips != 1 else ''}{more}, plus data processed)")
 
 
 def _arn_region(stack_id: str) -> str | None:

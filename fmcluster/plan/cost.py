@@ -222,7 +222,7 @@ def _fixed(plan: Plan, parts: OrchestratorCost, price: PriceLookup) -> list[Cost
     for what, key in parts.fees:
         out.append(monthly(what, key, 1, "1 cluster", price))
     if not plan.network.existing and not network_kept(plan):  # else _kept lists them
-        out += nat_month(NAT_GATEWAYS, NAT_GATEWAYS, price)
+        out += _network(plan, price)
     out += _kept(plan, parts, price)
     return out
 
@@ -262,7 +262,22 @@ def _kept(plan: Plan, parts: OrchestratorCost, price: PriceLookup) -> list[CostI
         out.append(_by_use("accounting storage", "aurora.storage", price, "records stored"))
         out.append(monthly("accounting secret", "secretsmanager.secret", 1, "1 secret", price))
     if network_kept(plan):
-        out += nat_month(NAT_GATEWAYS, NAT_GATEWAYS, price)
+        out += _network(plan, price)
+    return out
+
+
+def _network(plan: Plan, price: PriceLookup) -> list[CostItem]:
+    return network_month(NAT_GATEWAYS, NAT_GATEWAYS, len(plan.network.spec.interface_endpoints), price)
+
+
+def network_month(gateways: int, addresses: int, endpoints: int, price: PriceLookup) -> list[CostItem]:
+    """A month of ``NAME-network``: its NAT gateways and their public IPv4 addresses, its interface endpoints (one
+    Availability Zone each: the services subnet); the data through them by use."""
+    out = nat_month(gateways, addresses, price)
+    if endpoints:
+        out.append(monthly("interface endpoints", "vpce.hour", endpoints, f"{endpoints} endpoint(s) in 1 zone",
+                           price))
+        out.append(_by_use("endpoint data", "vpce.gb", price, "data through them"))
     return out
 
 
@@ -317,6 +332,7 @@ def _monitoring_basis(plan: Plan, parts: OrchestratorCost, price: PriceLookup) -
     if plan.observability.enabled:
         static = {g.name: _idle_count(plan, parts, g) for g in plan.groups}
         out.append(_ingestion(plan, parts, price, static, HOURS_PER_MONTH))
+        out.append(_by_use("Prometheus queries", "aps.query", price, "rule evaluations and dashboard queries"))
         if plan.observability.spec.grafana.enabled:
             out.append(monthly("Grafana", "grafana.editor", 1, "1 editor (the least a workspace has)", price))
     return out
