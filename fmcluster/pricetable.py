@@ -155,6 +155,7 @@ WHAT: dict[str, tuple[str, str]] = {
     **{f"fsx.lustre.persistent2.{t}": ("GB-month", f"FSx for Lustre PERSISTENT_2 SSD, {t} MB/s per TiB")
        for t in FSX_TIERS},
     **{f"pcs.{s}": ("hour", f"AWS PCS {s.upper()} cluster controller") for s in ("small", "medium", "large")},
+    "sagemaker.volume": ("GB-month", "SageMaker HyperPod instance storage (EBS volume of a node)"),
 }
 """Keys no page read gave a figure for: their unit and words (the figure is an estimate)."""
 
@@ -232,6 +233,9 @@ def _from(table: Table, key: str, factor: float, how: str) -> tuple[float, str] 
 
 
 def _sagemaker(table: Table, key: str) -> tuple[float, str] | None:
+    if key == "sagemaker.volume":
+        return _from(table, "ebs.gp3", 1.0, "EBS gp3's price; SageMaker's price for a HyperPod node's volume is "
+                                            "unconfirmed")
     itype = key.removeprefix("sagemaker.").removeprefix("ml.")
     if itype.startswith("m5."):
         size = itype.split(".")[1]

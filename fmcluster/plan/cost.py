@@ -217,8 +217,10 @@ def _fixed(plan: Plan, parts: OrchestratorCost, price: PriceLookup) -> list[Cost
         out.append(_line(node.role, node.price_key, node.count, f"{node.count} x {node.price_key.split('.', 1)[1]}",
                          price, per=HOURS_PER_MONTH))
         if node.volume_gib:
-            out.append(_line(f"{node.role} volumes", "ebs.gp3", node.count * node.volume_gib,
-                             f"{node.count} x {node.volume_gib} GiB gp3", price))
+            sagemaker = node.price_key.startswith("sagemaker.")  # HyperPod bills its nodes' volumes itself
+            out.append(_line(f"{node.role} volumes", "sagemaker.volume" if sagemaker else "ebs.gp3",
+                             node.count * node.volume_gib,
+                             f"{node.count} x {node.volume_gib} GiB{'' if sagemaker else ' gp3'}", price))
     for what, key in parts.fees:
         out.append(monthly(what, key, 1, "1 cluster", price))
     if not plan.network.existing and not network_kept(plan):  # else _kept lists them
