@@ -36,7 +36,7 @@ plan: setup
 	fmcluster plan $(PROJECT)
 
 prices: setup  ## regenerate fmcluster/prices.json from the AWS Price List API (needs credentials; OFFLINE=1: without)
-	$(PY) -m fmcluster.pricetable $(if $(OFFLINE),--offline,)
+	$(PY) -m fmcluster.aws.pricetable $(if $(OFFLINE),--offline,)
 
 docs: setup  ## regenerate docs/project-file.md, the reference of every key, from the pydantic models
 	$(PY) -m fmcluster.generate.reference

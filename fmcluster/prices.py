@@ -1,7 +1,7 @@
 """The dated table of AWS list prices the plan and ``destroy`` read, by Region: ``fmcluster/prices.json``.
 
-Pure data: no AWS call. The table is generated (``python -m fmcluster.pricetable``, :mod:`fmcluster.pricetable`),
-never edited by hand. Each figure names the AWS page it is a list price on (``source``) and where it was read
+Pure data: no AWS call. The table is generated (``python -m fmcluster.aws.pricetable``), never edited by hand.
+Each figure names the AWS page it is a list price on (``source``) and where it was read
 (``via``: the AWS Price List API, or a public copy of the page). A figure no source gave is an **estimate** made by a
 stated rule (``estimate`` says how, and that AWS's own figure is unconfirmed): the plan adds it to its totals marked
 ``~`` and names it. ``fmcluster plan --prices`` reads the AWS Price List API instead (:mod:`fmcluster.aws.pricing`),

@@ -1,7 +1,8 @@
 """What a stack delete keeps (``DeletionPolicy: Retain``), one entry per resource type: how to find whether it is
 still there (and its size, where a describe call gives one), what keeping it costs per month at the list prices of
 :mod:`fmcluster.prices` (priced by the plan's own functions, :mod:`fmcluster.plan.cost`: ``destroy``'s kept total is
-the plan's "destroyed" column), the aws CLI lines that delete it, and how ``fmcluster destroy --delete-retained`` deletes it.
+the plan's "destroyed" column), the aws CLI lines that delete it, and how ``fmcluster destroy --delete-retained``
+deletes it.
 
 Keeping is the default and the point: job records, checkpoints and datasets outlive the stacks. Deleting them is
 ``--delete-retained``'s alone, with a final snapshot or backup where the service takes one (the Aurora cluster:

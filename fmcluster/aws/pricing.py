@@ -71,12 +71,13 @@ def ec2_filters(instance_type: str, region: str) -> list[dict[str, str]]:
                   preInstalledSw="NA", capacitystatus="Used", operation="RunInstances")
 
 
-def sagemaker_filters(ml_type: str, region: str) -> list[dict[str, str]]:
-    """A SageMaker HyperPod instance (``ml.`` type). The ``component`` value is **unconfirmed**
-    (:data:`fmcluster.pricetable.SAGEMAKER_HYPERPOD_COMPONENT`): a wrong one matches nothing, and the plan keeps the
-    table's figure."""
-    from fmcluster.pricetable import SAGEMAKER_HYPERPOD_COMPONENT
+SAGEMAKER_HYPERPOD_COMPONENT = "Cluster"
+"""**Unconfirmed**: the AmazonSageMaker Price List's ``component`` value for HyperPod cluster instances. A wrong value
+matches no product: the plan and the table then keep the table's figure (nothing is guessed from another product)."""
 
+
+def sagemaker_filters(ml_type: str, region: str) -> list[dict[str, str]]:
+    """A SageMaker HyperPod instance (``ml.`` type), by :data:`SAGEMAKER_HYPERPOD_COMPONENT` (unconfirmed)."""
     return _match(regionCode=region, instanceName=ml_type, component=SAGEMAKER_HYPERPOD_COMPONENT)
 
 

@@ -11,8 +11,15 @@ from rich.text import Text
 
 from fmcluster.cli.plantext import row, table
 from fmcluster.plan import Plan
-
-from fmcluster.plan.cost import BY_USE, ESTIMATE, MISSING, PRICED, PURCHASE, CostItem, CostSummary
+from fmcluster.plan.cost import (
+    BY_USE,
+    ESTIMATE,
+    MISSING,
+    PRICED,
+    PURCHASE,
+    CostItem,
+    CostSummary,
+)
 from fmcluster.prices import PRICE_DATE, PRICE_REGION, ListPrice, PriceLookup, lookup
 
 if TYPE_CHECKING:  # the Price List side path loads only with --prices

@@ -19,15 +19,16 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from fmcluster import checks, config
-from fmcluster.config import neighbours
-from fmcluster.cli import plandiff
 from fmcluster.aws import AwsError
+from fmcluster.cli import plandiff
 from fmcluster.cli.plancost import LIVE_NOT_READ, live_lookup
 from fmcluster.cli.planservices import plan_json
 from fmcluster.cli.planview import print_plan
+from fmcluster.config import neighbours
 from fmcluster.errors import ConfigError, Problem
+from fmcluster.generate.costs import project_cost
 from fmcluster.plan import Plan
-from fmcluster.plan.cost import cost_summary, sagemaker_types
+from fmcluster.plan.cost import sagemaker_types
 
 out = Console()
 err = Console(stderr=True)
@@ -108,7 +109,7 @@ def plan(
     replacements = None if comparison is None else comparison.replacements
     if output is Output.json:
         data = plan_json(the_plan)
-        data["cost"] = cost_summary(the_plan, live_lookup(quote)).as_dict()
+        data["cost"] = project_cost(the_plan, live_lookup(quote)).as_dict()
         data["cost"]["live_prices"] = {"read": quote is not None, "why_not": live_note}
         data["warnings"] = [w.as_dict() for w in warnings]
         if comparison is not None:

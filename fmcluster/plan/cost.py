@@ -36,8 +36,14 @@ from fmcluster.plan import parallelcluster as _parallelcluster
 from fmcluster.plan import pcs as _pcs
 from fmcluster.plan.cluster import ClusterPlan
 from fmcluster.plan.costparts import OrchestratorCost
-from fmcluster.generate import metrics
-from fmcluster.prices import PRICE_DATE, PRICE_REGION, REGIONS, ListPrice, PriceLookup, lookup
+from fmcluster.prices import (
+    PRICE_DATE,
+    PRICE_REGION,
+    REGIONS,
+    ListPrice,
+    PriceLookup,
+    lookup,
+)
 
 PRICED, MISSING, PURCHASE, BY_USE, ESTIMATE = "priced", "not in the table", "set at purchase", "by use", "estimate"
 OFFERING_PRICED = ("capacity-block", "training-plan")
@@ -299,41 +305,45 @@ def scrape_seconds(interval: str) -> int:
     return int(interval[:-1]) * {"s": 1, "m": 60, "h": 3600}[interval[-1]]
 
 
-def _group_series(plan: Plan, group) -> int:
-    """Active series one node of ``group`` sends (the exporter table; parts it cannot count are left out)."""
-    from fmcluster import catalog
+@dataclass(frozen=True)
+class Series:
+    """Active series a node sends to Prometheus, as the exporter table counts them (the generate stage knows it:
+    :func:`fmcluster.generate.costs.plan_series`)."""
 
-    itype = catalog.CATALOG[group.instance_type]
-    return metrics.node_series(gpus=itype.gpus, efa_devices=group.efa_interfaces, vcpus=itype.vcpus,
-                               nvme_drives=group.local_nvme_drives).total
+    per_node: dict[str, int]
+    """Compute group -> series of one of its nodes."""
+    other_node: int
+    """A node without GPU exporters (head, controller, login, system group); its per-vCPU series not counted."""
 
 
-def _other_series(parts: OrchestratorCost) -> int:
-    """Active series of the nodes that always run (head, controller, login, system group): without GPU exporters;
-    their per-vCPU series are not counted (the estimate says so)."""
-    per_node = metrics.node_series(gpus=0, efa_devices=0, vcpus=0, nvme_drives=0).total
-    return per_node * sum(n.count for n in parts.nodes)
+SeriesOf = Callable[[Plan], Series]
 
 
 def _ingestion(plan: Plan, parts: OrchestratorCost, price: PriceLookup, gpu_nodes: dict[str, int],
-               hours: float) -> CostItem:
+               hours: float, series_of: SeriesOf | None) -> CostItem:
     """Prometheus's samples over ``hours``: the active series of the nodes that run (``gpu_nodes`` by group, and the
-    orchestrator's own nodes), one sample per series per scrape interval; an estimate."""
+    orchestrator's own nodes), one sample per series per scrape interval; an estimate. Without ``series_of``: by
+    use."""
+    if series_of is None:
+        return _by_use(INGEST_ITEM, "aps.ingest", price, "samples sent")
     interval = scrape_seconds(plan.observability.spec.scrape_interval)
-    series = _other_series(parts) + sum(_group_series(plan, plan.group(g)) * n for g, n in gpu_nodes.items() if n)
+    known = series_of(plan)
+    series = (known.other_node * sum(n.count for n in parts.nodes)
+              + sum(known.per_node[g] * n for g, n in gpu_nodes.items() if n))
     samples = series * hours * 3600 / interval
     what = (f"~{series:,} series every {plan.observability.spec.scrape_interval}: ~{samples / 1e6:,.1f}M samples "
             "(per-vCPU and Slurm-workload series not counted)")
     return _line(INGEST_ITEM, "aps.ingest", samples / SAMPLES_PER_UNIT, what, price, estimated=True)
 
 
-def _monitoring_basis(plan: Plan, parts: OrchestratorCost, price: PriceLookup) -> list[CostItem]:
+def _monitoring_basis(plan: Plan, parts: OrchestratorCost, price: PriceLookup,
+                      series_of: SeriesOf | None) -> list[CostItem]:
     """Billed while the project exists and not kept: Grafana's one editor licence, Prometheus's ingestion of the
     nodes that run with no job."""
     out: list[CostItem] = []
     if plan.observability.enabled:
         static = {g.name: _idle_count(plan, parts, g) for g in plan.groups}
-        out.append(_ingestion(plan, parts, price, static, HOURS_PER_MONTH))
+        out.append(_ingestion(plan, parts, price, static, HOURS_PER_MONTH, series_of))
         out.append(_by_use("Prometheus queries", "aps.query", price, "rule evaluations and dashboard queries"))
         if plan.observability.spec.grafana.enabled:
             out.append(monthly("Grafana", "grafana.editor", 1, "1 editor (the least a workspace has)", price))
@@ -356,20 +366,22 @@ def price_region(region: str | None) -> str:
     return region if region in REGIONS else PRICE_REGION
 
 
-def cost_summary(plan: Plan, price: PriceLookup | None = None) -> CostSummary:
+def cost_summary(plan: Plan, price: PriceLookup | None = None, series_of: SeriesOf | None = None) -> CostSummary:
     """The plan's cost: per hour running, per month idle, per month after destroy (see the module's words); the
-    table's prices of the project's Region unless ``price`` is given."""
+    table's prices of the project's Region unless ``price`` is given. ``series_of``: what each node sends to
+    Prometheus, to estimate its ingestion (:func:`fmcluster.generate.costs.project_cost` passes it); without it
+    ingestion is by use."""
     price = price or lookup(plan.cluster.region)
     parts = ORCHESTRATORS[plan.cluster.orchestrator](plan.cluster)
     kept = tuple(_kept(plan, parts, price))
     idle = tuple([*_static_groups(plan, parts, price), *_fixed(plan, parts, price),
-                  *_monitoring_basis(plan, parts, price)])
+                  *_monitoring_basis(plan, parts, price, series_of)])
     static_names = {g.name for g in plan.groups}
     spread = [CostItem(i.item, i.basis, i.usd / HOURS_PER_MONTH, i.status, i.key)
               if i.usd is not None else i for i in idle if i.item not in static_names and i.item != INGEST_ITEM]
     running = [*_running_groups(plan, parts, price), *spread]
     if plan.observability.enabled:  # every GPU node sends while it runs
-        running.append(_ingestion(plan, parts, price, {g.name: g.count for g in plan.groups}, 1))
+        running.append(_ingestion(plan, parts, price, {g.name: g.count for g in plan.groups}, 1, series_of))
     return CostSummary(plan.cluster.region, price_region(plan.cluster.region), PRICE_DATE, HOURS_PER_MONTH,
                        tuple(running), idle, kept, tuple(_warnings(plan, idle)))
 

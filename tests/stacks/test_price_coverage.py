@@ -9,8 +9,8 @@ import pytest
 from support import PROJECTS, Synthesized
 
 from fmcluster import prices
+from fmcluster.generate.costs import project_cost as cost_summary
 from fmcluster.plan import make_plan
-from fmcluster.plan.cost import cost_summary
 
 
 def billing_type(resource: dict) -> str:
@@ -37,7 +37,7 @@ def test_every_created_type_is_priced_or_free_with_a_reason(synthesized: Synthes
     created = set().union(*types_by_project(synthesized).values())
     assert created, "the shared synthesis holds no stack"
     missing = sorted(created - set(prices.RESOURCE_TYPES) - set(prices.FREE_TYPES))
-    assert not missing, f"created, with no price line and not listed free (fmcluster.pricetable): {missing}"
+    assert not missing, f"created, with no price line and not listed free (fmcluster.aws.pricetable): {missing}"
     assert not set(prices.RESOURCE_TYPES) & set(prices.FREE_TYPES)
     assert all(reason.strip() for reason in prices.FREE_TYPES.values())
     for region in prices.REGIONS:

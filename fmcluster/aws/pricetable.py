@@ -1,6 +1,7 @@
-"""Builds ``fmcluster/prices.json``, the dated table of list prices the plan and ``destroy`` read (:mod:`fmcluster.prices`).
+"""Builds ``fmcluster/prices.json``, the dated table of list prices the plan and ``destroy`` read
+(:mod:`fmcluster.prices`).
 
-``python -m fmcluster.pricetable`` (``make prices``) writes the table for every Region of :data:`REGIONS`:
+``python -m fmcluster.aws.pricetable`` (``make prices``) writes the table for every Region of :data:`REGIONS`:
 
 1. with AWS credentials, each key that has Price List filters (:func:`filters`: EC2 instances, SageMaker HyperPod
    instances, FSx for Lustre PERSISTENT_2 by tier, EBS gp3) is read from the AWS Price List API (boto3 ``pricing``
@@ -23,7 +24,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-TABLE_PATH = Path(__file__).with_name("prices.json")
+from fmcluster.aws import pricing
+from fmcluster.prices import TABLE_PATH
+
 BASE_REGION = "us-east-1"
 REGIONS: tuple[str, ...] = ("us-east-1", "us-east-2", "us-west-2")
 """The Regions the table holds: those of the examples (us-east-1, us-east-2) and us-west-2, the three US Regions
@@ -319,15 +322,11 @@ def write(table: dict, path: Path = TABLE_PATH) -> None:
 
 # --- the Price List API ------------------------------------------------------------------------------------------
 
-SAGEMAKER_HYPERPOD_COMPONENT = "Cluster"
-"""**Unconfirmed**: the AmazonSageMaker Price List's ``component`` value for HyperPod cluster instances. A wrong value
-matches no product: the table then keeps its hand-read figure or estimate (nothing is guessed from another product)."""
+SAGEMAKER_HYPERPOD_COMPONENT = pricing.SAGEMAKER_HYPERPOD_COMPONENT
 
 
 def filters(key: str, region: str) -> tuple[str, list[dict[str, str]], str] | None:
     """(service code, GetProducts filters, unit) of ``key`` in ``region``; None: the table does not read it there."""
-    from fmcluster.aws import pricing
-
     if key.startswith("ec2."):
         return "AmazonEC2", pricing.ec2_filters(key.removeprefix("ec2."), region), "Hrs"
     if key.startswith("sagemaker."):
@@ -341,8 +340,6 @@ def filters(key: str, region: str) -> tuple[str, list[dict[str, str]], str] | No
 
 def price_list_reader(client: Any, today: date) -> Callable[[str, str], dict[str, Any] | None]:
     """``live(region, key)`` on a ``pricing`` client: the Price List's one on-demand price, or None."""
-    from fmcluster.aws import pricing
-
     def live(region: str, key: str) -> dict[str, Any] | None:
         found = filters(key, region)
         if found is None:
@@ -363,16 +360,14 @@ def price_list_reader(client: Any, today: date) -> Callable[[str, str], dict[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fmcluster.pricetable", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m fmcluster.aws.pricetable", description=__doc__.split("\n")[0])
     parser.add_argument("--offline", action="store_true", help="no Price List call: hand-read figures and estimates")
     parser.add_argument("--out", type=Path, default=TABLE_PATH)
     args = parser.parse_args(argv)
     live = None
     if not args.offline:
-        import boto3
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        from fmcluster.aws import pricing
+        import boto3  # only a refresh with credentials calls AWS; --offline and the tests never load it
+        from botocore.exceptions import BotoCoreError, ClientError  # as above
 
         client = boto3.client("pricing", region_name=pricing.PRICING_REGION)
         reader = price_list_reader(client, date.today())

@@ -1,5 +1,5 @@
-"""``python -m fmcluster.pricetable``, the command that writes ``fmcluster/prices.json``: the checked-in table is its
-output (built again offline here, entry by entry), and with a Price List client (botocore's Stubber: moto has no
+"""``python -m fmcluster.aws.pricetable``, the command that writes ``fmcluster/prices.json``: the checked-in table is
+its output (built again offline here, entry by entry), and with a Price List client (botocore's Stubber: moto has no
 ``pricing`` API) each EC2, SageMaker HyperPod, FSx and EBS figure is the Price List's, sent with the filters below."""
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from fmcluster import pricetable
-from fmcluster.aws import pricing
+from fmcluster.aws import pricetable, pricing
 
 TODAY = date(2026, 12, 2)
 
@@ -44,7 +43,7 @@ def test_the_checked_in_table_is_the_commands_output() -> None:
         assert set(checked_in["prices"][region]) == set(table), region
         for key, entry in checked_in["prices"][region].items():
             if not entry.get("via", "").startswith("AWS Price List API"):  # read live: not rebuilt offline
-                assert entry == table[key], f"{region} {key}: edited by hand? run `python -m fmcluster.pricetable`"
+                assert entry == table[key], f"{region} {key}: edited by hand? run `python -m fmcluster.aws.pricetable`"
 
 
 def test_offline_the_command_writes_the_table(tmp_path: Path) -> None:
