@@ -73,7 +73,7 @@ def priced(item: costs.CostItem, what: str = "") -> tuple[float | None, str]:
 
 
 def _month(k: Kept, item: str, key: str, quantity: float = 1.0, what: str = "") -> tuple[float | None, str]:
-    return priced(costs.monthly(item, key, quantity, f"{quantity:g}", lookup(k.region or None)), what)
+    return priced(costs.monthly(item, key, quantity, f"{quantity:g} {item}", lookup(k.region or None)), what)
 
 
 def _by_use(key: str, stored: str = "stored bytes") -> tuple[None, str]:
