@@ -13,7 +13,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # every test worker rewrites every test module's asserts again (~10 s per worker).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup synth test rehearse bench plan docs clean pcluster-venv wheel-check
+.PHONY: setup synth test rehearse bench plan docs prices clean pcluster-venv wheel-check
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -34,6 +34,9 @@ synth: setup  ## synthesize projects/$(PROJECT).yaml to cdk.out/ and print its p
 
 plan: setup
 	fmcluster plan $(PROJECT)
+
+prices: setup  ## regenerate fmcluster/prices.json from the AWS Price List API (needs credentials; OFFLINE=1: without)
+	$(PY) -m fmcluster.aws.pricetable $(if $(OFFLINE),--offline,)
 
 docs: setup  ## regenerate docs/project-file.md, the reference of every key, from the pydantic models
 	$(PY) -m fmcluster.generate.reference

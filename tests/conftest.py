@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import socket
+import sys
 
 import pytest
 import support
@@ -52,6 +53,26 @@ def _fail_on_network() -> None:
     attempts, BLOCKED[:] = list(BLOCKED), []
     if attempts:
         pytest.fail(f"test tried to leave the machine: {attempts}; use moto or botocore's Stubber")
+
+
+@pytest.fixture(autouse=True)
+def _no_state_between_invocations() -> None:
+    """What one CLI invocation leaves in this process does not reach the next test: the AWS session that error
+    messages name (`fmcluster.aws.session._current`), and the width a module-level rich Console froze from COLUMNS
+    when its module was first imported under another test's COLUMNS (rich reads COLUMNS once, in __init__; unset,
+    it reads the live value). A user's process runs one command; the suite runs thousands in a worker, in any order."""
+    yield
+    session = sys.modules.get("fmcluster.aws.session")
+    if session is not None:
+        session._current.clear()
+    console_type = getattr(sys.modules.get("rich.console"), "Console", None)
+    if console_type is None:
+        return
+    for name, module in list(sys.modules.items()):
+        if name.startswith("fmcluster.cli") and module is not None:
+            for value in vars(module).values():
+                if isinstance(value, console_type):
+                    value._width = None
 
 
 @pytest.fixture(scope="session")

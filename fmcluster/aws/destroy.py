@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fmcluster.aws.kept import HOURS_PER_MONTH, Kept, delete, describe, poll
+from fmcluster.aws.kept import Kept, delete, describe, poll
 from fmcluster.aws.teardown import (
     NETWORK,
     DeployedStack,
@@ -33,7 +33,8 @@ from fmcluster.aws.teardown import (
     retained,
 )
 from fmcluster.contracts import stack_name
-from fmcluster.prices import list_price
+from fmcluster.plan.cost import CostSummary, network_month
+from fmcluster.prices import lookup
 
 STACK_WAIT_S = 3600
 """The longest fmcluster waits for one stack to delete (a ParallelCluster cluster stack takes some minutes)."""
@@ -161,16 +162,31 @@ def delete_stack(session: Any, stack: DeployedStack, out: Outcome, *, timeout_s:
     out.deleted.append(stack.name)
 
 
-def network_cost(stack: DeployedStack) -> tuple[float | None, str]:
-    """What keeping ``NAME-network`` costs a month: its NAT gateways by the hour (data by use)."""
+def network_cost(stack: DeployedStack, region: str | None = None) -> tuple[float | None, str]:
+    """What keeping ``NAME-network`` costs a month: its NAT gateways and their public IPv4 addresses (the stack's
+    Elastic IPs) by the hour, data by use; priced as the plan's "destroyed" column prices them
+    (:func:`fmcluster.plan.cost.network_month`). ``region``: else the stack ID's."""
     nat = sum(1 for r in stack.resources if r.get("ResourceType") == "AWS::EC2::NatGateway")
-    price = list_price("nat.hour")
-    if not nat:
+    eips = sum(1 for r in stack.resources if r.get("ResourceType") == "AWS::EC2::EIP")
+    endpoints = sum(1 for r in stack.template.get("Resources", {}).values()
+                    if r.get("Type") == "AWS::EC2::VPCEndpoint"
+                    and r.get("Properties", {}).get("VpcEndpointType") == "Interface")
+    if not nat and not eips and not endpoints:
         return 0.0, "no NAT gateway"
-    if price.usd is None:
+    region = region or _arn_region(stack.stack_id)
+    items = tuple(network_month(nat, eips, endpoints, lookup(region)))
+    if CostSummary.unpriced(items):
         return None, f"{nat} NAT gateway(s): price not in the table"
-    usd = nat * price.usd * HOURS_PER_MONTH
-    return usd, f"${usd:,.2f}/month ({nat} NAT gateway{'s' if nat > 1 else ''}, plus data processed)"
+    usd = CostSummary.total(items)
+    about = "~" if CostSummary.estimated(items) else ""
+    more = f", {endpoints} interface endpoint{'s' if endpoints > 1 else ''}" if endpoints else ""
+    return usd, (f"{about}${usd:,.2f}/month ({nat} NAT gateway{'s' if nat > 1 else ''} and {eips} public IPv4 "
+                 f"address{'es' if eips != 1 else ''}{more}, plus data processed)")
+
+
+def _arn_region(stack_id: str) -> str | None:
+    parts = stack_id.split(":")
+    return parts[3] if len(parts) > 4 and parts[0] == "arn" else None
 
 
 def destroy(session: Any, teardown: Teardown, *, delete_retained: bool = False, progress: Callable[[str], None],
@@ -200,7 +216,7 @@ def destroy(session: Any, teardown: Teardown, *, delete_retained: bool = False, 
         if blocking:
             out.network_kept = (f"{network.name} is kept: {', '.join(f'{k.type} {k.physical_id}' for k in blocking)} "
                                 "live in its VPC, and CloudFormation cannot delete its subnets or VPC under them")
-            out.network_cost = network_cost(network)
+            out.network_cost = network_cost(network, teardown.region)
         else:
             delete_stack(session, network, out, **waits)
     out.kept = kept

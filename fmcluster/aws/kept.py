@@ -1,6 +1,8 @@
 """What a stack delete keeps (``DeletionPolicy: Retain``), one entry per resource type: how to find whether it is
 still there (and its size, where a describe call gives one), what keeping it costs per month at the list prices of
-:mod:`fmcluster.prices`, the aws CLI lines that delete it, and how ``fmcluster destroy --delete-retained`` deletes it.
+:mod:`fmcluster.prices` (priced by the plan's own functions, :mod:`fmcluster.plan.cost`: ``destroy``'s kept total is
+the plan's "destroyed" column), the aws CLI lines that delete it, and how ``fmcluster destroy --delete-retained``
+deletes it.
 
 Keeping is the default and the point: job records, checkpoints and datasets outlive the stacks. Deleting them is
 ``--delete-retained``'s alone, with a final snapshot or backup where the service takes one (the Aurora cluster:
@@ -21,10 +23,11 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from fmcluster.aws.session import is_account_problem
-from fmcluster.prices import list_price
+from fmcluster.facts import HOURS_PER_MONTH
+from fmcluster.plan import cost as costs
+from fmcluster.prices import list_price, lookup
 
-HOURS_PER_MONTH = 730
-"""AWS's pricing pages turn hourly rates into monthly ones with 730 hours (24 x 365 / 12)."""
+__all__ = ["HOURS_PER_MONTH", "Kept", "delete", "describe", "poll", "priced"]
 
 GONE_CODES = frozenset({
     "NoSuchBucket", "404", "NotFound", "ResourceNotFoundException", "NotFoundException", "FileSystemNotFound",
@@ -61,12 +64,16 @@ class Kept:
                 "cost": self.cost, "delete": self.commands}
 
 
-def _month(key: str, quantity: float = 1.0, what: str = "") -> tuple[float | None, str]:
-    price = list_price(key)
-    if price.usd is None:
-        return None, f"{price.what}: price not in the table"
-    usd = price.usd * quantity * (HOURS_PER_MONTH if price.unit.endswith("hour") else 1)
-    return usd, f"${usd:,.2f}/month{what}"
+def priced(item: costs.CostItem, what: str = "") -> tuple[float | None, str]:
+    """A plan cost line as ``destroy`` shows it: (USD a month or None, words); ``~`` marks an estimate."""
+    if item.usd is None:
+        return None, f"{item.basis}: price not in the table"
+    about = "~" if item.status == costs.ESTIMATE else ""
+    return item.usd, f"{about}${item.usd:,.2f}/month{what} ({item.basis})"
+
+
+def _month(k: Kept, item: str, key: str, quantity: float = 1.0, what: str = "") -> tuple[float | None, str]:
+    return priced(costs.monthly(item, key, quantity, f"{quantity:g} {item}", lookup(k.region or None)), what)
 
 
 def _by_use(key: str, stored: str = "stored bytes") -> tuple[None, str]:
@@ -126,7 +133,7 @@ def _key(s: Any, k: Kept) -> bool:
         k.commands = []
     else:
         k.detail = meta.get("KeyState", "")
-        k.monthly_usd, k.cost = _month("kms.key")
+        k.monthly_usd, k.cost = _month(k, "alerts key", "kms.key")
         k.commands = [f"aws kms schedule-key-deletion --key-id {k.physical_id} --pending-window-in-days 7"]
     k.rank = 3
     return True
@@ -155,10 +162,11 @@ def _file_system(s: Any, k: Kept) -> bool:
     lustre = fs.get("LustreConfiguration", {})
     gib, tier = fs.get("StorageCapacity", 0), lustre.get("PerUnitStorageThroughput")
     k.detail = f"{gib:,} GiB, {lustre.get('DeploymentType', '?')}, {tier} MB/s/TiB"
-    if lustre.get("DeploymentType") == "PERSISTENT_2" and tier:
-        k.monthly_usd, k.cost = _month(f"fsx.lustre.persistent2.{tier}", gib, f" ({gib:,} GiB provisioned)")
+    if costs.fsx_key(lustre.get("DeploymentType"), tier):
+        k.monthly_usd, k.cost = priced(costs.fsx_month(gib, lustre.get("DeploymentType"), tier,
+                                                       lookup(k.region or None)))
     else:
-        k.cost = "price not in the table (only PERSISTENT_2 is)"
+        k.cost = "price not in the table (only PERSISTENT_2 and SCRATCH_2 are)"
     k.commands = [f"aws fsx delete-file-system --file-system-id {k.physical_id} "
                   "--lustre-configuration SkipFinalBackup=false"]
     k.rank = 1
@@ -209,8 +217,7 @@ def _db_instance(s: Any, k: Kept) -> bool:
         [cluster] = rds.describe_db_clusters(DBClusterIdentifier=db["DBClusterIdentifier"])["DBClusters"]
         minimum = cluster.get("ServerlessV2ScalingConfiguration", {}).get("MinCapacity")
     if minimum is not None:
-        k.monthly_usd, k.cost = _month("aurora.serverless_v2.acu", minimum,
-                                       f" at least ({minimum} ACU, its floor, all month)")
+        k.monthly_usd, k.cost = priced(costs.acu_month(minimum, lookup(k.region or None)), " at least")
     else:
         k.cost = "price not in the table (not db.serverless)"
     k.commands = [f"aws rds delete-db-instance --db-instance-identifier {k.physical_id}"]
@@ -246,7 +253,7 @@ def _secret(s: Any, k: Kept) -> bool:
     if secret.get("DeletedDate"):
         k.detail, k.cost, k.commands = f"deleted on {secret['DeletedDate']}, in its recovery window", "", []
     else:
-        k.monthly_usd, k.cost = _month("secretsmanager.secret")
+        k.monthly_usd, k.cost = _month(k, "accounting secret", "secretsmanager.secret")
         k.commands = [f"aws secretsmanager delete-secret --secret-id {k.physical_id} --recovery-window-in-days 7"]
     k.rank = 2
     return True

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -69,6 +69,21 @@ def _match(**terms: str) -> list[dict[str, str]]:
 def ec2_filters(instance_type: str, region: str) -> list[dict[str, str]]:
     return _match(instanceType=instance_type, regionCode=region, operatingSystem="Linux", tenancy="Shared",
                   preInstalledSw="NA", capacitystatus="Used", operation="RunInstances")
+
+
+SAGEMAKER_HYPERPOD_COMPONENT = "Cluster"
+"""**Unconfirmed**: the AmazonSageMaker Price List's ``component`` value for HyperPod cluster instances. A wrong value
+matches no product: the plan and the table then keep the table's figure (nothing is guessed from another product)."""
+
+
+def sagemaker_filters(ml_type: str, region: str) -> list[dict[str, str]]:
+    """A SageMaker HyperPod instance (``ml.`` type), by :data:`SAGEMAKER_HYPERPOD_COMPONENT` (unconfirmed)."""
+    return _match(regionCode=region, instanceName=ml_type, component=SAGEMAKER_HYPERPOD_COMPONENT)
+
+
+def ebs_filters(volume_type: str, region: str) -> list[dict[str, str]]:
+    """An EBS volume type's storage (``volumeApiName``, billed in ``GB-Mo``)."""
+    return _match(regionCode=region, productFamily="Storage", volumeApiName=volume_type)
 
 
 def fsx_filters(deployment_type: str, throughput_per_tib: int | None, region: str) -> list[dict[str, str]] | None:
@@ -168,11 +183,15 @@ class Quote:
     hours_per_month: int = HOURS_PER_MONTH
     fsx_tier: int | None = None
     """The file system's MB/s per TiB that :attr:`fsx` is the price of."""
+    sagemaker: dict[str, Price | None] = field(default_factory=dict)
+    """SageMaker HyperPod prices by ``ml.`` type (HyperPod projects)."""
 
 
 def quote(region: str, instance_types: Iterable[str], fsx: tuple[str, int | None] | None, *, client: Any = None,
-          session: AwsSession | None = None, cache: PriceCache | None = None, today: date | None = None) -> Quote:
-    """On-demand prices for ``instance_types`` and the storage of ``fsx`` (deployment type, MB/s per TiB).
+          session: AwsSession | None = None, cache: PriceCache | None = None, today: date | None = None,
+          ml_types: Iterable[str] = ()) -> Quote:
+    """On-demand prices for ``instance_types``, SageMaker HyperPod's for ``ml_types`` and the storage of ``fsx``
+    (deployment type, MB/s per TiB).
 
     The Price List client (``client``, else one of ``session``) is made only when a price is not cached."""
     today = today or date.today()
@@ -195,6 +214,7 @@ def quote(region: str, instance_types: Iterable[str], fsx: tuple[str, int | None
 
     try:
         instances = {t: lookup("AmazonEC2", ec2_filters(t, region), "Hrs") for t in sorted(set(instance_types))}
+        sagemaker = {t: lookup("AmazonSageMaker", sagemaker_filters(t, region), "Hrs") for t in sorted(set(ml_types))}
         fsx_price, note = None, None
         if fsx is not None:
             filters = fsx_filters(fsx[0], fsx[1], region)
@@ -205,4 +225,5 @@ def quote(region: str, instance_types: Iterable[str], fsx: tuple[str, int | None
                 note = None if fsx_price else f"the Price List has no {fsx[0]} price at {fsx[1]} MB/s per TiB in {region}"
     finally:
         cache.save()
-    return Quote(region, instances, fsx_price, note, cache.path, fsx_tier=None if fsx is None else fsx[1])
+    return Quote(region, instances, fsx_price, note, cache.path, fsx_tier=None if fsx is None else fsx[1],
+                 sagemaker=sagemaker)

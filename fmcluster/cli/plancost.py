@@ -11,9 +11,16 @@ from rich.text import Text
 
 from fmcluster.cli.plantext import row, table
 from fmcluster.plan import Plan
-
-from fmcluster.plan.cost import BY_USE, MISSING, PRICED, PURCHASE, CostItem, CostSummary, PriceLookup
-from fmcluster.prices import PRICE_DATE, PRICE_REGION, ListPrice, list_price
+from fmcluster.plan.cost import (
+    BY_USE,
+    ESTIMATE,
+    MISSING,
+    PRICED,
+    PURCHASE,
+    CostItem,
+    CostSummary,
+)
+from fmcluster.prices import PRICE_DATE, PRICE_REGION, ListPrice, PriceLookup, lookup
 
 if TYPE_CHECKING:  # the Price List side path loads only with --prices
     from fmcluster.aws.pricing import Quote
@@ -26,31 +33,40 @@ BLOCK_PRICED = ("capacity-block", "training-plan")
 """Capacity bought as an offering: its price is the offering's, not an hourly rate."""
 
 
-def live_lookup(quote: Quote | None) -> PriceLookup:
-    """The table's prices, with the Price List's figures for the quoted instance types and file system over them."""
+def live_lookup(quote: Quote | None) -> PriceLookup | None:
+    """The table's prices of the quoted Region, with the Price List's figures for the quoted instance types
+    (EC2, SageMaker HyperPod) and file system over them; None without a quote (the plan's Region's table)."""
     if quote is None:
-        return list_price
+        return None
+    table = lookup(quote.region)
     live: dict[str, ListPrice] = {}
     source = f"AWS Price List API, {quote.region}"
     for itype, price in quote.instances.items():
         if price is not None:
             live[f"ec2.{itype}"] = ListPrice(price.usd, "hour", f"{itype} on-demand (Linux)", source, price.fetched)
+    for itype, price in quote.sagemaker.items():
+        if price is not None:
+            live[f"sagemaker.{itype}"] = ListPrice(price.usd, "hour", f"{itype} SageMaker HyperPod", source,
+                                                   price.fetched)
     if quote.fsx is not None and quote.fsx_tier is not None:
         live[f"fsx.lustre.persistent2.{quote.fsx_tier}"] = ListPrice(
             quote.fsx.usd, "GB-month", f"FSx for Lustre PERSISTENT_2, {quote.fsx_tier} MB/s per TiB", source,
             quote.fsx.fetched)
-    return lambda key: live.get(key) or list_price(key)
+    return lambda key: live.get(key) or table(key)
 
 
 def _figure(item: CostItem | None, fmt: str = "{:,.2f}") -> str:
     if item is None:
         return "-"
-    return fmt.format(item.usd) if item.status == PRICED and item.usd is not None else MARKS[item.status]
+    if item.usd is not None and item.status in (PRICED, ESTIMATE):
+        return ("~" if item.status == ESTIMATE else "") + fmt.format(item.usd)
+    return MARKS[item.status]
 
 
 def _total(items: tuple[CostItem, ...]) -> str:
     more = "+" if CostSummary.unpriced(items) else ""
-    return f"{CostSummary.total(items):,.2f}{more}"
+    about = "~" if CostSummary.estimated(items) else ""
+    return f"{about}{CostSummary.total(items):,.2f}{more}"
 
 
 def print_summary(cost: CostSummary, console: Console, quote: Quote | None, live_note: str | None) -> None:
@@ -67,16 +83,23 @@ def print_summary(cost: CostSummary, console: Console, quote: Quote | None, live
         basis = (idle.get(name) or running.get(name) or kept[name]).basis
         row(t, name, basis, _figure(running.get(name)), _figure(idle.get(name)), _figure(kept.get(name)))
     t.add_section()
-    row(t, "total", "+: and lines not priced", _total(cost.running_per_hour), _total(cost.idle_per_month),
+    row(t, "total", "~: estimates in it; +: and offers", _total(cost.running_per_hour), _total(cost.idle_per_month),
         _total(cost.after_destroy_per_month))
     console.print(t)
     notes = [f"prices: {cost.price_region} list prices of {cost.price_date} (fmcluster.prices, each with its source)"]
+    estimated = sorted({i.key or i.item for items in (cost.running_per_hour, cost.idle_per_month,
+                                                      cost.after_destroy_per_month)
+                        for i in items if i.status == ESTIMATE})
+    if estimated:
+        notes.append(f"~: estimates (AWS's figure unconfirmed, or a quantity the plan estimates; "
+                     f"fmcluster/prices.json says how): {', '.join(estimated)}")
     if cost.project_region != cost.price_region:
         where = (f"the project is in {cost.project_region}" if cost.project_region else
                  "the project names no region")
         notes.append(f"{where}: prices differ by Region; `plan --prices` reads the Region's own")
     if quote is not None:
-        notes.append(f"instances and FSx: the AWS Price List's {quote.region} prices where it has them")
+        notes.append(f"instances (EC2, SageMaker) and FSx: the AWS Price List's {quote.region} prices where it has "
+                     "them")
     elif live_note is None:
         notes.append("live prices: `plan --prices` reads the project Region's on-demand prices from the AWS Price List")
     missing = sorted({i.key or i.item for items in (cost.running_per_hour, cost.idle_per_month,
@@ -85,8 +108,8 @@ def print_summary(cost: CostSummary, console: Console, quote: Quote | None, live
     if missing:
         notes.append(f"?: not in the table: {', '.join(missing)}")
     notes.append(f"idle: what bills with no job running; running /h: every GPU node, plus the idle month over "
-                 f"{cost.hours_per_month} h; destroyed: what `destroy` keeps; by use: billed by what is stored or "
-                 "sent, not added")
+                 f"{cost.hours_per_month} h; destroyed: what `destroy` keeps (`destroy` prices what it finds the same "
+                 "way); by use: billed by what is stored or sent, not added")
     for warning in cost.warnings:
         console.print(Text(f"warning: {warning}", style="yellow"))
     for note in notes:
@@ -105,7 +128,7 @@ def print_cost(p: Plan, console: Console, quote: Quote | None, capacity_offers: 
     fetched: set[str] = set()
     notes: list[str] = []
     for g in p.groups:
-        price = quote.instances.get(g.instance_type)
+        price = quote.sagemaker.get(f"ml.{g.instance_type}") or quote.instances.get(g.instance_type)
         if g.capacity in BLOCK_PRICED:
             row(t, g.name, f"{g.capacity} offering", "offering", "offering")
             notes.append(f"{g.name}: priced by its {g.capacity} offering, left out of the total")

@@ -19,9 +19,18 @@ from rich.text import Text
 from fmcluster import catalog
 from fmcluster.cli.plancost import live_lookup, print_cost, print_summary
 from fmcluster.cli.planservices import associations_data, print_services
-from fmcluster.cli.plantext import UNCONFIRMED, UNITS, hbm_tb, num, row, settings, share, table
+from fmcluster.cli.plantext import (
+    UNCONFIRMED,
+    UNITS,
+    hbm_tb,
+    num,
+    row,
+    settings,
+    share,
+    table,
+)
+from fmcluster.generate.costs import project_cost
 from fmcluster.plan import Plan
-from fmcluster.plan.cost import cost_summary
 from fmcluster.plan.storage import SCRATCH_2_THROUGHPUT, duration_text, pin_advice
 
 if TYPE_CHECKING:  # the Price List side path loads only with --prices
@@ -49,7 +58,7 @@ def print_plan(the_plan: Plan, console: Console, *, wide: bool = False, quote: Q
         for part in parts:
             console.print(part)
         print_services(the_plan, console)
-        print_summary(cost_summary(the_plan, live_lookup(quote)), console, quote, live_note)
+        print_summary(project_cost(the_plan, live_lookup(quote)), console, quote, live_note)
         print_cost(the_plan, console, quote, capacity_offers)
     finally:
         console.width = width

@@ -19,15 +19,16 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from fmcluster import checks, config
-from fmcluster.config import neighbours
-from fmcluster.cli import plandiff
 from fmcluster.aws import AwsError
+from fmcluster.cli import plandiff
 from fmcluster.cli.plancost import LIVE_NOT_READ, live_lookup
 from fmcluster.cli.planservices import plan_json
 from fmcluster.cli.planview import print_plan
+from fmcluster.config import neighbours
 from fmcluster.errors import ConfigError, Problem
+from fmcluster.generate.costs import project_cost
 from fmcluster.plan import Plan
-from fmcluster.plan.cost import cost_summary
+from fmcluster.plan.cost import sagemaker_types
 
 out = Console()
 err = Console(stderr=True)
@@ -108,7 +109,7 @@ def plan(
     replacements = None if comparison is None else comparison.replacements
     if output is Output.json:
         data = plan_json(the_plan)
-        data["cost"] = cost_summary(the_plan, live_lookup(quote)).as_dict()
+        data["cost"] = project_cost(the_plan, live_lookup(quote)).as_dict()
         data["cost"]["live_prices"] = {"read": quote is not None, "why_not": live_note}
         data["warnings"] = [w.as_dict() for w in warnings]
         if comparison is not None:
@@ -155,7 +156,7 @@ def _quote(loaded: config.LoadedProject, the_plan: Plan) -> tuple[object, str | 
         session = aws_session(loaded.project, command="plan --prices")
         with session.errors():
             return pricing.quote(session.region, [g.instance_type for g in the_plan.groups], fsx,
-                                 session=session), None
+                                 session=session, ml_types=sagemaker_types(the_plan)), None
     except (AwsError, pricing.PriceError) as exc:
         return None, str(exc)
     except Exception as exc:
@@ -169,6 +170,7 @@ def _quote_dict(quote) -> dict:
     def price(p):
         return None if p is None else {"usd": p.usd, "unit": p.unit, "fetched": p.fetched, "sku": p.sku}
     return {"region": quote.region, "instances": {t: price(p) for t, p in quote.instances.items()},
+            "sagemaker": {t: price(p) for t, p in quote.sagemaker.items()},
             "fsx": price(quote.fsx), "fsx_note": quote.fsx_note}
 
 

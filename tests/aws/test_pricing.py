@@ -243,3 +243,42 @@ def test_plan_prices_that_do_not_agree_print_the_plan_and_one_line(stubbed_cli) 
     [line] = [line for line in result.stderr.splitlines() if "live prices" in line]
     assert line.startswith(f"warning: {plancost.LIVE_NOT_READ}: the Price List has 2 different AmazonEC2 prices")
     assert "cost (USD)" in result.stdout
+
+
+def _sagemaker_answer(ml_type: str, usd: str) -> dict:
+    """A GetProducts answer with one SageMaker HyperPod product (its OnDemand term; a Reserved one to be ignored)."""
+    sku = "TESTSKUSM" + ml_type.replace(".", "").upper()[:7]
+    dim = {"unit": "Hrs", "description": f"{ml_type} HyperPod", "pricePerUnit": {"USD": usd}}
+    item = {"product": {"sku": sku, "productFamily": "ML Instance",
+                        "attributes": {"servicecode": "AmazonSageMaker", "instanceName": ml_type,
+                                       "regionCode": "us-east-1"}},
+            "serviceCode": "AmazonSageMaker", "version": "test", "publicationDate": "2026-12-01T00:00:00Z",
+            "terms": {"OnDemand": {f"{sku}.T": {"priceDimensions": {f"{sku}.T.D": dim}}},
+                      "Reserved": {f"{sku}.R": {"priceDimensions": {f"{sku}.R.D": {**dim, "pricePerUnit":
+                                                                                        {"USD": "1.0"}}}}}}}
+    return {"FormatVersion": "aws_v1", "PriceList": [json.dumps(item)]}
+
+
+def test_plan_prices_read_sagemaker_and_fsx_prices_for_hyperpod(stubbed_cli) -> None:
+    """--prices on a HyperPod project reads the ml. types' prices from SageMaker's Price List (not EC2's) and the
+    file system's: the cost lines use them, unmarked; what the Price List has not, keeps the table's estimate."""
+    path = ROOT / "examples" / "p5en-hyperpod.yaml"
+    stubbed_cli.add_response("get_products", answer("ec2-p5en.48xlarge-us-east-1.json"),
+                             request("AmazonEC2", pricing.ec2_filters("p5en.48xlarge", "us-east-1")))
+    for ml_type, found in (("ml.m5.12xlarge", None), ("ml.m5.4xlarge", "0.99"), ("ml.p5en.48xlarge", "70.5")):
+        stubbed_cli.add_response("get_products", _sagemaker_answer(ml_type, found) if found else answer("empty.json"),
+                                 request("AmazonSageMaker", pricing.sagemaker_filters(ml_type, "us-east-1")))
+    stubbed_cli.add_response("get_products", answer("fsx-lustre-persistent-250-us-east-1.json"),
+                             request("AmazonFSx", pricing.fsx_filters("PERSISTENT_2", 500, "us-east-1")))
+    result = runner.invoke(app, ["plan", str(path), "-o", "json", "--prices"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["prices"]["sagemaker"]["ml.p5en.48xlarge"]["usd"] == 70.5
+    assert data["prices"]["sagemaker"]["ml.m5.12xlarge"] is None
+    idle = {i["key"]: i for i in data["cost"]["idle_per_month"]["items"] if i["key"]}
+    train = idle["sagemaker.ml.p5en.48xlarge"]
+    assert train["status"] == "priced" and "at 70.5/h" in train["basis"]
+    assert idle["sagemaker.ml.m5.4xlarge"]["status"] == "priced"
+    assert idle["sagemaker.ml.m5.12xlarge"]["status"] == "estimate"  # not in the Price List: the table's estimate
+    fsx = idle["fsx.lustre.persistent2.500"]  # the recorded answer's 0.123 stands for the 500 tier's here
+    assert fsx["status"] == "priced" and "0.123/GB-month" in fsx["basis"]

@@ -15,11 +15,11 @@ from typer.testing import CliRunner
 from fmcluster import config
 from fmcluster.cli import app
 from fmcluster.cli.plancost import LIVE_NOT_READ
+from fmcluster.generate.costs import project_cost as cost_summary
 from fmcluster.plan import make_plan
-from fmcluster.plan.cost import cost_summary
 
 runner = CliRunner()
-TOTAL = re.compile(r"^total\s.*?([\d,]+\.\d\d)\+?\s+([\d,]+\.\d\d)\+?\s+([\d,]+\.\d\d)\+?\s*$", re.M)
+TOTAL = re.compile(r"^total\s.*?~?([\d,]+\.\d\d)\+?\s+~?([\d,]+\.\d\d)\+?\s+~?([\d,]+\.\d\d)\+?\s*$", re.MULTILINE)
 
 
 @pytest.fixture
@@ -40,6 +40,10 @@ def test_every_plan_shows_the_three_figures_without_an_account(path: Path, no_ac
     expected = (c.total(c.running_per_hour), c.total(c.idle_per_month), c.total(c.after_destroy_per_month))
     assert tuple(float(t.replace(",", "")) for t in totals) == pytest.approx(expected, abs=0.005)
     assert "running /h" in result.stdout and "idle /month" in result.stdout and "destroyed /month" in result.stdout
+    # no line the project creates is unpriced: no `?` cell, no "not in the table" note
+    cost_table = result.stdout.split("cost (USD)", 1)[1].split("\nprices:", 1)[0]
+    assert not re.search(r"(^|\s)\?(\s|$)", cost_table, re.MULTILINE), cost_table
+    assert "?: not in the table" not in result.stdout
 
 
 def test_plan_prices_without_credentials_prints_the_plan_and_one_line(no_account: Path) -> None:
@@ -58,7 +62,8 @@ def test_plan_json_carries_the_figures_and_why_live_prices_were_not_read(no_acco
     data = json.loads(result.stdout)
     c = cost_summary(make_plan(config.load(path).project))
     assert data["cost"]["idle_per_month"]["total_usd"] == round(c.total(c.idle_per_month), 2)
-    assert data["cost"]["after_destroy_per_month"]["complete"] is False  # the secret's price is not in the table
+    assert data["cost"]["after_destroy_per_month"]["complete"] is True  # every kept resource priced
+    assert data["cost"]["after_destroy_per_month"]["estimated"] is True  # the file system's tier: an estimate
     assert data["cost"]["live_prices"]["read"] is False
     assert data["cost"]["live_prices"]["why_not"].startswith("no AWS credentials found")
     assert "prices" not in data
