@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fmcluster.aws import hyperpod, hyperpod_eks, parallelcluster, pcs, selfmanaged
-from fmcluster.aws.nodes import ClusterReadError, Target, first_running, instances, tag_filter
+from fmcluster.aws.nodes import ClusterReadError, NodeNotInProject, Target, first_running, instances, tag_filter
 from fmcluster.aws.stackstate import StackState
 from fmcluster.contracts import (
     CLUSTER_NAME_OUTPUT,
@@ -86,7 +86,7 @@ def by_name(clients: Callable[[str], Any], project: str, stack: StackState, node
         chosen = node or "head"
         kind = parallelcluster.NODE_TYPES.get(chosen)
         if kind is None:
-            raise ClusterReadError(f"--node {chosen}: a ParallelCluster cluster has head and login nodes")
+            raise NodeNotInProject(f"--node {chosen}: a ParallelCluster cluster has head and login nodes")
         name = out[CLUSTER_NAME_OUTPUT]
         found = instances(clients("ec2"), [tag_filter(parallelcluster.CLUSTER_NAME_TAG, name),
                                            tag_filter(parallelcluster.NODE_TYPE_TAG, kind)])
@@ -98,7 +98,7 @@ def by_name(clients: Callable[[str], Any], project: str, stack: StackState, node
     if HYPERPOD_CLUSTER_ARN_OUTPUT in out:
         chosen = node or "controller"
         if chosen not in hyperpod.NODE_GROUPS:
-            raise ClusterReadError(f"--node {chosen}: without the project file fmcluster connects to a HyperPod "
+            raise NodeNotInProject(f"--node {chosen}: without the project file fmcluster connects to a HyperPod "
                                    "cluster's controller or login nodes")
         name = hyperpod.NODE_GROUPS[chosen]
         cluster_id, instance_id = hyperpod.running_in_group(clients, project, stack, out[HYPERPOD_CLUSTER_ARN_OUTPUT],

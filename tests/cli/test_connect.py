@@ -265,3 +265,12 @@ def test_without_a_project_file_a_hyperpod_controller_is_found_from_the_stack(tm
         result = runner.invoke(app, ["connect", "demo", "--print", "--region", "us-east-1"])
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [line("sagemaker-cluster:abcdef123456_controller-i-0c0c0c0c0c0c0c0c0")]
+
+
+def test_without_a_project_file_a_node_the_cluster_has_not_is_bad_input(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with mock_aws():
+        deploy({"ParallelClusterName": "demo-slurm"})
+        result = runner.invoke(app, ["connect", "demo", "--print", "--region", "us-east-1", "--node", "controller"])
+    assert result.exit_code == 2 and "--node controller: a ParallelCluster cluster has head and login nodes" \
+        in result.stderr
