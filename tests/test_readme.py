@@ -11,10 +11,12 @@ from typing import Any
 
 import pytest
 import typer.main
+import yaml
 from support import ROOT
 
 from fmcluster import checks, config
 from fmcluster.cli import app
+from fmcluster.config.project import Project
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 PAGES = {"README.md": README} | {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8")
@@ -54,12 +56,28 @@ def test_readme_shows_commands_and_projects() -> None:
     assert len(FMCLUSTER) > 20 and len(MAKE) > 5 and len(YAML_BLOCKS) >= 2
 
 
-@pytest.mark.parametrize("index", range(len(YAML_BLOCKS)))
+PROJECT_BLOCKS = [body for body in YAML_BLOCKS if re.search(r"^name:", body, re.M)]
+FRAGMENTS = [body for body in YAML_BLOCKS if body not in PROJECT_BLOCKS]
+"""A block with a top-level ``name:`` is a whole project; one without is a part of one (a section to add)."""
+
+
+@pytest.mark.parametrize("index", range(len(PROJECT_BLOCKS)))
 def test_every_yaml_block_validates_with_no_warning(index: int, tmp_path: Path) -> None:
     path = tmp_path / f"readme-{index}.yaml"
-    path.write_text(YAML_BLOCKS[index], encoding="utf-8")
+    path.write_text(PROJECT_BLOCKS[index], encoding="utf-8")
     _, warnings = checks.validate(config.load(path))  # raises ConfigError, listing every error
     assert [w.format() for w in warnings] == []
+
+
+def unknown_top_level_keys(fragment: str) -> list[str]:
+    """What of a project's part (``orchestrator: {...}`` to add to one) is not a project's top-level key."""
+    data = yaml.safe_load(fragment)
+    return sorted(set(data) - set(Project.model_fields)) if isinstance(data, dict) else [repr(data)]
+
+
+def test_every_yaml_fragment_names_project_keys() -> None:
+    assert {block: unknown_top_level_keys(block) for block in FRAGMENTS if unknown_top_level_keys(block)} == {}
+    assert unknown_top_level_keys("orchestrator: {type: pcs}\nnetwrok: {}\n") == ["netwrok"]
 
 
 def _resolve(line: str) -> tuple[Any, list[str]]:
