@@ -7,21 +7,23 @@ HyperPod's ``Orchestrator.Eks.ClusterArn`` is create-only: the two are created, 
 is what one stack does in one change set. A stack of its own would add a cross-stack export the HyperPod cluster
 pins (CloudFormation refuses to change an export in use) for no lifecycle it does not already share.
 
-In creation order (each step depends on the one before; ``tests/stacks/test_hyperpod_eks.py`` reads the order
-from the template):
+In creation order (``tests/kubernetes/test_readiness.py`` replays it against a model of when things become ready;
+``tests/stacks/test_hyperpod_eks.py`` reads it from the template):
 
-1. the control plane's two /28 subnets in the Region's first two zones (the accounting database's way: own route
-   table, no route out), its security group, its role, ``AWS::EKS::Cluster`` (API authentication, the pinned
-   version, private endpoint unless ``public_endpoint``, every control-plane log type);
+1. the control plane's two /28 subnets in two zones chosen by zone ID (own route table, no route out), its security
+   group, its role, ``AWS::EKS::Cluster`` (API authentication, the pinned version, the endpoint the project chose,
+   every control-plane log type);
 2. access entries: the project's admins and the deploy-time kubectl handler (cluster admin);
-3. the managed add-ons at pinned versions (:func:`fmcluster.generate.hyperpod_eks.addons`), pod identity for the
-   training operator;
-4. the HyperPod Helm chart (:mod:`fmcluster.generate.hyperpod_chart`) through CDK's kubectl provider in the VPC;
+3. the add-ons that need no node (DaemonSets: vpc-cni, kube-proxy, eks-pod-identity-agent), side by side;
+4. the HyperPod Helm chart (:mod:`fmcluster.generate.hyperpod_chart`) through CDK's kubectl provider in the VPC,
+   installed without waiting for its pods: no node exists yet;
 5. ``AWS::SageMaker::Cluster`` with ``Orchestrator.Eks`` (HyperPod Slurm's bucket, role, naming and instance-group
    rules: :class:`fmcluster.stacks.hyperpod.HyperPodCluster`), a system group and a group per compute group with
-   ``KubernetesConfig`` labels and taints, lifecycle scripts in EKS mode (``OnCreate``);
-6. task governance: the add-on (after the HyperPod cluster: Kueue's pods need nodes), the cluster's
-   ``ClusterSchedulerConfig``, then a ``ComputeQuota`` per team.
+   ``KubernetesConfig`` labels and taints, lifecycle scripts in EKS mode (``OnCreate``): the nodes;
+6. the add-ons whose pods need a node (:data:`fmcluster.generate.hyperpod_eks.NODE_ADDONS`: CoreDNS, FSx CSI,
+   cert-manager then the training operator, observability, task governance), side by side; pod identity for the
+   training operator; then the cluster's ``ClusterSchedulerConfig`` and a ``ComputeQuota`` per team, and FSx's
+   static volumes.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ from fmcluster.contracts import MetricsContract, NetworkContract, StorageContrac
 from fmcluster.facts import PROJECT_TAG
 from fmcluster.generate import hyperpod_chart as chart
 from fmcluster.generate.hyperpod_eks import (
+    ADDON_NEEDS,
+    NODE_ADDONS,
     TASK_GOVERNANCE,
     TRAINING_OPERATOR,
     EksInstanceGroup,
@@ -119,9 +123,10 @@ class HyperPodEksCluster(HyperPodCluster):
         self.access_entries = [self._access_entry(f"Admin{_id(arn)}", arn) for arn in settings.admins]
         handler_entry = self._access_entry("KubectlHandler", handler_role.role_arn)
         self.access_entries.append(handler_entry)
-        self.addons = self._add_addons(addons(plan), exclude=(TASK_GOVERNANCE,))
+        wanted = addons(plan)
+        early = self._add_addons({n: v for n, v in wanted.items() if n not in NODE_ADDONS})
         self.chart = self._add_chart(network, handler_role)
-        for dependency in [*self.addons.values(), handler_entry]:
+        for dependency in [*early.values(), handler_entry]:
             self.chart.node.add_dependency(dependency)
 
         self.role.add_to_policy(iam.PolicyStatement(sid="EksNodes", actions=EKS_NODE_ACTIONS, resources=["*"]))
@@ -140,8 +145,11 @@ class HyperPodEksCluster(HyperPodCluster):
                                                               subnets=[network.compute_subnet_id]),
             tags=self.tags)
         cluster.node.add_dependency(self.chart)
-        for addon in self.addons.values():
+        for addon in early.values():
             cluster.node.add_dependency(addon)
+        # the add-ons whose pods need a node: after the HyperPod cluster brings the nodes, side by side
+        self.addons = {**early, **self._add_addons({n: v for n, v in wanted.items() if n in NODE_ADDONS},
+                                                   after=cluster)}
         quotas: list[CfnResource] = self._add_task_governance(cluster) if settings.task_governance else []
         if storage.fsx is not None:
             self._add_fsx_volumes(storage, quotas)
@@ -214,11 +222,11 @@ class HyperPodEksCluster(HyperPodCluster):
 
     # -- 3. add-ons -------------------------------------------------------------------------------------------
 
-    def _add_addons(self, wanted: dict[str, str], exclude: tuple[str, ...] = ()) -> dict[str, eks.CfnAddon]:
+    def _add_addons(self, wanted: dict[str, str], after: Construct | None = None) -> dict[str, eks.CfnAddon]:
+        """The add-ons in ``wanted``, each after the access entries and ``after``, and after the add-ons it needs
+        (:data:`fmcluster.generate.hyperpod_eks.ADDON_NEEDS`) only: side by side otherwise."""
         out: dict[str, eks.CfnAddon] = {}
         for name, version in wanted.items():
-            if name in exclude:
-                continue
             identities = None
             if name == TRAINING_OPERATOR:
                 identities = [self._pod_identity(name, *TRAINING_OPERATOR_SERVICE_ACCOUNT)]
@@ -227,8 +235,10 @@ class HyperPodEksCluster(HyperPodCluster):
                                  pod_identity_associations=identities, tags=self.tags)
             for entry in self.access_entries:
                 addon.node.add_dependency(entry)
-            for earlier in out.values():  # one at a time, in order: cert-manager before the training operator
-                addon.node.add_dependency(earlier)
+            if after is not None:
+                addon.node.add_dependency(after)
+            for needed in ADDON_NEEDS.get(name, ()):
+                addon.node.add_dependency(out[needed])
             out[name] = addon
         return out
 
@@ -286,9 +296,12 @@ class HyperPodEksCluster(HyperPodCluster):
         depend_on_policies_only(provider)
         asset = s3_assets.Asset(self, "HyperPodChartAsset", path=str(folder))
         self.kubectl_cluster = imported
+        # no wait: the chart's Deployments need nodes, which come only with the HyperPod cluster created after it
+        # (AWS's Terraform for HyperPod EKS installs it with `wait = false`; FACTS.md 5b.x); `fmcluster status`
+        # reports the add-ons' health once the nodes are there
         helm = eks2.HelmChart(
             self, "HyperPodChart", cluster=imported, chart_asset=asset, release=chart.RELEASE,
-            namespace=chart.NAMESPACE, values=chart.chart_values(self.plan, AWS.REGION, account), wait=True,
+            namespace=chart.NAMESPACE, values=chart.chart_values(self.plan, AWS.REGION, account), wait=False,
             timeout=Duration.minutes(15))
         for child in helm.node.find_all():  # which chart the template installs: preflight refuses the stub
             if isinstance(child, CfnResource) and child.cfn_resource_type.startswith("Custom::"):
@@ -340,8 +353,7 @@ class HyperPodEksCluster(HyperPodCluster):
 
     def _add_task_governance(self, cluster: sagemaker.CfnCluster) -> list[CfnResource]:
         plan = self.plan
-        governance = self._add_addons({TASK_GOVERNANCE: addons(plan)[TASK_GOVERNANCE]})[TASK_GOVERNANCE]
-        governance.node.add_dependency(cluster)  # Kueue's pods need nodes (FACTS.md 5b: CoreDNS DEGRADED without any)
+        governance = self.addons[TASK_GOVERNANCE]  # after the HyperPod cluster: Kueue's pods need nodes
         tags = {PROJECT_TAG: plan.project, **plan.tags}
         # Name and ClusterArn are create-only (cfn-lint's schemas): a name of the cluster's own ID changes with the
         # cluster, so a replaced HyperPod cluster brings new quotas instead of wedging on the same name

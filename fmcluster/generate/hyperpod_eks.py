@@ -113,6 +113,16 @@ TASK_GOVERNANCE = "amazon-sagemaker-hyperpod-taskgovernance"
 TRAINING_OPERATOR = "amazon-sagemaker-hyperpod-training-operator"
 OBSERVABILITY = "amazon-sagemaker-hyperpod-observability"
 CERT_MANAGER = "cert-manager"
+NODE_ADDONS = frozenset({"coredns", "aws-fsx-csi-driver", CERT_MANAGER, TRAINING_OPERATOR, OBSERVABILITY,
+                         TASK_GOVERNANCE})
+"""Add-ons whose pods are a Deployment's: active only once a node runs them, so the stack creates them after the
+HyperPod cluster, which brings the first node (awsome-distributed-training ``7.sagemaker-hyperpod-eks/
+terraform-modules``: CoreDNS "will remain degraded until nodes are available", ``features_requiring_nodes``; FACTS.md
+5b.x). The others (vpc-cni, kube-proxy, eks-pod-identity-agent) are DaemonSets, active with no node, and come before
+the HyperPod cluster: its nodes join with the VPC CNI."""
+ADDON_NEEDS = {TRAINING_OPERATOR: (CERT_MANAGER,)}
+"""An add-on created only after another (the training operator's webhooks need cert-manager; FACTS.md 5b). Nothing
+else orders the add-ons: they install side by side."""
 
 
 def addon_version(name: str, kubernetes_version: str) -> str:

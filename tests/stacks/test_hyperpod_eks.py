@@ -1,34 +1,28 @@
 """HyperPod on EKS projects: what the synthesized NAME-cluster holds (one EKS cluster with API authentication, the
 pinned version and private endpoint, the add-ons at their pins, the HyperPod cluster orchestrated by it), and the
-order CloudFormation creates it in, read from the template (control plane -> access entries -> add-ons -> chart
--> HyperPod cluster -> task governance -> quotas). One synthesis per example, shared by every assertion."""
+order CloudFormation creates it in, read from the template (control plane -> access entries -> DaemonSet add-ons ->
+chart -> HyperPod cluster -> the add-ons that need nodes -> quotas; tests/kubernetes/test_readiness.py replays it).
+The suite's one synthesis, shared by every assertion."""
 
 from __future__ import annotations
 
 import ipaddress
 import json
-from pathlib import Path
-from typing import Any
 
 import pytest
-from support import ROOT
+from support import Synthesized
+from support.readiness import ancestors as _after
 
 from fmcluster.config.hyperpod_eks import DEFAULT_KUBERNETES_VERSION
-from fmcluster.generate.hyperpod_eks import ADDONS, BASE_ADDONS, TASK_GOVERNANCE, VPC_CNI_MINIMUM
+from fmcluster.generate.hyperpod_eks import ADDONS, BASE_ADDONS, NODE_ADDONS, TASK_GOVERNANCE, VPC_CNI_MINIMUM
 
 TEAMS = "p5-hyperpod-eks-teams"
 PLAN = "p5en-hyperpod-eks"
 
 
 @pytest.fixture(scope="module")
-def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    from fmcluster.stacks.app import synthesize  # starts jsii: only when these tests run
-
-    out = {}
-    for name in (TEAMS, PLAN):
-        synthesized = synthesize(ROOT / "examples" / f"{name}.yaml", tmp_path_factory.mktemp(name))
-        out[name] = synthesized[f"{name}-cluster"]
-    return out
+def templates(synthesized: Synthesized) -> dict[str, dict]:
+    return {name: synthesized.template(f"{name}-cluster") for name in (TEAMS, PLAN)}
 
 
 def _of_type(template: dict, kind: str) -> dict[str, dict]:
@@ -38,46 +32,6 @@ def _of_type(template: dict, kind: str) -> dict[str, dict]:
 def _one(template: dict, kind: str) -> tuple[str, dict]:
     [(logical_id, resource)] = _of_type(template, kind).items()
     return logical_id, resource
-
-
-def _references(value: Any) -> set[str]:
-    if isinstance(value, dict):
-        found = set()
-        for key, inner in value.items():
-            if key == "Ref" and isinstance(inner, str):
-                found.add(inner)
-            elif key == "Fn::GetAtt":
-                found.add(inner[0] if isinstance(inner, list) else inner.split(".")[0])
-            else:
-                found |= _references(inner)
-        return found
-    if isinstance(value, list):
-        return set().union(*map(_references, value)) if value else set()
-    return set()
-
-
-def _after(template: dict) -> dict[str, set[str]]:
-    """Logical ID -> every resource CloudFormation must finish before it (DependsOn, Ref and GetAtt, transitively)."""
-    resources = template["Resources"]
-    direct = {}
-    for logical_id, resource in resources.items():
-        depends = resource.get("DependsOn", [])
-        depends = [depends] if isinstance(depends, str) else depends
-        direct[logical_id] = ({*depends} | _references(resource.get("Properties", {}))) & set(resources)
-    closed: dict[str, set[str]] = {}
-
-    def visit(node: str, seen: tuple = ()) -> set[str]:
-        if node not in closed:
-            assert node not in seen, f"cycle through {node}"
-            out = set(direct[node])
-            for parent in direct[node]:
-                out |= visit(parent, (*seen, node))
-            closed[node] = out
-        return closed[node]
-
-    for logical_id in resources:
-        visit(logical_id)
-    return closed
 
 
 def test_one_eks_cluster_with_api_auth_the_pinned_version_private_endpoint_and_every_log(templates) -> None:
@@ -114,7 +68,7 @@ def test_access_entries_for_each_admin_and_the_kubectl_handler(templates) -> Non
 def test_addons_at_their_pins_and_vpc_cni_new_enough(templates) -> None:
     found = {r["Properties"]["AddonName"]: r["Properties"]["AddonVersion"]
              for r in _of_type(templates[PLAN], "AWS::EKS::Addon").values()}
-    assert list(found) == list(BASE_ADDONS)
+    assert set(found) == set(BASE_ADDONS)
     assert all(found[n] in ADDONS[n].values() for n in found)
     cni = tuple(int(x) for x in found["vpc-cni"].lstrip("v").split("-")[0].split("."))
     assert cni >= VPC_CNI_MINIMUM
@@ -145,18 +99,19 @@ def test_creation_order_read_from_the_template(templates) -> None:
     eks_id, _ = _one(template, "AWS::EKS::Cluster")
     entries = set(_of_type(template, "AWS::EKS::AccessEntry"))
     addons = {k: r["Properties"]["AddonName"] for k, r in _of_type(template, "AWS::EKS::Addon").items()}
-    base = {k for k, n in addons.items() if n != TASK_GOVERNANCE}
+    early = {k for k, n in addons.items() if n not in NODE_ADDONS}
+    late = {k for k, n in addons.items() if n in NODE_ADDONS}
     [governance] = [k for k, n in addons.items() if n == TASK_GOVERNANCE]
     chart, _ = _one(template, "Custom::AWSCDK-EKS-HelmChart")
     hyperpod, _ = _one(template, "AWS::SageMaker::Cluster")
     scheduler, _ = _one(template, "AWS::SageMaker::ClusterSchedulerConfig")
     quotas = set(_of_type(template, "AWS::SageMaker::ComputeQuota"))
-    assert len(quotas) == 2
+    assert len(quotas) == 2 and {addons[k] for k in early} == {"vpc-cni", "kube-proxy", "eks-pod-identity-agent"}
     assert all(eks_id in after[e] for e in entries)
-    assert all(entries <= after[a] for a in base)
-    assert base | entries <= after[chart]
-    assert {chart, *base} <= after[hyperpod]
-    assert hyperpod in after[governance]
+    assert all(entries <= after[a] for a in addons)
+    assert early | entries <= after[chart]
+    assert {chart, *early} <= after[hyperpod]
+    assert all(hyperpod in after[a] for a in late)
     assert governance in after[scheduler]
     assert all({scheduler, governance} <= after[q] for q in quotas)
 
