@@ -52,7 +52,7 @@ from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
 from constructs import Construct
 
 from fmcluster.bootstrap.bundles import LifecycleBundles
-from fmcluster.contracts import MetricsContract, NetworkContract, StorageContract
+from fmcluster.contracts import EKS_CLUSTER_NAME_OUTPUT, MetricsContract, NetworkContract, StorageContract
 from fmcluster.facts import PROJECT_TAG
 from fmcluster.generate import hyperpod_chart as chart
 from fmcluster.generate.hyperpod_eks import (
@@ -153,7 +153,7 @@ class HyperPodEksCluster(HyperPodCluster):
         quotas: list[CfnResource] = self._add_task_governance(cluster) if settings.task_governance else []
         if storage.fsx is not None:
             self._add_fsx_volumes(storage, quotas)
-        CfnOutput(stack, "EksClusterName", value=self.eks.ref, description="EKS cluster (aws eks update-kubeconfig)")
+        CfnOutput(stack, EKS_CLUSTER_NAME_OUTPUT, value=self.eks.ref, description="EKS cluster (aws eks update-kubeconfig)")
         CfnOutput(stack, "EksClusterArn", value=self.eks.attr_arn, description="EKS cluster orchestrating HyperPod")
         return cluster
 

@@ -107,6 +107,7 @@ COMMAND_ACTIONS: dict[str, tuple[str, ...]] = {
         "dynamodb:GetItem",                   # parallelcluster: the compute fleet's status (parallelcluster-<name>)
         "sagemaker:DescribeCluster",          # hyperpod
         "sagemaker:ListClusterNodes",
+        "eks:DescribeAddon",                  # hyperpod-eks: each add-on's health
         "pcs:GetCluster",                     # pcs
         "pcs:ListComputeNodeGroups",
         "pcs:ListQueues",
