@@ -153,6 +153,7 @@ class HyperPodEksCluster(HyperPodCluster):
         quotas: list[CfnResource] = self._add_task_governance(cluster) if settings.task_governance else []
         if storage.fsx is not None:
             self._add_fsx_volumes(storage, quotas)
+        depend_on_policies_only(self.kubectl_provider)  # last: every policy the functions' roles got is there
         CfnOutput(stack, EKS_CLUSTER_NAME_OUTPUT, value=self.eks.ref, description="EKS cluster (aws eks update-kubeconfig)")
         CfnOutput(stack, "EksClusterArn", value=self.eks.attr_arn, description="EKS cluster orchestrating HyperPod")
         return cluster
@@ -293,7 +294,7 @@ class HyperPodEksCluster(HyperPodCluster):
             reason="The compute subnet is imported by ID only to place CDK's kubectl handler in it; nothing reads its "
                    "route table."))
         acknowledge_kubectl(self, handler_role, provider)
-        depend_on_policies_only(provider)
+        self.kubectl_provider = provider
         asset = s3_assets.Asset(self, "HyperPodChartAsset", path=str(folder))
         self.kubectl_cluster = imported
         # no wait: the chart's Deployments need nodes, which come only with the HyperPod cluster created after it

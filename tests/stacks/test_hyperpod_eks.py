@@ -158,3 +158,24 @@ def test_fsx_is_a_static_volume_in_default_and_each_team_namespace_after_the_csi
     csi = next(k for k, r in _of_type(template, "AWS::EKS::Addon").items()
                if r["Properties"]["AddonName"] == "aws-fsx-csi-driver")
     assert {csi, *_of_type(template, "AWS::SageMaker::ComputeQuota")} <= after[manifest_id]
+
+
+def _policies_of_role(template: dict, role: str) -> set[str]:
+    return {k for k, r in _of_type(template, "AWS::IAM::Policy").items()
+            if {"Ref": role} in r["Properties"].get("Roles", [])}
+
+
+@pytest.mark.parametrize("example", [TEAMS, PLAN])
+def test_every_function_depends_on_its_roles_policies_so_teardown_keeps_them(templates, example) -> None:
+    """As stock CDK: a function depends on its role's policies (the provider framework's holds lambda:InvokeFunction
+    on the kubectl handler). Without it CloudFormation may delete the policy first on teardown and the chart's
+    delete can never reach the handler (issue 41)."""
+    template = templates[example]
+    functions = _of_type(template, "AWS::Lambda::Function")
+    assert len(functions) >= 3
+    for logical_id, function in functions.items():
+        role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+        policies = _policies_of_role(template, role)
+        depends = function.get("DependsOn", [])
+        assert policies and policies <= set(depends), logical_id
+        assert role not in depends  # the GetAtt orders them already (cfn-lint W3005)
