@@ -168,10 +168,10 @@ class HyperPodEksCluster(HyperPodCluster):
             raise ValueError("the EKS control plane needs two /28 subnets (check hyperpod-eks-network)")
         routes = ec2.CfnRouteTable(self, "ControlPlaneRouteTable", vpc_id=network.vpc_id).ref
         subnets = []
-        for index, cidr in enumerate(cidrs):
-            # the Region's first two zones differ by construction (Fn::GetAZs), as for the accounting database
+        for index, (cidr, zone) in enumerate(zip(cidrs, plan.control_plane_zone_ids, strict=True)):
+            # by zone ID, never a zone name's position (Fn::GetAZs): EKS refuses some zones (FACTS.md 5b.x)
             subnet = ec2.CfnSubnet(self, f"ControlPlaneSubnet{index + 1}", vpc_id=network.vpc_id, cidr_block=cidr,
-                                   availability_zone=Fn.select(index, Fn.get_azs()), map_public_ip_on_launch=False)
+                                   availability_zone_id=zone, map_public_ip_on_launch=False)
             ec2.CfnSubnetRouteTableAssociation(self, f"ControlPlaneSubnet{index + 1}RouteTableAssociation",
                                                subnet_id=subnet.ref, route_table_id=routes)
             subnets.append(subnet.ref)

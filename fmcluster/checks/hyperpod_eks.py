@@ -14,7 +14,7 @@ from fmcluster.checks.hyperpod import (
 )
 from fmcluster.checks.registry import Finding, check
 from fmcluster.config.hyperpod import BUCKET_PREFIX
-from fmcluster.config.hyperpod_eks import SYSTEM
+from fmcluster.config.hyperpod_eks import EKS_UNSUPPORTED_ZONE_IDS, SYSTEM
 from fmcluster.config.loader import LoadedProject
 from fmcluster.plan import Plan
 
@@ -79,6 +79,28 @@ def network(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
         yield Finding(("network", "vpc_cidr"), "the VPC has no room for the EKS control plane's two /28 subnets at "
                                                "its end beside the other subnets",
                       "use a larger vpc_cidr, or a smaller network.compute_subnet_prefix")
+
+
+@check("hyperpod-eks-control-plane-zones", "error")
+def control_plane_zones(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """The control plane's two zones are zones of the project's Region that EKS accepts, never a Local Zone."""
+    if not _active(loaded):
+        return
+    settings = loaded.project.orchestrator.eks
+    where = EKS + ("control_plane_zone_ids",) if settings.control_plane_zone_ids else ("availability_zone_id",)
+    region = plan.network.services_zone_id.rsplit("-az", 1)[0]
+    for i, zone in enumerate(plan.cluster.control_plane_zone_ids):
+        field = where + (i,) if settings.control_plane_zone_ids else where
+        if zone in EKS_UNSUPPORTED_ZONE_IDS:
+            yield Finding(field, f"EKS does not accept {zone} for a cluster's subnets (EKS user guide, VPC and subnet "
+                                 "requirements: UnsupportedAvailabilityZoneException)",
+                          "set orchestrator.hyperpod_eks.control_plane_zone_ids to two other zones of the Region")
+        elif zone.count("-") != 1 or zone.rsplit("-az", 1)[0] != region:
+            yield Finding(field, f"{zone} is not an Availability Zone of the nodes' Region ({region}-az...)",
+                          f"name two zone IDs of the form {region}-azN")
+    if len(plan.cluster.control_plane_zone_ids) < 2:
+        yield Finding(where, "no second zone EKS accepts was found for the control plane",
+                      "set orchestrator.hyperpod_eks.control_plane_zone_ids")
 
 
 @check("hyperpod-eks-slurm-settings", "error")

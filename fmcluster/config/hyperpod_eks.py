@@ -14,11 +14,11 @@ accounting-supported check.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from fmcluster.config.base import Int, Model, located
+from fmcluster.config.base import AZ_ID, Int, Model, located
 from fmcluster.config.hyperpod import (
     BUCKET_NAME,
     CLUSTER_NAME,
@@ -33,6 +33,16 @@ KUBERNETES_VERSIONS: tuple[str, ...] = ("1.28", "1.29", "1.30", "1.31", "1.32", 
 page adds 1.34, the English one does not: the smaller set is kept). AWS's Terraform for HyperPod EKS uses 1.33
 (awsome-distributed-training ``1.architectures/7.sagemaker-hyperpod-eks/terraform-modules``)."""
 DEFAULT_KUBERNETES_VERSION = KUBERNETES_VERSIONS[-1]
+
+EKS_UNSUPPORTED_ZONE_IDS = ("use1-az3", "usw1-az2", "cac1-az3")
+"""Zones EKS refuses for a cluster's subnets (``UnsupportedAvailabilityZoneException``): EKS user guide, "VPC and
+subnet requirements", subnet requirements for clusters (docs.aws.amazon.com/eks/latest/userguide/network-reqs.html);
+the same three IDs in AWS's EKS docs' Karpenter GPU walkthrough and in public Terraform that excludes them."""
+CONTROL_PLANE_ZONE_CANDIDATES = 6
+"""The default second control-plane zone is the Region's lowest-numbered zone ID (``<region>-az1``, ``-az2``, ...)
+that is not the nodes' and EKS accepts: zone IDs are the same in every account (EC2 user guide, "AZ IDs"), and
+`fmcluster preflight` checks both exist in the account's Region before a deploy. **Unconfirmed** that every Region
+has an az1 or az2 for every account: set ``control_plane_zone_ids`` where it does not."""
 
 SYSTEM = "system"
 """The instance-group name of the untainted system group (CoreDNS, Kueue, the operators)."""
@@ -145,6 +155,10 @@ class HyperPodEksSettings(Model):
     public_endpoint: bool = Field(
         default=False, description="Open the Kubernetes API endpoint to the internet too (IAM still authenticates). "
                                    "Default: private only (kubectl from inside the VPC or through Session Manager).")
+    control_plane_zone_ids: list[Annotated[str, Field(pattern=AZ_ID)]] | None = Field(
+        default=None, min_length=2, max_length=2,
+        description="The two Availability Zone IDs of the EKS control plane's subnets. Default: the nodes' zone (or "
+                    "its parent zone) and the Region's lowest-numbered other zone EKS accepts.")
     admins: list[str] = Field(
         default_factory=list, max_length=20,
         description="IAM role or user ARNs given cluster admin (an EKS access entry with AmazonEKSClusterAdminPolicy).")
@@ -180,6 +194,27 @@ class HyperPodEksSettings(Model):
         if len(set(value)) != len(value):
             raise ValueError("an admin is named twice")
         return value
+
+    @field_validator("control_plane_zone_ids")
+    @classmethod
+    def _zones(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and value[0] == value[1]:
+            raise located("the control plane's two zones must differ (EKS needs subnets in two zones)", 1)
+        return value
+
+    def control_plane_zones(self, nodes_zone_id: str) -> tuple[str, ...]:
+        """The control plane's two zone IDs: ``control_plane_zone_ids``, or the nodes' zone (``nodes_zone_id``: a
+        Local Zone's parent) and the Region's lowest-numbered other zone that EKS accepts (the nodes' zone itself
+        only where EKS accepts it)."""
+        if self.control_plane_zone_ids:
+            return tuple(self.control_plane_zone_ids)
+        region = nodes_zone_id.rsplit("-az", 1)[0]
+        candidates = [nodes_zone_id, *(f"{region}-az{n}" for n in range(1, CONTROL_PLANE_ZONE_CANDIDATES + 1))]
+        out: list[str] = []
+        for zone in candidates:
+            if zone not in out and zone not in EKS_UNSUPPORTED_ZONE_IDS:
+                out.append(zone)
+        return tuple(out[:2])
 
     def group(self, name: str) -> EksGroupSettings:
         """A compute group's settings; their defaults when ``groups`` does not name it."""

@@ -125,7 +125,9 @@ def make_plan(project: Project) -> Plan:
         taken = (network.public_subnet_cidr, network.compute_subnet_cidr) + (
             (network.services_subnet_cidr,) if network.services_subnet_cidr else ())
         cluster = replace(cluster, control_plane_subnet_cidrs=None if network.existing or network.vpc_cidr is None
-                          else carve_database_subnets(network.vpc_cidr, taken))
+                          else carve_database_subnets(network.vpc_cidr, taken),
+                          control_plane_zone_ids=project.orchestrator.eks.control_plane_zones(
+                              network.services_zone_id))
     return Plan(
         project=project.name,
         availability_zone_id=project.availability_zone_id,

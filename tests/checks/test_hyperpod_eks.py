@@ -148,3 +148,19 @@ def test_a_version_far_from_the_deploy_time_kubectl_is_a_warning() -> None:
     assert "hyperpod-eks-kubectl-skew" in [w.check for w in warnings]
     _, warnings = checks.validate(config.parse(project('kubernetes_version: "1.32"'), Path("eks.yaml")))
     assert "hyperpod-eks-kubectl-skew" not in [w.check for w in warnings]
+
+
+def test_control_plane_zones_are_chosen_by_zone_id_never_one_eks_refuses() -> None:
+    """The nodes' zone and the Region's lowest-numbered other zone EKS accepts (issue 41 item 4)."""
+    plan, _ = checks.validate(config.parse(project(), Path("eks.yaml")))
+    assert plan.cluster.control_plane_zone_ids == ("use1-az6", "use1-az1")
+    plan, _ = checks.validate(config.parse(project().replace("use1-az6", "use1-az3"), Path("eks.yaml")))
+    assert plan.cluster.control_plane_zone_ids == ("use1-az1", "use1-az2")  # use1-az3: EKS refuses it
+    text = project("control_plane_zone_ids: [use1-az4, use1-az3]")
+    [problem] = problems(text)
+    assert problem.check == "hyperpod-eks-control-plane-zones" and "use1-az3" in problem.message
+    assert problem.path.endswith("control_plane_zone_ids[1]") and problem.line == line_of(text, "control_plane")
+    [problem] = problems(project("control_plane_zone_ids: [use1-az4, usw2-az1]"))
+    assert "not an Availability Zone of the nodes' Region" in problem.message
+    [problem] = problems(project("control_plane_zone_ids: [use1-az4, use1-az4]"))
+    assert "must differ" in problem.message

@@ -48,7 +48,9 @@ def test_one_eks_cluster_with_api_auth_the_pinned_version_private_endpoint_and_e
     assert template["Resources"][group["Fn::GetAtt"][0]]["Type"] == "AWS::EC2::SecurityGroup"
     subnets = [template["Resources"][s["Ref"]]["Properties"] for s in vpc["SubnetIds"]]
     assert [ipaddress.ip_network(s["CidrBlock"]).prefixlen for s in subnets] == [28, 28]
-    assert [s["AvailabilityZone"]["Fn::Select"][0] for s in subnets] == [0, 1]  # two zones (Fn::GetAZs)
+    # two zones by zone ID (the nodes' and the Region's lowest-numbered other one EKS accepts), never Fn::GetAZs
+    assert [s["AvailabilityZoneId"] for s in subnets] == ["use1-az6", "use1-az1"]
+    assert "AvailabilityZone" not in subnets[0] and "Fn::GetAZs" not in json.dumps(template)
 
 
 def test_access_entries_for_each_admin_and_the_kubectl_handler(templates) -> None:
