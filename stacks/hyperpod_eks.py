@@ -199,7 +199,8 @@ class HyperPodEksCluster(HyperPodCluster):
             self, "EksCluster", version=settings.kubernetes_version, role_arn=role.role_arn,
             resources_vpc_config=eks.CfnCluster.ResourcesVpcConfigProperty(
                 subnet_ids=subnets, security_group_ids=[self.control_plane_group.attr_group_id],
-                endpoint_private_access=True, endpoint_public_access=settings.public_endpoint),
+                endpoint_private_access=True, endpoint_public_access=settings.public_endpoint,
+                public_access_cidrs=list(settings.public_access_cidrs) or None),
             access_config=eks.CfnCluster.AccessConfigProperty(authentication_mode="API",
                                                               bootstrap_cluster_creator_admin_permissions=False),
             logging=eks.CfnCluster.LoggingProperty(cluster_logging=eks.CfnCluster.ClusterLoggingProperty(
@@ -209,7 +210,8 @@ class HyperPodEksCluster(HyperPodCluster):
             Validations.of(cluster).acknowledge(Acknowledgment(
                 id="AwsSolutions::AwsSolutions-EKS1",
                 reason="The project asks for a public Kubernetes API endpoint (orchestrator.hyperpod_eks."
-                       "public_endpoint); IAM still authenticates every request."))
+                       "public_endpoint), open to its public_access_cidrs only; IAM still authenticates every "
+                       "request."))
         return cluster
 
     def _access_entry(self, construct_id: str, principal_arn: str) -> eks.CfnAccessEntry:

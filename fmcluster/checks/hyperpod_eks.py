@@ -103,6 +103,34 @@ def control_plane_zones(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                       "set orchestrator.hyperpod_eks.control_plane_zone_ids")
 
 
+@check("hyperpod-eks-admins", "error")
+def admins(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """At least one admin: the cluster's creator gets no access (API authentication, no creator admin), so without
+    one nobody could reach the Kubernetes API (issue 41)."""
+    if _active(loaded) and not loaded.project.orchestrator.eks.admins:
+        yield Finding(EKS + ("admins",) if loaded.project.orchestrator.hyperpod_eks is not None else ("orchestrator",),
+                      "orchestrator.hyperpod_eks.admins names nobody: the EKS cluster gives its creator no access, "
+                      "so nobody could use kubectl on it",
+                      "add the IAM role you work as: admins: [arn:aws:iam::<account>:role/<name>] "
+                      "(`aws sts get-caller-identity` shows it)")
+
+
+@check("hyperpod-eks-endpoint", "error")
+def endpoint(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """A public endpoint is open to the networks the project names, never to everyone; CIDRs mean nothing without
+    it."""
+    if not _active(loaded):
+        return
+    settings = loaded.project.orchestrator.eks
+    if settings.public_endpoint and not settings.public_access_cidrs:
+        yield Finding(EKS + ("public_endpoint",), "a public Kubernetes API endpoint needs public_access_cidrs: the "
+                                                  "networks allowed to reach it",
+                      "add public_access_cidrs: [<your egress CIDR>], or leave the endpoint private")
+    if settings.public_access_cidrs and not settings.public_endpoint:
+        yield Finding(EKS + ("public_access_cidrs",), "public_access_cidrs is set but the endpoint is private",
+                      "set public_endpoint: true, or remove public_access_cidrs")
+
+
 @check("hyperpod-eks-slurm-settings", "error")
 def slurm_settings(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     """HyperPod Slurm's section (controller, login, partitions, slurm.conf strategy) is refused, never ignored."""

@@ -13,6 +13,7 @@ accounting-supported check.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Annotated, Any, Literal
 
@@ -153,15 +154,21 @@ class HyperPodEksSettings(Model):
         description=f"EKS Kubernetes version, one HyperPod supports ({', '.join(KUBERNETES_VERSIONS)}). "
                     f"Default: {DEFAULT_KUBERNETES_VERSION}.")
     public_endpoint: bool = Field(
-        default=False, description="Open the Kubernetes API endpoint to the internet too (IAM still authenticates). "
-                                   "Default: private only (kubectl from inside the VPC or through Session Manager).")
+        default=False, description="Open the Kubernetes API endpoint outside the VPC too, to `public_access_cidrs` "
+                                   "only (IAM still authenticates). Default: private only: kubectl through a Session "
+                                   "Manager port forward to a node (docs/hyperpod-eks.md).")
+    public_access_cidrs: list[str] = Field(
+        default_factory=list, max_length=40,
+        description="With public_endpoint: the IPv4 CIDR blocks that may reach the public endpoint (your office or "
+                    "VPN egress), required there; 0.0.0.0/0 is refused.")
     control_plane_zone_ids: list[Annotated[str, Field(pattern=AZ_ID)]] | None = Field(
         default=None, min_length=2, max_length=2,
         description="The two Availability Zone IDs of the EKS control plane's subnets. Default: the nodes' zone (or "
                     "its parent zone) and the Region's lowest-numbered other zone EKS accepts.")
     admins: list[str] = Field(
         default_factory=list, max_length=20,
-        description="IAM role or user ARNs given cluster admin (an EKS access entry with AmazonEKSClusterAdminPolicy).")
+        description="IAM role or user ARNs given cluster admin (an EKS access entry with AmazonEKSClusterAdminPolicy); "
+                    "at least one: nobody else can reach the Kubernetes API.")
     system_group: SystemGroup = Field(default_factory=SystemGroup, description="The untainted system group.")
     groups: dict[str, EksGroupSettings] = Field(
         default_factory=dict, description="Compute group name -> its HyperPod settings (defaults apply to the rest).")
@@ -200,6 +207,19 @@ class HyperPodEksSettings(Model):
     def _zones(cls, value: list[str] | None) -> list[str] | None:
         if value is not None and value[0] == value[1]:
             raise located("the control plane's two zones must differ (EKS needs subnets in two zones)", 1)
+        return value
+
+    @field_validator("public_access_cidrs")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        for i, cidr in enumerate(value):
+            try:
+                network = ipaddress.IPv4Network(cidr)
+            except ValueError:
+                raise located(f"{cidr!r} is not an IPv4 CIDR block (e.g. 203.0.113.0/24)", i) from None
+            if network.prefixlen == 0:
+                raise located("0.0.0.0/0 opens the Kubernetes API endpoint to the whole internet: name the networks "
+                              "you reach it from", i)
         return value
 
     def control_plane_zones(self, nodes_zone_id: str) -> tuple[str, ...]:

@@ -16,13 +16,17 @@ from fmcluster.errors import ConfigError
 EXAMPLES = [ROOT / "examples" / "p5en-hyperpod-eks.yaml", ROOT / "examples" / "p5-hyperpod-eks-teams.yaml"]
 
 
+ADMIN = "admins: [arn:aws:iam::111122223333:role/admin]"
+
+
 def project(eks: str = "", *, extra: str = "", instance_type: str = "p5.48xlarge", count: int = 2,
-            capacity: str = "", name: str = "train", network: str = "") -> str:
+            capacity: str = "", name: str = "train", network: str = "", admin: bool = True) -> str:
     lines = ["name: eksdemo", "availability_zone_id: use1-az6", network or "network: {vpc_cidr: 10.30.0.0/16}",
              "compute_groups:", f"  - name: {name}", f"    instance_type: {instance_type}", f"    count: {count}"]
     if capacity:
         lines.append(f"    capacity: {capacity}")
     lines += ["orchestrator:", "  type: hyperpod-eks"]
+    eks = "\n".join(x for x in (ADMIN if admin and "admins:" not in eks else "", eks) if x)
     if eks:
         lines += ["  hyperpod_eks:", *("    " + line for line in eks.splitlines())]
     return "\n".join(lines) + "\n" + extra
@@ -164,3 +168,31 @@ def test_control_plane_zones_are_chosen_by_zone_id_never_one_eks_refuses() -> No
     assert "not an Availability Zone of the nodes' Region" in problem.message
     [problem] = problems(project("control_plane_zone_ids: [use1-az4, use1-az4]"))
     assert "must differ" in problem.message
+
+
+def test_at_least_one_admin_is_required_naming_the_key() -> None:
+    """With API authentication and no creator admin, nobody could reach the Kubernetes API (issue 41 item 6)."""
+    text = project("task_governance: true", admin=False)
+    [problem] = problems(text)
+    assert problem.check == "hyperpod-eks-admins" and problem.path == "orchestrator.hyperpod_eks.admins"
+    assert "names nobody" in problem.message and problem.line == line_of(text, "hyperpod_eks:")
+    [problem] = problems(project(admin=False))
+    assert problem.check == "hyperpod-eks-admins" and problem.line == line_of(project(admin=False), "orchestrator:")
+
+
+@pytest.mark.parametrize("eks, words, key", [
+    ("public_endpoint: true", "needs public_access_cidrs", "public_endpoint"),
+    ("public_access_cidrs: [203.0.113.0/24]", "the endpoint is private", "public_access_cidrs"),
+    ("public_endpoint: true\npublic_access_cidrs: [0.0.0.0/0]", "whole internet", "0.0.0.0/0"),
+    ("public_endpoint: true\npublic_access_cidrs: [203.0.113.0/33]", "not an IPv4 CIDR", "/33"),
+])
+def test_a_public_endpoint_is_open_only_to_the_cidrs_named(eks: str, words: str, key: str) -> None:
+    text = project(eks)
+    [problem] = problems(text)
+    assert words in problem.message and problem.line == line_of(text, key)
+
+
+def test_a_public_endpoint_with_cidrs_passes() -> None:
+    plan, _ = checks.validate(config.parse(project("public_endpoint: true\npublic_access_cidrs: [203.0.113.0/24]"),
+                                           Path("eks.yaml")))
+    assert plan.cluster.hyperpod_eks.public_access_cidrs == ["203.0.113.0/24"]

@@ -10,7 +10,7 @@ import ipaddress
 import json
 
 import pytest
-from support import Synthesized
+from support import ROOT, Synthesized
 from support.readiness import ancestors as _after
 
 from fmcluster.config.hyperpod_eks import DEFAULT_KUBERNETES_VERSION
@@ -42,6 +42,7 @@ def test_one_eks_cluster_with_api_auth_the_pinned_version_private_endpoint_and_e
     assert props["AccessConfig"] == {"AuthenticationMode": "API", "BootstrapClusterCreatorAdminPermissions": False}
     vpc = props["ResourcesVpcConfig"]
     assert (vpc["EndpointPrivateAccess"], vpc["EndpointPublicAccess"]) == (True, False)
+    assert "PublicAccessCidrs" not in vpc
     assert {t["Type"] for t in props["Logging"]["ClusterLogging"]["EnabledTypes"]} == {
         "api", "audit", "authenticator", "controllerManager", "scheduler"}
     [group] = vpc["SecurityGroupIds"]
@@ -181,3 +182,16 @@ def test_every_function_depends_on_its_roles_policies_so_teardown_keeps_them(tem
         depends = function.get("DependsOn", [])
         assert policies and policies <= set(depends), logical_id
         assert role not in depends  # the GetAtt orders them already (cfn-lint W3005)
+
+
+def test_a_public_endpoint_is_open_only_to_the_projects_cidrs(tmp_path: Path) -> None:
+    from fmcluster.stacks.app import synthesize  # starts jsii: only when this test runs
+
+    text = (ROOT / "examples" / f"{PLAN}.yaml").read_text().replace(
+        "    admins:", "    public_endpoint: true\n    public_access_cidrs: [203.0.113.0/24]\n    admins:")
+    (tmp_path / "public.yaml").write_text(text.replace(f"name: {PLAN}", "name: eks-public"))
+    template = synthesize(tmp_path / "public.yaml", tmp_path / "out")["eks-public-cluster"]
+    _, cluster = _one(template, "AWS::EKS::Cluster")
+    vpc = cluster["Properties"]["ResourcesVpcConfig"]
+    assert (vpc["EndpointPrivateAccess"], vpc["EndpointPublicAccess"]) == (True, True)
+    assert vpc["PublicAccessCidrs"] == ["203.0.113.0/24"]
