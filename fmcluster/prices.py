@@ -10,7 +10,7 @@ instance, per hour), ``fsx.lustre.persistent2.<MB/s per TiB>`` (GB-month), ``nat
 ``secretsmanager.secret`` (month), ``aurora.serverless_v2.acu`` (ACU-hour), ``aurora.storage`` (GB-month),
 ``aps.ingest`` (per 10 million samples), ``aps.storage`` (GB-month), ``grafana.editor`` and
 ``grafana.viewer`` (user-month), ``pcs.<small|medium|large>`` (the PCS cluster controller, per hour),
-``eks.cluster`` (hour).
+``eks.cluster`` and ``eks.cluster.extended`` (hour: standard and extended support).
 """
 
 from __future__ import annotations
@@ -137,6 +137,10 @@ TABLE: dict[str, ListPrice] = {
     "eks.cluster": ListPrice(0.10, "hour", "EKS cluster, standard support", EKS_PRICING,
                              "aws.amazon.com/blogs/containers/amazon-eks-extended-support-for-kubernetes-versions-"
                              "pricing"),
+    # added by the EKS work (issue 41): the control plane of a Kubernetes version past its end of standard support
+    "eks.cluster.extended": ListPrice(0.60, "hour", "EKS cluster, extended support", EKS_PRICING,
+                                      "aws.amazon.com/blogs/containers/amazon-eks-extended-support-for-kubernetes-"
+                                      "versions-pricing"),
 }
 """Every figure of the table, by key."""
 

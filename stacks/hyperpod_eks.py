@@ -48,7 +48,7 @@ from aws_cdk import aws_eks_v2 as eks2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
-from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
+from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 from constructs import Construct
 
 from fmcluster.bootstrap.bundles import LifecycleBundles
@@ -154,7 +154,8 @@ class HyperPodEksCluster(HyperPodCluster):
         if storage.fsx is not None:
             self._add_fsx_volumes(storage, quotas)
         depend_on_policies_only(self.kubectl_provider)  # last: every policy the functions' roles got is there
-        CfnOutput(stack, EKS_CLUSTER_NAME_OUTPUT, value=self.eks.ref, description="EKS cluster (aws eks update-kubeconfig)")
+        CfnOutput(stack, EKS_CLUSTER_NAME_OUTPUT, value=self.eks.ref,
+                  description="EKS cluster (aws eks update-kubeconfig)")
         CfnOutput(stack, "EksClusterArn", value=self.eks.attr_arn, description="EKS cluster orchestrating HyperPod")
         return cluster
 
@@ -201,6 +202,9 @@ class HyperPodEksCluster(HyperPodCluster):
                 subnet_ids=subnets, security_group_ids=[self.control_plane_group.attr_group_id],
                 endpoint_private_access=True, endpoint_public_access=settings.public_endpoint,
                 public_access_cidrs=list(settings.public_access_cidrs) or None),
+            # STANDARD: EKS upgrades the control plane when the version leaves standard support instead of billing
+            # extended support (EKS user guide, "Cluster upgrade policy"); EXTENDED: the project chose to pay for it
+            upgrade_policy=eks.CfnCluster.UpgradePolicyProperty(support_type=settings.upgrade_policy),
             access_config=eks.CfnCluster.AccessConfigProperty(authentication_mode="API",
                                                               bootstrap_cluster_creator_admin_permissions=False),
             logging=eks.CfnCluster.LoggingProperty(cluster_logging=eks.CfnCluster.ClusterLoggingProperty(
@@ -287,7 +291,7 @@ class HyperPodEksCluster(HyperPodCluster):
         # CDK's kubectl provider on the L1 cluster: the provider takes a cluster, the chart a cluster that has it
         bare = eks2.Cluster.from_cluster_attributes(self, "EksBare", cluster_name=self.eks.ref, vpc=vpc)
         provider = eks2.KubectlProvider(self, "Kubectl", cluster=bare,
-                                        kubectl_layer=KubectlV33Layer(self, "KubectlLayer"),
+                                        kubectl_layer=KubectlV35Layer(self, "KubectlLayer"),
                                         private_subnets=[subnet], security_groups=[group], role=handler_role)
         imported = eks2.Cluster.from_cluster_attributes(self, "EksRef", cluster_name=self.eks.ref, vpc=vpc,
                                                         kubectl_provider=provider)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from fmcluster import eks_versions
 from fmcluster.checks.hyperpod import (
     MAX_INSTANCE_GROUPS,
     capacity_findings,
@@ -14,7 +15,11 @@ from fmcluster.checks.hyperpod import (
 )
 from fmcluster.checks.registry import Finding, check
 from fmcluster.config.hyperpod import BUCKET_PREFIX
-from fmcluster.config.hyperpod_eks import EKS_UNSUPPORTED_ZONE_IDS, SYSTEM
+from fmcluster.config.hyperpod_eks import (
+    DEFAULT_KUBERNETES_VERSION,
+    EKS_UNSUPPORTED_ZONE_IDS,
+    SYSTEM,
+)
 from fmcluster.config.loader import LoadedProject
 from fmcluster.plan import Plan
 
@@ -160,8 +165,8 @@ def lifecycle_bucket(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                       f"name it {BUCKET_PREFIX}{name}, or leave lifecycle_bucket_name out for the default")
 
 
-KUBECTL_LAYER_VERSION = "1.33"
-"""The kubectl and Helm the deploy-time handler runs (the ``aws-cdk.lambda-layer-kubectl-v33`` package); kubectl
+KUBECTL_LAYER_VERSION = "1.35"
+"""The kubectl and Helm the deploy-time handler runs (the ``aws-cdk.lambda-layer-kubectl-v35`` package); kubectl
 supports a cluster one minor version either side (Kubernetes version skew policy), as CDK's layer docs say."""
 
 
@@ -173,7 +178,54 @@ def kubectl_skew(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
         yield Finding(EKS + ("kubernetes_version",),
                       f"Kubernetes {version} is more than one minor version from the deploy-time kubectl "
                       f"{KUBECTL_LAYER_VERSION} (CDK's kubectl layer), outside kubectl's supported skew",
-                      "use Kubernetes 1.32 or 1.33, or accept that the chart install is untested there")
+                      f"use Kubernetes 1.{layer - 1} to 1.{layer + 1}, or accept that the chart install is untested "
+                      "there")
+
+
+def _version_field(loaded: LoadedProject) -> tuple:
+    eks = loaded.project.orchestrator.hyperpod_eks
+    return EKS + ("kubernetes_version",) if eks is not None and "kubernetes_version" in eks.model_fields_set else \
+        (EKS if eks is not None else ("orchestrator",))
+
+
+@check("hyperpod-eks-kubernetes-ended", "error")
+def kubernetes_ended(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """EKS creates no cluster on a version past its end of extended support (EKS's calendar:
+    :mod:`fmcluster.eks_versions`)."""
+    version = loaded.project.orchestrator.eks.kubernetes_version
+    if _active(loaded) and eks_versions.support(version) == "ended":
+        end = eks_versions.CALENDAR[version].end_of_extended
+        yield Finding(_version_field(loaded), f"EKS's extended support for Kubernetes {version} ended on {end}: EKS "
+                                              "creates no cluster on it",
+                      f"use Kubernetes {DEFAULT_KUBERNETES_VERSION} (standard support; {eks_versions.CALENDAR_URL})")
+
+
+@check("hyperpod-eks-kubernetes-support", "warning")
+def kubernetes_support(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """A version in EKS extended support (billed at the extended rate), near its end of standard support, or whose
+    dates the calendar lacks."""
+    if not _active(loaded):
+        return
+    settings = loaded.project.orchestrator.eks
+    version = settings.kubernetes_version
+    state = eks_versions.support(version)
+    left = eks_versions.days_of_standard_left(version)
+    field = _version_field(loaded)
+    newer = f"use Kubernetes {DEFAULT_KUBERNETES_VERSION} (standard support; {eks_versions.CALENDAR_URL})"
+    if state == "extended":
+        end = eks_versions.CALENDAR[version].end_of_standard
+        what = ("EKS upgrades the control plane to the next version (upgrade_policy STANDARD)"
+                if settings.upgrade_policy == "STANDARD" else "the control plane bills the extended-support rate")
+        yield Finding(field, f"Kubernetes {version} left EKS standard support on {end}: {what}; the plan's cost "
+                             "counts the extended-support rate", newer)
+    elif state == "standard" and left is not None and left <= eks_versions.NEAR_DAYS:
+        end = eks_versions.CALENDAR[version].end_of_standard
+        yield Finding(field, f"Kubernetes {version} leaves EKS standard support on {end}, in {left} days: then EKS "
+                             + ("upgrades the control plane" if settings.upgrade_policy == "STANDARD" else
+                                "bills the extended-support rate"), newer)
+    elif state == "unknown":
+        yield Finding(field, f"fmcluster's EKS calendar has no dates for Kubernetes {version}: its support and rate "
+                             "are unknown here", "check `aws eks describe-cluster-versions`")
 
 
 @check("hyperpod-eks-settings-unused", "warning")

@@ -68,7 +68,7 @@ def render_cmd(
         raise typer.Exit(USAGE_EXIT) from None
     typer.echo(f"{out}: {len(rendered.files)} files for {len(cluster.groups)} compute group(s); "
                f"what to run is in {out / 'README.md'}:\n")
-    if cluster.orchestrator == "hyperpod-eks":  # kubectl needs a way in first (the endpoint is private by default)
+    if cluster.driver.kubernetes_api:  # kubectl needs a way in first (the endpoint is private by default)
         typer.echo(eks_access.access_text(cluster, cluster.region) + "\n")
     typer.echo(rendered.instructions)
 

@@ -29,11 +29,14 @@ from fmcluster.config.hyperpod import (
     UltraServerType,
 )
 
-KUBERNETES_VERSIONS: tuple[str, ...] = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33")
-"""The Kubernetes versions SageMaker HyperPod supports (developer guide, EKS prerequisites, English page; a translated
-page adds 1.34, the English one does not: the smaller set is kept). AWS's Terraform for HyperPod EKS uses 1.33
-(awsome-distributed-training ``1.architectures/7.sagemaker-hyperpod-eks/terraform-modules``)."""
-DEFAULT_KUBERNETES_VERSION = KUBERNETES_VERSIONS[-1]
+KUBERNETES_VERSIONS: tuple[str, ...] = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34", "1.35")
+"""The Kubernetes versions SageMaker HyperPod supports: 1.28 to 1.33 (developer guide, EKS prerequisites, English
+page), 1.34 (its Chinese page), 1.35 (**unconfirmed** on those pages: AWS's Terraform for HyperPod EKS says its
+training operator add-on's default build spans "K8s 1.28-1.35", awsome-distributed-training
+``terraform-modules/hyperpod-eks-tf/modules/hyperpod_training_operator/main.tf``). Whether EKS still creates a cluster
+on one, and at which rate, is :mod:`fmcluster.eks_versions`' calendar (the hyperpod-eks-kubernetes-support check)."""
+DEFAULT_KUBERNETES_VERSION = "1.35"
+"""In EKS standard support until 2027-03-27 (:data:`fmcluster.eks_versions.CALENDAR`); 1.34 left it on 2026-12-02."""
 
 EKS_UNSUPPORTED_ZONE_IDS = ("use1-az3", "usw1-az2", "cac1-az3")
 """Zones EKS refuses for a cluster's subnets (``UnsupportedAvailabilityZoneException``): EKS user guide, "VPC and
@@ -153,6 +156,11 @@ class HyperPodEksSettings(Model):
         default=DEFAULT_KUBERNETES_VERSION,
         description=f"EKS Kubernetes version, one HyperPod supports ({', '.join(KUBERNETES_VERSIONS)}). "
                     f"Default: {DEFAULT_KUBERNETES_VERSION}.")
+    upgrade_policy: Literal["STANDARD", "EXTENDED"] = Field(
+        default="STANDARD",
+        description="EKS's upgrade policy (UpgradePolicy.SupportType). STANDARD: EKS upgrades the control plane when "
+                    "the version leaves standard support, never billing extended support; EXTENDED: the cluster may "
+                    "stay on it 12 more months at the extended-support rate.")
     public_endpoint: bool = Field(
         default=False, description="Open the Kubernetes API endpoint outside the VPC too, to `public_access_cidrs` "
                                    "only (IAM still authenticates). Default: private only: kubectl through a Session "

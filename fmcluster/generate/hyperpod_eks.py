@@ -95,10 +95,14 @@ ADDONS: dict[str, dict[str, str]] = {
     # against, and `fmcluster preflight` checks each pin against DescribeAddonVersions for the project's Kubernetes
     # version before a deploy (a wrong pin fails there, not in CloudFormation).
     "vpc-cni": {"*": "v1.19.5-eksbuild.1"},
+    # 1.34 and 1.35: the builds a public Terraform module lists from `aws eks describe-addon-versions` in
+    # ap-northeast-2 on 2026-09-04 (UNCONFIRMED for other Regions; preflight checks them)
     "kube-proxy": {"1.28": "v1.28.15-eksbuild.20", "1.29": "v1.29.15-eksbuild.11", "1.30": "v1.30.11-eksbuild.5",
-                   "1.31": "v1.31.7-eksbuild.7", "1.32": "v1.32.3-eksbuild.7", "1.33": "v1.33.0-eksbuild.2"},
+                   "1.31": "v1.31.7-eksbuild.7", "1.32": "v1.32.3-eksbuild.7", "1.33": "v1.33.0-eksbuild.2",
+                   "1.34": "v1.34.6-eksbuild.21", "1.35": "v1.35.3-eksbuild.21"},
     "coredns": {"1.28": "v1.10.1-eksbuild.18", "1.29": "v1.11.1-eksbuild.13", "1.30": "v1.11.4-eksbuild.10",
-                "1.31": "v1.11.4-eksbuild.10", "1.32": "v1.11.4-eksbuild.10", "1.33": "v1.12.1-eksbuild.2"},
+                "1.31": "v1.11.4-eksbuild.10", "1.32": "v1.11.4-eksbuild.10", "1.33": "v1.12.1-eksbuild.2",
+                "1.34": "v1.12.4-eksbuild.29", "1.35": "v1.13.2-eksbuild.21"},
     "eks-pod-identity-agent": {"*": "v1.3.7-eksbuild.2"},
     "aws-fsx-csi-driver": {"*": "v1.4.0-eksbuild.1"},
     "cert-manager": {"*": "v1.17.2-eksbuild.1"},

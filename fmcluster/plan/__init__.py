@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 
 from fmcluster.config.project import Project
+from fmcluster.orchestrators import ORCHESTRATORS
 from fmcluster.plan import groups as _groups
 from fmcluster.plan.checkpoint_bound import CheckpointBound, plan_checkpoint_bound
 from fmcluster.plan.cluster import ClusterPlan
@@ -97,6 +98,8 @@ def _without(data: dict, names: tuple[str, ...]) -> dict:
 def make_plan(project: Project) -> Plan:
     """Everything the stacks and the bootstrap need to know, computed once."""
     groups = tuple(plan_group(g) for g in project.compute_groups)
+    if not ORCHESTRATORS[project.orchestrator.type].placement_groups:  # HyperPod takes none
+        groups = tuple(replace(g, placement_group=False, existing_placement_group=None) for g in groups)
     storage = plan_storage(project.name, project.storage, sum(g.gpus for g in groups))
     scratch = project.storage.scratch
     hbm = [g.hbm_gb for g in groups]

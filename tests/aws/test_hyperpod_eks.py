@@ -70,7 +70,7 @@ def test_status_reads_the_hyperpod_cluster_and_keeps_the_system_group_as_a_fact(
     stack = StackState("p5en-hyperpod-eks-cluster", "CREATE_COMPLETE", outputs={HYPERPOD_CLUSTER_ARN_OUTPUT: arn})
     status = hyperpod_eks.cluster_status(lambda service: client, PLAN, stack)
     assert status.ok and [g.name for g in status.groups] == ["train"] and status.groups[0].running == 8
-    assert status.facts["kubernetes"] == "1.33" and status.facts["system"].startswith("2/2 ml.m5.2xlarge")
+    assert status.facts["kubernetes"] == "1.35" and status.facts["system"].startswith("2/2 ml.m5.2xlarge")
 
 
 def test_an_in_service_cluster_whose_system_group_is_not_up_is_not_up() -> None:

