@@ -73,6 +73,12 @@ COMMAND_ACTIONS: dict[str, tuple[str, ...]] = {
         "rds:DescribeDBClusterParameterGroups",
         "ec2:DescribeSecurityGroups",
         "secretsmanager:DescribeSecret",
+        # what services left in the project's VPC, swept before the network (fmcluster.aws.enisweep)
+        "ec2:DescribeVpcEndpoints",
+        "ec2:DeleteVpcEndpoints",             # GuardDuty's endpoint
+        "ec2:DescribeNetworkInterfaces",
+        "ec2:DeleteNetworkInterface",         # the VPC CNI's and Lambda's, once available
+        "ec2:DeleteSecurityGroup",            # GuardDuty's group
     ),
     "destroy --delete-retained": (
         "s3:ListBucketVersions",               # ListObjectVersions (OPERATION_ACTIONS)
