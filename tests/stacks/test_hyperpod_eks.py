@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from pathlib import Path
 
 import pytest
 from support import ROOT, Synthesized
