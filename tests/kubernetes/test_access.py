@@ -150,3 +150,14 @@ def test_first_job_and_acceptance_print_the_way_in_before_kubectl(command: list[
     text = result.output
     assert "Reach the Kubernetes API (endpoint private" in text and eks_access.DOCS in text
     assert text.index("aws eks update-kubeconfig") < text.index("kubectl apply")
+
+
+@pytest.mark.parametrize("settings", [{}, {"public_endpoint": True, "public_access_cidrs": ["203.0.113.0/24"]}])
+def test_the_printed_commands_are_shellcheck_clean(settings: dict, tmp_path: Path) -> None:
+    from support.shellcheck import SHELLCHECK
+
+    commands = [c for _, c in eks_access.access_commands(_cluster("p5en-hyperpod-eks", **settings), "us-east-1")]
+    script = tmp_path / "access.sh"
+    script.write_text("#!/usr/bin/env bash\nset -euo pipefail\n" + "\n".join(commands) + "\n")
+    done = subprocess.run([SHELLCHECK, str(script)], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout
