@@ -236,7 +236,7 @@ class HyperPodEksCluster(HyperPodCluster):
         for name, version in wanted.items():
             identities = None
             if name == TRAINING_OPERATOR:
-                identities = [self._pod_identity(name, *TRAINING_OPERATOR_SERVICE_ACCOUNT)]
+                identities = [self._pod_identity(name, *TRAINING_OPERATOR_SERVICE_ACCOUNT, cluster=after)]
             addon = eks.CfnAddon(self, f"Addon{''.join(p.title() for p in name.split('-'))}", addon_name=name,
                                  cluster_name=self.eks.ref, addon_version=version, resolve_conflicts="OVERWRITE",
                                  pod_identity_associations=identities, tags=self.tags)
@@ -249,7 +249,7 @@ class HyperPodEksCluster(HyperPodCluster):
             out[name] = addon
         return out
 
-    def _pod_identity(self, name: str, namespace: str, service_account: str) -> Any:
+    def _pod_identity(self, name: str, namespace: str, service_account: str, cluster: Any) -> Any:
         role = iam.Role(self, f"{''.join(p.title() for p in name.split('-'))}Role",
                         assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com"),
                         description=f"fmcluster {self.plan.project}: {name} (pod identity)")
@@ -258,12 +258,7 @@ class HyperPodEksCluster(HyperPodCluster):
         role.add_to_policy(iam.PolicyStatement(
             sid="DescribeHyperPod", actions=["sagemaker:DescribeClusterNode", "sagemaker:ListClusterNodes",
                                              "sagemaker:DescribeCluster"],
-            resources=[f"arn:{AWS.PARTITION}:sagemaker:{AWS.REGION}:{AWS.ACCOUNT_ID}:cluster/*"]))
-        Validations.of(role).acknowledge(Acknowledgment(
-            id="AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sagemaker:<AWS::Region>:"
-               "<AWS::AccountId>:cluster/*]",
-            reason="read-only node listing of this account's HyperPod clusters in the Region; the cluster's ARN "
-                   "cannot be named in a policy created before it"))
+            resources=[cluster.attr_cluster_arn]))  # the add-on comes after the HyperPod cluster: its ARN is known
         return eks.CfnAddon.PodIdentityAssociationProperty(role_arn=role.role_arn, service_account=service_account)
 
     # -- 4. the chart -----------------------------------------------------------------------------------------

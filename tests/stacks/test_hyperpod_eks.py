@@ -197,3 +197,12 @@ def test_a_public_endpoint_is_open_only_to_the_projects_cidrs(tmp_path: Path) ->
     vpc = cluster["Properties"]["ResourcesVpcConfig"]
     assert (vpc["EndpointPrivateAccess"], vpc["EndpointPublicAccess"]) == (True, True)
     assert vpc["PublicAccessCidrs"] == ["203.0.113.0/24"]
+
+
+def test_the_training_operators_identity_reads_its_own_hyperpod_cluster_only(templates) -> None:
+    """Created after the HyperPod cluster, its role names the cluster's ARN instead of every cluster's."""
+    template = templates[TEAMS]
+    hyperpod, _ = _one(template, "AWS::SageMaker::Cluster")
+    [policy] = [r for k, r in _of_type(template, "AWS::IAM::Policy").items() if "TrainingOperatorRole" in k]
+    [statement] = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Resource"] == {"Fn::GetAtt": [hyperpod, "ClusterArn"]}
