@@ -63,6 +63,9 @@ its prefix and the compute subnet's ID, known only once deployed)."""
 HYPERPOD_CLUSTER_ID_OUTPUT = "HyperPodClusterId"
 """``NAME-cluster`` of a hyperpod project: the cluster's ID (the ARN's last part), which a Session Manager target
 names (``sagemaker-cluster:<id>_<group>-<instance>``: ``fmcluster connect``)."""
+EKS_CLUSTER_NAME_OUTPUT = "EksClusterName"
+"""``NAME-cluster`` of a hyperpod-eks project: the EKS cluster's name (``aws eks update-kubeconfig --name``;
+``fmcluster status`` reads its add-ons' health)."""
 PCS_CLUSTER_ID_OUTPUT = "PcsClusterId"
 PCS_CLUSTER_ARN_OUTPUT = "PcsClusterArn"
 """``NAME-cluster`` of a pcs project: the AWS PCS cluster's ID and ARN (``aws pcs get-cluster`` takes the ID)."""

@@ -49,6 +49,19 @@ class Orchestrator:
     ultraserver_warning: bool = True
     """The generic "not a whole number of UltraServers" warning applies (False: the orchestrator's own check says
     it once, in usable instances)."""
+    placement_groups: bool = True
+    """fmcluster puts a compute group in a cluster placement group (``placement_group``). False where the
+    orchestrator launches the instances and takes no placement group: HyperPod's CreateCluster has no such setting
+    (botocore sagemaker ``ClusterInstanceGroupSpecification``), so the plan shows none."""
+    image_os: str | None = None
+    """The OS of the image the orchestrator boots its nodes from, where the project's ``os`` does not choose it (the
+    plan says it instead of ``os``)."""
+    kubernetes_api: bool = False
+    """Users reach the cluster through a Kubernetes API (kubectl), not a login node: acceptance and first-job print
+    the way in first (:mod:`fmcluster.generate.eks_access`)."""
+    teams_enforcer: str | None = None
+    """What enforces ``teams`` when the orchestrator's own settings turn it on (the plan's teams section), where it is
+    not Slurm accounting."""
     other_nodes: bool = True
     """Nodes besides the GPU nodes (a head, controller or login node) run exporters."""
     accounting: tuple[str, ...] = field(default=())
@@ -154,6 +167,7 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                            "configures no preemption, so lend: false and preempt cannot be enforced"),
     Orchestrator("hyperpod", "SageMaker HyperPod with Slurm", "hyperpod", slurm=True,
                  capacity_types=frozenset({"on-demand", "training-plan"}), unbounded_groups=False,
+                 placement_groups=False,
                  ultraserver_warning=False,
                  # Orchestrator.Slurm.AccountingDatabase, else the controller's own database (botocore sagemaker)
                  accounting=("database", "controller"), accounting_secret="credentials",
@@ -195,7 +209,10 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                            "every job; PriorityType is not a PCS custom setting"),
     Orchestrator("hyperpod-eks", "SageMaker HyperPod orchestrated by Amazon EKS (Kubernetes)", "hyperpod-eks",
                  slurm=False, capacity_types=frozenset({"on-demand", "training-plan"}), unbounded_groups=False,
-                 ultraserver_warning=False,
+                 ultraserver_warning=False, placement_groups=False,
+                 # HyperPod's EKS AMI: Amazon Linux (FACTS.md 5b.x)
+                 image_os="HyperPod's EKS AMI (Amazon Linux)", kubernetes_api=True,
+                 teams_enforcer="hyperpod-task-governance",
                  # task governance's ComputeQuota per team (botocore sagemaker CreateComputeQuota): FairShareWeight,
                  # ComputeQuotaResources (guaranteed), ResourceSharingConfig.BorrowLimit/Strategy (borrow, lend),
                  # PreemptTeamTasks (preempt). Members would need a namespace RBAC binding per user: not mapped.

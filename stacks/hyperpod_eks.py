@@ -7,21 +7,23 @@ HyperPod's ``Orchestrator.Eks.ClusterArn`` is create-only: the two are created, 
 is what one stack does in one change set. A stack of its own would add a cross-stack export the HyperPod cluster
 pins (CloudFormation refuses to change an export in use) for no lifecycle it does not already share.
 
-In creation order (each step depends on the one before; ``tests/stacks/test_hyperpod_eks.py`` reads the order
-from the template):
+In creation order (``tests/kubernetes/test_readiness.py`` replays it against a model of when things become ready;
+``tests/stacks/test_hyperpod_eks.py`` reads it from the template):
 
-1. the control plane's two /28 subnets in the Region's first two zones (the accounting database's way: own route
-   table, no route out), its security group, its role, ``AWS::EKS::Cluster`` (API authentication, the pinned
-   version, private endpoint unless ``public_endpoint``, every control-plane log type);
+1. the control plane's two /28 subnets in two zones chosen by zone ID (own route table, no route out), its security
+   group, its role, ``AWS::EKS::Cluster`` (API authentication, the pinned version, the endpoint the project chose,
+   every control-plane log type);
 2. access entries: the project's admins and the deploy-time kubectl handler (cluster admin);
-3. the managed add-ons at pinned versions (:func:`fmcluster.generate.hyperpod_eks.addons`), pod identity for the
-   training operator;
-4. the HyperPod Helm chart (:mod:`fmcluster.generate.hyperpod_chart`) through CDK's kubectl provider in the VPC;
+3. the add-ons that need no node (DaemonSets: vpc-cni, kube-proxy, eks-pod-identity-agent), side by side;
+4. the HyperPod Helm chart (:mod:`fmcluster.generate.hyperpod_chart`) through CDK's kubectl provider in the VPC,
+   installed without waiting for its pods: no node exists yet;
 5. ``AWS::SageMaker::Cluster`` with ``Orchestrator.Eks`` (HyperPod Slurm's bucket, role, naming and instance-group
    rules: :class:`fmcluster.stacks.hyperpod.HyperPodCluster`), a system group and a group per compute group with
-   ``KubernetesConfig`` labels and taints, lifecycle scripts in EKS mode (``OnCreate``);
-6. task governance: the add-on (after the HyperPod cluster: Kueue's pods need nodes), the cluster's
-   ``ClusterSchedulerConfig``, then a ``ComputeQuota`` per team.
+   ``KubernetesConfig`` labels and taints, lifecycle scripts in EKS mode (``OnCreate``): the nodes;
+6. the add-ons whose pods need a node (:data:`fmcluster.generate.hyperpod_eks.NODE_ADDONS`: CoreDNS, FSx CSI,
+   cert-manager then the training operator, observability, task governance), side by side; pod identity for the
+   training operator; then the cluster's ``ClusterSchedulerConfig`` and a ``ComputeQuota`` per team, and FSx's
+   static volumes.
 """
 
 from __future__ import annotations
@@ -46,14 +48,16 @@ from aws_cdk import aws_eks_v2 as eks2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
-from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
+from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 from constructs import Construct
 
 from fmcluster.bootstrap.bundles import LifecycleBundles
-from fmcluster.contracts import MetricsContract, NetworkContract, StorageContract
+from fmcluster.contracts import EKS_CLUSTER_NAME_OUTPUT, MetricsContract, NetworkContract, StorageContract
 from fmcluster.facts import PROJECT_TAG
 from fmcluster.generate import hyperpod_chart as chart
 from fmcluster.generate.hyperpod_eks import (
+    ADDON_NEEDS,
+    NODE_ADDONS,
     TASK_GOVERNANCE,
     TRAINING_OPERATOR,
     EksInstanceGroup,
@@ -119,9 +123,10 @@ class HyperPodEksCluster(HyperPodCluster):
         self.access_entries = [self._access_entry(f"Admin{_id(arn)}", arn) for arn in settings.admins]
         handler_entry = self._access_entry("KubectlHandler", handler_role.role_arn)
         self.access_entries.append(handler_entry)
-        self.addons = self._add_addons(addons(plan), exclude=(TASK_GOVERNANCE,))
+        wanted = addons(plan)
+        early = self._add_addons({n: v for n, v in wanted.items() if n not in NODE_ADDONS})
         self.chart = self._add_chart(network, handler_role)
-        for dependency in [*self.addons.values(), handler_entry]:
+        for dependency in [*early.values(), handler_entry]:
             self.chart.node.add_dependency(dependency)
 
         self.role.add_to_policy(iam.PolicyStatement(sid="EksNodes", actions=EKS_NODE_ACTIONS, resources=["*"]))
@@ -140,12 +145,17 @@ class HyperPodEksCluster(HyperPodCluster):
                                                               subnets=[network.compute_subnet_id]),
             tags=self.tags)
         cluster.node.add_dependency(self.chart)
-        for addon in self.addons.values():
+        for addon in early.values():
             cluster.node.add_dependency(addon)
+        # the add-ons whose pods need a node: after the HyperPod cluster brings the nodes, side by side
+        self.addons = {**early, **self._add_addons({n: v for n, v in wanted.items() if n in NODE_ADDONS},
+                                                   after=cluster)}
         quotas: list[CfnResource] = self._add_task_governance(cluster) if settings.task_governance else []
         if storage.fsx is not None:
             self._add_fsx_volumes(storage, quotas)
-        CfnOutput(stack, "EksClusterName", value=self.eks.ref, description="EKS cluster (aws eks update-kubeconfig)")
+        depend_on_policies_only(self.kubectl_provider)  # last: every policy the functions' roles got is there
+        CfnOutput(stack, EKS_CLUSTER_NAME_OUTPUT, value=self.eks.ref,
+                  description="EKS cluster (aws eks update-kubeconfig)")
         CfnOutput(stack, "EksClusterArn", value=self.eks.attr_arn, description="EKS cluster orchestrating HyperPod")
         return cluster
 
@@ -159,10 +169,10 @@ class HyperPodEksCluster(HyperPodCluster):
             raise ValueError("the EKS control plane needs two /28 subnets (check hyperpod-eks-network)")
         routes = ec2.CfnRouteTable(self, "ControlPlaneRouteTable", vpc_id=network.vpc_id).ref
         subnets = []
-        for index, cidr in enumerate(cidrs):
-            # the Region's first two zones differ by construction (Fn::GetAZs), as for the accounting database
+        for index, (cidr, zone) in enumerate(zip(cidrs, plan.control_plane_zone_ids, strict=True)):
+            # by zone ID, never a zone name's position (Fn::GetAZs): EKS refuses some zones (FACTS.md 5b.x)
             subnet = ec2.CfnSubnet(self, f"ControlPlaneSubnet{index + 1}", vpc_id=network.vpc_id, cidr_block=cidr,
-                                   availability_zone=Fn.select(index, Fn.get_azs()), map_public_ip_on_launch=False)
+                                   availability_zone_id=zone, map_public_ip_on_launch=False)
             ec2.CfnSubnetRouteTableAssociation(self, f"ControlPlaneSubnet{index + 1}RouteTableAssociation",
                                                subnet_id=subnet.ref, route_table_id=routes)
             subnets.append(subnet.ref)
@@ -190,7 +200,11 @@ class HyperPodEksCluster(HyperPodCluster):
             self, "EksCluster", version=settings.kubernetes_version, role_arn=role.role_arn,
             resources_vpc_config=eks.CfnCluster.ResourcesVpcConfigProperty(
                 subnet_ids=subnets, security_group_ids=[self.control_plane_group.attr_group_id],
-                endpoint_private_access=True, endpoint_public_access=settings.public_endpoint),
+                endpoint_private_access=True, endpoint_public_access=settings.public_endpoint,
+                public_access_cidrs=list(settings.public_access_cidrs) or None),
+            # STANDARD: EKS upgrades the control plane when the version leaves standard support instead of billing
+            # extended support (EKS user guide, "Cluster upgrade policy"); EXTENDED: the project chose to pay for it
+            upgrade_policy=eks.CfnCluster.UpgradePolicyProperty(support_type=settings.upgrade_policy),
             access_config=eks.CfnCluster.AccessConfigProperty(authentication_mode="API",
                                                               bootstrap_cluster_creator_admin_permissions=False),
             logging=eks.CfnCluster.LoggingProperty(cluster_logging=eks.CfnCluster.ClusterLoggingProperty(
@@ -200,7 +214,8 @@ class HyperPodEksCluster(HyperPodCluster):
             Validations.of(cluster).acknowledge(Acknowledgment(
                 id="AwsSolutions::AwsSolutions-EKS1",
                 reason="The project asks for a public Kubernetes API endpoint (orchestrator.hyperpod_eks."
-                       "public_endpoint); IAM still authenticates every request."))
+                       "public_endpoint), open to its public_access_cidrs only; IAM still authenticates every "
+                       "request."))
         return cluster
 
     def _access_entry(self, construct_id: str, principal_arn: str) -> eks.CfnAccessEntry:
@@ -214,25 +229,27 @@ class HyperPodEksCluster(HyperPodCluster):
 
     # -- 3. add-ons -------------------------------------------------------------------------------------------
 
-    def _add_addons(self, wanted: dict[str, str], exclude: tuple[str, ...] = ()) -> dict[str, eks.CfnAddon]:
+    def _add_addons(self, wanted: dict[str, str], after: Construct | None = None) -> dict[str, eks.CfnAddon]:
+        """The add-ons in ``wanted``, each after the access entries and ``after``, and after the add-ons it needs
+        (:data:`fmcluster.generate.hyperpod_eks.ADDON_NEEDS`) only: side by side otherwise."""
         out: dict[str, eks.CfnAddon] = {}
         for name, version in wanted.items():
-            if name in exclude:
-                continue
             identities = None
             if name == TRAINING_OPERATOR:
-                identities = [self._pod_identity(name, *TRAINING_OPERATOR_SERVICE_ACCOUNT)]
+                identities = [self._pod_identity(name, *TRAINING_OPERATOR_SERVICE_ACCOUNT, cluster=after)]
             addon = eks.CfnAddon(self, f"Addon{''.join(p.title() for p in name.split('-'))}", addon_name=name,
                                  cluster_name=self.eks.ref, addon_version=version, resolve_conflicts="OVERWRITE",
                                  pod_identity_associations=identities, tags=self.tags)
             for entry in self.access_entries:
                 addon.node.add_dependency(entry)
-            for earlier in out.values():  # one at a time, in order: cert-manager before the training operator
-                addon.node.add_dependency(earlier)
+            if after is not None:
+                addon.node.add_dependency(after)
+            for needed in ADDON_NEEDS.get(name, ()):
+                addon.node.add_dependency(out[needed])
             out[name] = addon
         return out
 
-    def _pod_identity(self, name: str, namespace: str, service_account: str) -> Any:
+    def _pod_identity(self, name: str, namespace: str, service_account: str, cluster: Any) -> Any:
         role = iam.Role(self, f"{''.join(p.title() for p in name.split('-'))}Role",
                         assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com"),
                         description=f"fmcluster {self.plan.project}: {name} (pod identity)")
@@ -241,12 +258,7 @@ class HyperPodEksCluster(HyperPodCluster):
         role.add_to_policy(iam.PolicyStatement(
             sid="DescribeHyperPod", actions=["sagemaker:DescribeClusterNode", "sagemaker:ListClusterNodes",
                                              "sagemaker:DescribeCluster"],
-            resources=[f"arn:{AWS.PARTITION}:sagemaker:{AWS.REGION}:{AWS.ACCOUNT_ID}:cluster/*"]))
-        Validations.of(role).acknowledge(Acknowledgment(
-            id="AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sagemaker:<AWS::Region>:"
-               "<AWS::AccountId>:cluster/*]",
-            reason="read-only node listing of this account's HyperPod clusters in the Region; the cluster's ARN "
-                   "cannot be named in a policy created before it"))
+            resources=[cluster.attr_cluster_arn]))  # the add-on comes after the HyperPod cluster: its ARN is known
         return eks.CfnAddon.PodIdentityAssociationProperty(role_arn=role.role_arn, service_account=service_account)
 
     # -- 4. the chart -----------------------------------------------------------------------------------------
@@ -274,7 +286,7 @@ class HyperPodEksCluster(HyperPodCluster):
         # CDK's kubectl provider on the L1 cluster: the provider takes a cluster, the chart a cluster that has it
         bare = eks2.Cluster.from_cluster_attributes(self, "EksBare", cluster_name=self.eks.ref, vpc=vpc)
         provider = eks2.KubectlProvider(self, "Kubectl", cluster=bare,
-                                        kubectl_layer=KubectlV33Layer(self, "KubectlLayer"),
+                                        kubectl_layer=KubectlV35Layer(self, "KubectlLayer"),
                                         private_subnets=[subnet], security_groups=[group], role=handler_role)
         imported = eks2.Cluster.from_cluster_attributes(self, "EksRef", cluster_name=self.eks.ref, vpc=vpc,
                                                         kubectl_provider=provider)
@@ -283,12 +295,15 @@ class HyperPodEksCluster(HyperPodCluster):
             reason="The compute subnet is imported by ID only to place CDK's kubectl handler in it; nothing reads its "
                    "route table."))
         acknowledge_kubectl(self, handler_role, provider)
-        depend_on_policies_only(provider)
+        self.kubectl_provider = provider
         asset = s3_assets.Asset(self, "HyperPodChartAsset", path=str(folder))
         self.kubectl_cluster = imported
+        # no wait: the chart's Deployments need nodes, which come only with the HyperPod cluster created after it
+        # (AWS's Terraform for HyperPod EKS installs it with `wait = false`; FACTS.md 5b.x); `fmcluster status`
+        # reports the add-ons' health once the nodes are there
         helm = eks2.HelmChart(
             self, "HyperPodChart", cluster=imported, chart_asset=asset, release=chart.RELEASE,
-            namespace=chart.NAMESPACE, values=chart.chart_values(self.plan, AWS.REGION, account), wait=True,
+            namespace=chart.NAMESPACE, values=chart.chart_values(self.plan, AWS.REGION, account), wait=False,
             timeout=Duration.minutes(15))
         for child in helm.node.find_all():  # which chart the template installs: preflight refuses the stub
             if isinstance(child, CfnResource) and child.cfn_resource_type.startswith("Custom::"):
@@ -340,8 +355,7 @@ class HyperPodEksCluster(HyperPodCluster):
 
     def _add_task_governance(self, cluster: sagemaker.CfnCluster) -> list[CfnResource]:
         plan = self.plan
-        governance = self._add_addons({TASK_GOVERNANCE: addons(plan)[TASK_GOVERNANCE]})[TASK_GOVERNANCE]
-        governance.node.add_dependency(cluster)  # Kueue's pods need nodes (FACTS.md 5b: CoreDNS DEGRADED without any)
+        governance = self.addons[TASK_GOVERNANCE]  # after the HyperPod cluster: Kueue's pods need nodes
         tags = {PROJECT_TAG: plan.project, **plan.tags}
         # Name and ClusterArn are create-only (cfn-lint's schemas): a name of the cluster's own ID changes with the
         # cluster, so a replaced HyperPod cluster brings new quotas instead of wedging on the same name

@@ -50,10 +50,15 @@ def acknowledge_kubectl(scope: Construct, handler_role: iam.Role, provider: Cons
 
 def depend_on_policies_only(scope: Construct) -> None:
     """CDK writes DependsOn on a function's role beside the GetAtt that already orders them (cfn-lint W3005): keep
-    the rest (the role's policies), as :meth:`fmcluster.stacks.hyperpod.HyperPodCluster._acknowledge_upload` does."""
+    the rest, as :meth:`fmcluster.stacks.hyperpod.HyperPodCluster._acknowledge_upload` does. The rest is the role's
+    policies, which CDK makes the function (the construct, not its CfnFunction) depend on: the provider framework's
+    policy is what lets it invoke the kubectl handler, so a function that did not depend on it could lose it first
+    on teardown, and the chart's delete could never run (issue 41)."""
     stack = Stack.of(scope)
     for found in scope.node.find_all():
         if isinstance(found, CfnResource) and found.cfn_resource_type == "AWS::Lambda::Function":
-            kept = [stack.get_logical_id(d) for d in found.obtain_dependencies()
-                    if isinstance(d, CfnResource) and d.cfn_resource_type != "AWS::IAM::Role"]
+            owners = [found.node, *([found.node.scope.node] if found.node.scope else [])]
+            construct_level = [c for owner in owners for d in owner.dependencies for c in d.node.find_all()]
+            kept = {stack.get_logical_id(d) for d in [*found.obtain_dependencies(), *construct_level]
+                    if isinstance(d, CfnResource) and d.cfn_resource_type != "AWS::IAM::Role"}
             found.add_override("DependsOn", sorted(kept))

@@ -7,7 +7,9 @@
 3. the network last, and only when nothing kept lives in it: a retained file system or database keeps its network
    interfaces in the network's subnets and its security groups in the VPC, so CloudFormation would fail to delete
    the subnets and the VPC under it (DependencyViolation) and leave ``NAME-network`` in ``DELETE_FAILED``. The network
-   stays (and is listed, with what it costs) until they are gone; ``--delete-retained`` deletes them first;
+   stays (and is listed, with what it costs) until they are gone; ``--delete-retained`` deletes them first. Before
+   it, what AWS services left in the project's own VPC (the VPC CNI's and Lambda's ENIs, GuardDuty's endpoint) is
+   swept (:mod:`fmcluster.aws.enisweep`), for the same reason;
 4. with ``--delete-retained``: every kept resource, dependents first (:func:`fmcluster.aws.kept.delete`), the Aurora
    cluster after a final snapshot and the file system after a final backup;
 5. what is still there: every kept resource, described again, with its monthly cost and its delete commands.
@@ -22,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fmcluster.aws import enisweep
 from fmcluster.aws.kept import Kept, delete, describe, poll
 from fmcluster.aws.teardown import (
     NETWORK,
@@ -89,6 +92,8 @@ class Outcome:
     deleted_retained: list[str] = field(default_factory=list)
     left: list[str] = field(default_factory=list)
     """What --delete-retained left instead: final snapshot and backup, key and secret pending deletion."""
+    swept: list[str] = field(default_factory=list)
+    """What services had left in the project's VPC, deleted before the network (:mod:`fmcluster.aws.enisweep`)."""
 
 
 def read(session: Any, project: str) -> Teardown:
@@ -218,6 +223,16 @@ def destroy(session: Any, teardown: Teardown, *, delete_retained: bool = False, 
                                 "live in its VPC, and CloudFormation cannot delete its subnets or VPC under them")
             out.network_cost = network_cost(network, teardown.region)
         else:
-            delete_stack(session, network, out, **waits)
+            vpc = next((r.get("PhysicalResourceId") for r in network.resources
+                        if r.get("ResourceType") == "AWS::EC2::VPC"), None)  # the project's own VPC only
+            swept = enisweep.sweep(session.client("ec2"), vpc, progress=progress, sleep=sleep, every_s=every_s,
+                                   timeout_s=min(enisweep.WAIT_S, timeout_s)) if vpc else enisweep.Sweep()
+            out.swept = swept.deleted
+            if swept.left:
+                out.network_kept = (f"{network.name} is kept: {', '.join(swept.left)} still in its VPC (AWS releases "
+                                    "them; run `fmcluster destroy` again later)")
+                out.network_cost = network_cost(network, teardown.region)
+            else:
+                delete_stack(session, network, out, **waits)
     out.kept = kept
     return out

@@ -7,11 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from botocore.exceptions import ClientError
 
 from fmcluster.aws.account_checks import Result, passed
 from fmcluster.aws.hyperpod import SESSION_TARGET, HyperPodError, _arn, cluster_health, group_rows, running_node
 from fmcluster.aws.nodes import ClusterStatus, NodeNotInProject, Target
 from fmcluster.aws.stackstate import StackState
+from fmcluster.contracts import EKS_CLUSTER_NAME_OUTPUT
 from fmcluster.generate.hyperpod_chart import CHART_COMMIT, chart_dir
 from fmcluster.generate.hyperpod_eks import addons, instance_groups
 from fmcluster.plan import Plan
@@ -43,8 +45,35 @@ def cluster_status(clients: Callable[[str], Any], plan: Plan, stack: StackState)
     if health.failure:
         facts["failure"] = health.failure
     groups, others_up = group_rows(health, compute, facts)  # the system group: a fact, up or the cluster is not
+    addons_up = _addon_health(clients, plan, stack, facts)
     return ClusterStatus(cluster.orchestrator, health.name, health.status,
-                         ok=health.status == "InService" and others_up, facts=facts, groups=groups)
+                         ok=health.status == "InService" and others_up and addons_up, facts=facts, groups=groups)
+
+
+def _addon_health(clients: Callable[[str], Any], plan: Plan, stack: StackState, facts: dict[str, str]) -> bool:
+    """The add-ons' health (``eks:DescribeAddon``) into ``facts["add-ons"]``; True when every one is ACTIVE. The
+    readiness check after the HyperPod cluster exists: the stack creates the add-ons that need nodes after it and
+    installs the chart without waiting (stacks/hyperpod_eks.py), so a deploy that completed says nothing of their
+    pods; an add-on whose Deployment cannot schedule stays DEGRADED (FACTS.md 5b)."""
+    name = stack.outputs.get(EKS_CLUSTER_NAME_OUTPUT)
+    if not name:
+        facts["add-ons"] = f"not read: the stack has no {EKS_CLUSTER_NAME_OUTPUT} output (deploy again)"
+        return True
+    eks = clients("eks")
+    bad = []
+    for addon in addons(plan.cluster):
+        try:
+            found = eks.describe_addon(clusterName=name, addonName=addon)["addon"]
+        except ClientError as exc:
+            bad.append(f"{addon} {exc.response.get('Error', {}).get('Code', 'unreadable')}")
+            continue
+        if found.get("status") != "ACTIVE":
+            issues = "; ".join(f"{i.get('code')}: {i.get('message')}" for i in found.get("health", {}).get(
+                "issues", []))
+            bad.append(f"{addon} {found.get('status')}" + (f" ({issues})" if issues else ""))
+    total = len(addons(plan.cluster))
+    facts["add-ons"] = f"{total} active" if not bad else f"{total - len(bad)}/{total} active; " + ", ".join(bad)
+    return not bad
 
 
 def target(clients: Callable[[str], Any], plan: Plan, cluster_stack: Callable[[], StackState], node: str,

@@ -73,6 +73,12 @@ COMMAND_ACTIONS: dict[str, tuple[str, ...]] = {
         "rds:DescribeDBClusterParameterGroups",
         "ec2:DescribeSecurityGroups",
         "secretsmanager:DescribeSecret",
+        # what services left in the project's VPC, swept before the network (fmcluster.aws.enisweep)
+        "ec2:DescribeVpcEndpoints",
+        "ec2:DeleteVpcEndpoints",             # GuardDuty's endpoint
+        "ec2:DescribeNetworkInterfaces",
+        "ec2:DeleteNetworkInterface",         # the VPC CNI's and Lambda's, once available
+        "ec2:DeleteSecurityGroup",            # GuardDuty's group
     ),
     "destroy --delete-retained": (
         "s3:ListBucketVersions",               # ListObjectVersions (OPERATION_ACTIONS)
@@ -107,6 +113,7 @@ COMMAND_ACTIONS: dict[str, tuple[str, ...]] = {
         "dynamodb:GetItem",                   # parallelcluster: the compute fleet's status (parallelcluster-<name>)
         "sagemaker:DescribeCluster",          # hyperpod
         "sagemaker:ListClusterNodes",
+        "eks:DescribeAddon",                  # hyperpod-eks: each add-on's health
         "pcs:GetCluster",                     # pcs
         "pcs:ListComputeNodeGroups",
         "pcs:ListQueues",

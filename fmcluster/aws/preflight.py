@@ -90,7 +90,9 @@ ORCHESTRATOR_CHECKS: dict[str, Callable[[Project, Plan, Clients], list[Check]]] 
         Check("quota", "HyperPod instances", lambda: ac.check_hyperpod_quota(clients, plan)),
         Check(hyperpod_eks.CHECK, plan.cluster.hyperpod_eks.kubernetes_version,
               lambda: hyperpod_eks.check_addon_versions(clients, plan)),
-        Check(hyperpod_eks.CHART_CHECK, "cache", hyperpod_eks.check_chart)],
+        Check(hyperpod_eks.CHART_CHECK, "cache", hyperpod_eks.check_chart),
+        *(Check("zone", zone, lambda zone=zone: ac.check_zone(clients, zone))  # the control plane's, by zone ID
+          for zone in plan.cluster.control_plane_zone_ids if zone != plan.availability_zone_id)],
 }
 """The aws stage's table of orchestrators (:mod:`fmcluster.orchestrators`): each one's own account checks."""
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from fmcluster import eks_versions
 from fmcluster.checks.hyperpod import (
     MAX_INSTANCE_GROUPS,
     capacity_findings,
@@ -14,7 +15,11 @@ from fmcluster.checks.hyperpod import (
 )
 from fmcluster.checks.registry import Finding, check
 from fmcluster.config.hyperpod import BUCKET_PREFIX
-from fmcluster.config.hyperpod_eks import SYSTEM
+from fmcluster.config.hyperpod_eks import (
+    DEFAULT_KUBERNETES_VERSION,
+    EKS_UNSUPPORTED_ZONE_IDS,
+    SYSTEM,
+)
 from fmcluster.config.loader import LoadedProject
 from fmcluster.plan import Plan
 
@@ -81,6 +86,56 @@ def network(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                       "use a larger vpc_cidr, or a smaller network.compute_subnet_prefix")
 
 
+@check("hyperpod-eks-control-plane-zones", "error")
+def control_plane_zones(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """The control plane's two zones are zones of the project's Region that EKS accepts, never a Local Zone."""
+    if not _active(loaded):
+        return
+    settings = loaded.project.orchestrator.eks
+    where = EKS + ("control_plane_zone_ids",) if settings.control_plane_zone_ids else ("availability_zone_id",)
+    region = plan.network.services_zone_id.rsplit("-az", 1)[0]
+    for i, zone in enumerate(plan.cluster.control_plane_zone_ids):
+        field = where + (i,) if settings.control_plane_zone_ids else where
+        if zone in EKS_UNSUPPORTED_ZONE_IDS:
+            yield Finding(field, f"EKS does not accept {zone} for a cluster's subnets (EKS user guide, VPC and subnet "
+                                 "requirements: UnsupportedAvailabilityZoneException)",
+                          "set orchestrator.hyperpod_eks.control_plane_zone_ids to two other zones of the Region")
+        elif zone.count("-") != 1 or zone.rsplit("-az", 1)[0] != region:
+            yield Finding(field, f"{zone} is not an Availability Zone of the nodes' Region ({region}-az...)",
+                          f"name two zone IDs of the form {region}-azN")
+    if len(plan.cluster.control_plane_zone_ids) < 2:
+        yield Finding(where, "no second zone EKS accepts was found for the control plane",
+                      "set orchestrator.hyperpod_eks.control_plane_zone_ids")
+
+
+@check("hyperpod-eks-admins", "error")
+def admins(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """At least one admin: the cluster's creator gets no access (API authentication, no creator admin), so without
+    one nobody could reach the Kubernetes API (issue 41)."""
+    if _active(loaded) and not loaded.project.orchestrator.eks.admins:
+        yield Finding(EKS + ("admins",) if loaded.project.orchestrator.hyperpod_eks is not None else ("orchestrator",),
+                      "orchestrator.hyperpod_eks.admins names nobody: the EKS cluster gives its creator no access, "
+                      "so nobody could use kubectl on it",
+                      "add the IAM role you work as: admins: [arn:aws:iam::<account>:role/<name>] "
+                      "(`aws sts get-caller-identity` shows it)")
+
+
+@check("hyperpod-eks-endpoint", "error")
+def endpoint(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """A public endpoint is open to the networks the project names, never to everyone; CIDRs mean nothing without
+    it."""
+    if not _active(loaded):
+        return
+    settings = loaded.project.orchestrator.eks
+    if settings.public_endpoint and not settings.public_access_cidrs:
+        yield Finding(EKS + ("public_endpoint",), "a public Kubernetes API endpoint needs public_access_cidrs: the "
+                                                  "networks allowed to reach it",
+                      "add public_access_cidrs: [<your egress CIDR>], or leave the endpoint private")
+    if settings.public_access_cidrs and not settings.public_endpoint:
+        yield Finding(EKS + ("public_access_cidrs",), "public_access_cidrs is set but the endpoint is private",
+                      "set public_endpoint: true, or remove public_access_cidrs")
+
+
 @check("hyperpod-eks-slurm-settings", "error")
 def slurm_settings(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     """HyperPod Slurm's section (controller, login, partitions, slurm.conf strategy) is refused, never ignored."""
@@ -110,8 +165,8 @@ def lifecycle_bucket(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                       f"name it {BUCKET_PREFIX}{name}, or leave lifecycle_bucket_name out for the default")
 
 
-KUBECTL_LAYER_VERSION = "1.33"
-"""The kubectl and Helm the deploy-time handler runs (the ``aws-cdk.lambda-layer-kubectl-v33`` package); kubectl
+KUBECTL_LAYER_VERSION = "1.35"
+"""The kubectl and Helm the deploy-time handler runs (the ``aws-cdk.lambda-layer-kubectl-v35`` package); kubectl
 supports a cluster one minor version either side (Kubernetes version skew policy), as CDK's layer docs say."""
 
 
@@ -123,7 +178,54 @@ def kubectl_skew(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
         yield Finding(EKS + ("kubernetes_version",),
                       f"Kubernetes {version} is more than one minor version from the deploy-time kubectl "
                       f"{KUBECTL_LAYER_VERSION} (CDK's kubectl layer), outside kubectl's supported skew",
-                      "use Kubernetes 1.32 or 1.33, or accept that the chart install is untested there")
+                      f"use Kubernetes 1.{layer - 1} to 1.{layer + 1}, or accept that the chart install is untested "
+                      "there")
+
+
+def _version_field(loaded: LoadedProject) -> tuple:
+    eks = loaded.project.orchestrator.hyperpod_eks
+    return EKS + ("kubernetes_version",) if eks is not None and "kubernetes_version" in eks.model_fields_set else \
+        (EKS if eks is not None else ("orchestrator",))
+
+
+@check("hyperpod-eks-kubernetes-ended", "error")
+def kubernetes_ended(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """EKS creates no cluster on a version past its end of extended support (EKS's calendar:
+    :mod:`fmcluster.eks_versions`)."""
+    version = loaded.project.orchestrator.eks.kubernetes_version
+    if _active(loaded) and eks_versions.support(version) == "ended":
+        end = eks_versions.CALENDAR[version].end_of_extended
+        yield Finding(_version_field(loaded), f"EKS's extended support for Kubernetes {version} ended on {end}: EKS "
+                                              "creates no cluster on it",
+                      f"use Kubernetes {DEFAULT_KUBERNETES_VERSION} (standard support; {eks_versions.CALENDAR_URL})")
+
+
+@check("hyperpod-eks-kubernetes-support", "warning")
+def kubernetes_support(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """A version in EKS extended support (billed at the extended rate), near its end of standard support, or whose
+    dates the calendar lacks."""
+    if not _active(loaded):
+        return
+    settings = loaded.project.orchestrator.eks
+    version = settings.kubernetes_version
+    state = eks_versions.support(version)
+    left = eks_versions.days_of_standard_left(version)
+    field = _version_field(loaded)
+    newer = f"use Kubernetes {DEFAULT_KUBERNETES_VERSION} (standard support; {eks_versions.CALENDAR_URL})"
+    if state == "extended":
+        end = eks_versions.CALENDAR[version].end_of_standard
+        what = ("EKS upgrades the control plane to the next version (upgrade_policy STANDARD)"
+                if settings.upgrade_policy == "STANDARD" else "the control plane bills the extended-support rate")
+        yield Finding(field, f"Kubernetes {version} left EKS standard support on {end}: {what}; the plan's cost "
+                             "counts the extended-support rate", newer)
+    elif state == "standard" and left is not None and left <= eks_versions.NEAR_DAYS:
+        end = eks_versions.CALENDAR[version].end_of_standard
+        yield Finding(field, f"Kubernetes {version} leaves EKS standard support on {end}, in {left} days: then EKS "
+                             + ("upgrades the control plane" if settings.upgrade_policy == "STANDARD" else
+                                "bills the extended-support rate"), newer)
+    elif state == "unknown":
+        yield Finding(field, f"fmcluster's EKS calendar has no dates for Kubernetes {version}: its support and rate "
+                             "are unknown here", "check `aws eks describe-cluster-versions`")
 
 
 @check("hyperpod-eks-settings-unused", "warning")

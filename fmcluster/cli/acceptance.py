@@ -21,6 +21,7 @@ from fmcluster.bootstrap.versions import BootstrapError
 from fmcluster.cli.bootstrap import _deployed_fsx
 from fmcluster.cli.firstjob import checked, first_job_cmd
 from fmcluster.cli.outdir import default_out
+from fmcluster.generate import eks_access
 
 RENDERERS = {"none": render_acceptance, "parallelcluster": render_acceptance, "hyperpod": render_acceptance,
              "pcs": render_acceptance, "hyperpod-eks": kubernetes_jobs.render_acceptance}
@@ -67,6 +68,8 @@ def render_cmd(
         raise typer.Exit(USAGE_EXIT) from None
     typer.echo(f"{out}: {len(rendered.files)} files for {len(cluster.groups)} compute group(s); "
                f"what to run is in {out / 'README.md'}:\n")
+    if cluster.driver.kubernetes_api:  # kubectl needs a way in first (the endpoint is private by default)
+        typer.echo(eks_access.access_text(cluster, cluster.region) + "\n")
     typer.echo(rendered.instructions)
 
 

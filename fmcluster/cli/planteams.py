@@ -19,6 +19,9 @@ def teams_data(p: Plan) -> dict | None:
     if not cluster.teams:
         return None
     out: dict = {"enforced_by": None, "teams": [t.model_dump() for t in cluster.teams]}
+    if cluster.driver.teams_enforcer and cluster.hyperpod_eks.task_governance:
+        out["enforced_by"] = cluster.driver.teams_enforcer  # a ComputeQuota per team (the scheduler section lists them)
+        return out
     if not slurmteams.applies(cluster):
         return out
     accounts = slurmteams.slurm_teams(cluster, schedulers.scheduler(cluster).slurm_targets(cluster))
@@ -44,6 +47,10 @@ def teams(p: Plan, lines: Table) -> bool:
         return False
     if data["enforced_by"] is None:
         row(lines, "teams", ", ".join(t["name"] for t in data["teams"]) + ": not enforced here")
+        return True
+    if data["enforced_by"] == "hyperpod-task-governance":
+        row(lines, "teams", ", ".join(t["name"] for t in data["teams"]) + ": enforced by HyperPod task governance "
+                            "(Kueue), a ComputeQuota each in namespace hyperpod-ns-<team> (listed under scheduler)")
         return True
     slurm = data["slurm"]
     for a in slurm["accounts"]:

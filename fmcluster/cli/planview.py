@@ -71,7 +71,7 @@ def _table(title: str, *columns: str, left: tuple[str, ...] = (), wide: bool = F
 def _headline(p: Plan, parts: list[RenderableType]) -> None:
     parts.append(Text(f"{p.project} in {p.availability_zone_id}", style="bold"))
     parts.append(Text(f"{p.nodes:,} nodes, {p.gpus:,} GPUs, {_num(p.bf16_pflops)} PF BF16 dense, "
-                      f"{_hbm_tb(p.hbm_gb)} TB HBM; OS {p.cluster.os_facts.name}"))
+                      f"{_hbm_tb(p.hbm_gb)} TB HBM; OS {p.cluster.driver.image_os or p.cluster.os_facts.name}"))
     parts.append(Text())
 
 
@@ -109,13 +109,16 @@ def _network(p: Plan, parts: list[RenderableType], wide: bool) -> None:
     table = _table("EFA and addresses", "group", "interfaces/node", "EFA Gbps", "of spec", "IPs/node", "IPs",
                    "PG", left=("group", "PG"), wide=wide)
     for g in p.groups:
-        placed = "new" if g.placement_group else ("own" if g.existing_placement_group else "no")
+        placed = "new" if g.placement_group else ("own" if g.existing_placement_group else
+                                                  "no" if p.cluster.driver.placement_groups else "-")
         _row(table, g.name, f"1 ENA + {g.efa_interfaces} EFA", f"{g.efa_gbps_exposed:,.0f}/{g.efa_gbps_spec:,}",
              f"{g.efa_fraction:.0%}", str(g.ips_per_node), f"{g.ips:,}", placed)
     parts.append(table)
     parts.append(Text("PG: cluster placement group. new: made for on-demand nodes; own: the reservation's own "
                       "group, by name; no: a capacity block (already placed) or a reservation made without one "
-                      "(a new group would be unrelated to it)", style="dim"))
+                      "(a new group would be unrelated to it)" if p.cluster.driver.placement_groups else
+                      f"PG: {p.cluster.orchestrator} launches the instances and takes no placement group",
+                      style="dim"))
     parts.append(Text())
     net = p.network
     lines = _settings("network")

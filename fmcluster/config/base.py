@@ -30,6 +30,8 @@ def located(message: str, *at: Any) -> PydanticCustomError:
     return PydanticCustomError("located", "{message}", {"message": message, "at": tuple(at)})
 
 
+AZ_ID = r"^[a-z]{2,5}[0-9](-[a-z]{3}[0-9])?-az[0-9]{1,2}$"
+"""An Availability Zone ID (``use1-az6``) or a Local Zone ID (``use1-dfw2-az1``)."""
 MAX_PATH = 255
 """Longest directory path accepted (Linux NAME_MAX is per component; 255 keeps unit names and logs sane)."""
 _ABSOLUTE_DIR = re.compile(r"^(/[A-Za-z0-9._-]+)+/?$")

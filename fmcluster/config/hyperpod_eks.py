@@ -13,12 +13,13 @@ accounting-supported check.
 
 from __future__ import annotations
 
+import ipaddress
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from fmcluster.config.base import Int, Model, located
+from fmcluster.config.base import AZ_ID, Int, Model, located
 from fmcluster.config.hyperpod import (
     BUCKET_NAME,
     CLUSTER_NAME,
@@ -28,11 +29,24 @@ from fmcluster.config.hyperpod import (
     UltraServerType,
 )
 
-KUBERNETES_VERSIONS: tuple[str, ...] = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33")
-"""The Kubernetes versions SageMaker HyperPod supports (developer guide, EKS prerequisites, English page; a translated
-page adds 1.34, the English one does not: the smaller set is kept). AWS's Terraform for HyperPod EKS uses 1.33
-(awsome-distributed-training ``1.architectures/7.sagemaker-hyperpod-eks/terraform-modules``)."""
-DEFAULT_KUBERNETES_VERSION = KUBERNETES_VERSIONS[-1]
+KUBERNETES_VERSIONS: tuple[str, ...] = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34", "1.35")
+"""The Kubernetes versions SageMaker HyperPod supports: 1.28 to 1.33 (developer guide, EKS prerequisites, English
+page), 1.34 (its Chinese page), 1.35 (**unconfirmed** on those pages: AWS's Terraform for HyperPod EKS says its
+training operator add-on's default build spans "K8s 1.28-1.35", awsome-distributed-training
+``terraform-modules/hyperpod-eks-tf/modules/hyperpod_training_operator/main.tf``). Whether EKS still creates a cluster
+on one, and at which rate, is :mod:`fmcluster.eks_versions`' calendar (the hyperpod-eks-kubernetes-support check)."""
+DEFAULT_KUBERNETES_VERSION = "1.35"
+"""In EKS standard support until 2027-03-27 (:data:`fmcluster.eks_versions.CALENDAR`); 1.34 left it on 2026-12-02."""
+
+EKS_UNSUPPORTED_ZONE_IDS = ("use1-az3", "usw1-az2", "cac1-az3")
+"""Zones EKS refuses for a cluster's subnets (``UnsupportedAvailabilityZoneException``): EKS user guide, "VPC and
+subnet requirements", subnet requirements for clusters (docs.aws.amazon.com/eks/latest/userguide/network-reqs.html);
+the same three IDs in AWS's EKS docs' Karpenter GPU walkthrough and in public Terraform that excludes them."""
+CONTROL_PLANE_ZONE_CANDIDATES = 6
+"""The default second control-plane zone is the Region's lowest-numbered zone ID (``<region>-az1``, ``-az2``, ...)
+that is not the nodes' and EKS accepts: zone IDs are the same in every account (EC2 user guide, "AZ IDs"), and
+`fmcluster preflight` checks both exist in the account's Region before a deploy. **Unconfirmed** that every Region
+has an az1 or az2 for every account: set ``control_plane_zone_ids`` where it does not."""
 
 SYSTEM = "system"
 """The instance-group name of the untainted system group (CoreDNS, Kueue, the operators)."""
@@ -142,12 +156,27 @@ class HyperPodEksSettings(Model):
         default=DEFAULT_KUBERNETES_VERSION,
         description=f"EKS Kubernetes version, one HyperPod supports ({', '.join(KUBERNETES_VERSIONS)}). "
                     f"Default: {DEFAULT_KUBERNETES_VERSION}.")
+    upgrade_policy: Literal["STANDARD", "EXTENDED"] = Field(
+        default="STANDARD",
+        description="EKS's upgrade policy (UpgradePolicy.SupportType). STANDARD: EKS upgrades the control plane when "
+                    "the version leaves standard support, never billing extended support; EXTENDED: the cluster may "
+                    "stay on it 12 more months at the extended-support rate.")
     public_endpoint: bool = Field(
-        default=False, description="Open the Kubernetes API endpoint to the internet too (IAM still authenticates). "
-                                   "Default: private only (kubectl from inside the VPC or through Session Manager).")
+        default=False, description="Open the Kubernetes API endpoint outside the VPC too, to `public_access_cidrs` "
+                                   "only (IAM still authenticates). Default: private only: kubectl through a Session "
+                                   "Manager port forward to a node (docs/hyperpod-eks.md).")
+    public_access_cidrs: list[str] = Field(
+        default_factory=list, max_length=40,
+        description="With public_endpoint: the IPv4 CIDR blocks that may reach the public endpoint (your office or "
+                    "VPN egress), required there; 0.0.0.0/0 is refused.")
+    control_plane_zone_ids: list[Annotated[str, Field(pattern=AZ_ID)]] | None = Field(
+        default=None, min_length=2, max_length=2,
+        description="The two Availability Zone IDs of the EKS control plane's subnets. Default: the nodes' zone (or "
+                    "its parent zone) and the Region's lowest-numbered other zone EKS accepts.")
     admins: list[str] = Field(
         default_factory=list, max_length=20,
-        description="IAM role or user ARNs given cluster admin (an EKS access entry with AmazonEKSClusterAdminPolicy).")
+        description="IAM role or user ARNs given cluster admin (an EKS access entry with AmazonEKSClusterAdminPolicy); "
+                    "at least one: nobody else can reach the Kubernetes API.")
     system_group: SystemGroup = Field(default_factory=SystemGroup, description="The untainted system group.")
     groups: dict[str, EksGroupSettings] = Field(
         default_factory=dict, description="Compute group name -> its HyperPod settings (defaults apply to the rest).")
@@ -180,6 +209,40 @@ class HyperPodEksSettings(Model):
         if len(set(value)) != len(value):
             raise ValueError("an admin is named twice")
         return value
+
+    @field_validator("control_plane_zone_ids")
+    @classmethod
+    def _zones(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and value[0] == value[1]:
+            raise located("the control plane's two zones must differ (EKS needs subnets in two zones)", 1)
+        return value
+
+    @field_validator("public_access_cidrs")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        for i, cidr in enumerate(value):
+            try:
+                network = ipaddress.IPv4Network(cidr)
+            except ValueError:
+                raise located(f"{cidr!r} is not an IPv4 CIDR block (e.g. 203.0.113.0/24)", i) from None
+            if network.prefixlen == 0:
+                raise located("0.0.0.0/0 opens the Kubernetes API endpoint to the whole internet: name the networks "
+                              "you reach it from", i)
+        return value
+
+    def control_plane_zones(self, nodes_zone_id: str) -> tuple[str, ...]:
+        """The control plane's two zone IDs: ``control_plane_zone_ids``, or the nodes' zone (``nodes_zone_id``: a
+        Local Zone's parent) and the Region's lowest-numbered other zone that EKS accepts (the nodes' zone itself
+        only where EKS accepts it)."""
+        if self.control_plane_zone_ids:
+            return tuple(self.control_plane_zone_ids)
+        region = nodes_zone_id.rsplit("-az", 1)[0]
+        candidates = [nodes_zone_id, *(f"{region}-az{n}" for n in range(1, CONTROL_PLANE_ZONE_CANDIDATES + 1))]
+        out: list[str] = []
+        for zone in candidates:
+            if zone not in out and zone not in EKS_UNSUPPORTED_ZONE_IDS:
+                out.append(zone)
+        return tuple(out[:2])
 
     def group(self, name: str) -> EksGroupSettings:
         """A compute group's settings; their defaults when ``groups`` does not name it."""

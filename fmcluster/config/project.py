@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from fmcluster.config.accounting import Accounting
-from fmcluster.config.base import Model, located
+from fmcluster.config.base import AZ_ID, Model, located
 from fmcluster.config.compute import ComputeGroup
 from fmcluster.config.hyperpod import HyperPodSettings
 from fmcluster.config.hyperpod_eks import HyperPodEksSettings
@@ -27,8 +27,6 @@ from fmcluster.facts import (
 
 DNS_NAME = r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$"
 REGION = r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$"
-AZ_ID = r"^[a-z]{2,5}[0-9](-[a-z]{3}[0-9])?-az[0-9]{1,2}$"
-"""An Availability Zone ID (``use1-az6``) or a Local Zone ID (``use1-dfw2-az1``)."""
 MAX_GROUPS = 250
 """Past about 100 groups (with placement groups) or 248 (without) the cluster stack passes CloudFormation's
 per-stack limits (the stack-limits check says which); beyond 250 the file is refused before planning."""

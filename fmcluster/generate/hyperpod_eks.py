@@ -95,10 +95,14 @@ ADDONS: dict[str, dict[str, str]] = {
     # against, and `fmcluster preflight` checks each pin against DescribeAddonVersions for the project's Kubernetes
     # version before a deploy (a wrong pin fails there, not in CloudFormation).
     "vpc-cni": {"*": "v1.19.5-eksbuild.1"},
+    # 1.34 and 1.35: the builds a public Terraform module lists from `aws eks describe-addon-versions` in
+    # ap-northeast-2 on 2026-09-04 (UNCONFIRMED for other Regions; preflight checks them)
     "kube-proxy": {"1.28": "v1.28.15-eksbuild.20", "1.29": "v1.29.15-eksbuild.11", "1.30": "v1.30.11-eksbuild.5",
-                   "1.31": "v1.31.7-eksbuild.7", "1.32": "v1.32.3-eksbuild.7", "1.33": "v1.33.0-eksbuild.2"},
+                   "1.31": "v1.31.7-eksbuild.7", "1.32": "v1.32.3-eksbuild.7", "1.33": "v1.33.0-eksbuild.2",
+                   "1.34": "v1.34.6-eksbuild.21", "1.35": "v1.35.3-eksbuild.21"},
     "coredns": {"1.28": "v1.10.1-eksbuild.18", "1.29": "v1.11.1-eksbuild.13", "1.30": "v1.11.4-eksbuild.10",
-                "1.31": "v1.11.4-eksbuild.10", "1.32": "v1.11.4-eksbuild.10", "1.33": "v1.12.1-eksbuild.2"},
+                "1.31": "v1.11.4-eksbuild.10", "1.32": "v1.11.4-eksbuild.10", "1.33": "v1.12.1-eksbuild.2",
+                "1.34": "v1.12.4-eksbuild.29", "1.35": "v1.13.2-eksbuild.21"},
     "eks-pod-identity-agent": {"*": "v1.3.7-eksbuild.2"},
     "aws-fsx-csi-driver": {"*": "v1.4.0-eksbuild.1"},
     "cert-manager": {"*": "v1.17.2-eksbuild.1"},
@@ -113,6 +117,16 @@ TASK_GOVERNANCE = "amazon-sagemaker-hyperpod-taskgovernance"
 TRAINING_OPERATOR = "amazon-sagemaker-hyperpod-training-operator"
 OBSERVABILITY = "amazon-sagemaker-hyperpod-observability"
 CERT_MANAGER = "cert-manager"
+NODE_ADDONS = frozenset({"coredns", "aws-fsx-csi-driver", CERT_MANAGER, TRAINING_OPERATOR, OBSERVABILITY,
+                         TASK_GOVERNANCE})
+"""Add-ons whose pods are a Deployment's: active only once a node runs them, so the stack creates them after the
+HyperPod cluster, which brings the first node (awsome-distributed-training ``7.sagemaker-hyperpod-eks/
+terraform-modules``: CoreDNS "will remain degraded until nodes are available", ``features_requiring_nodes``; FACTS.md
+5b.x). The others (vpc-cni, kube-proxy, eks-pod-identity-agent) are DaemonSets, active with no node, and come before
+the HyperPod cluster: its nodes join with the VPC CNI."""
+ADDON_NEEDS = {TRAINING_OPERATOR: (CERT_MANAGER,)}
+"""An add-on created only after another (the training operator's webhooks need cert-manager; FACTS.md 5b). Nothing
+else orders the add-ons: they install side by side."""
 
 
 def addon_version(name: str, kubernetes_version: str) -> str:

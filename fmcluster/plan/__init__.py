@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 
 from fmcluster.config.project import Project
+from fmcluster.orchestrators import ORCHESTRATORS
 from fmcluster.plan import groups as _groups
 from fmcluster.plan.checkpoint_bound import CheckpointBound, plan_checkpoint_bound
 from fmcluster.plan.cluster import ClusterPlan
@@ -97,6 +98,8 @@ def _without(data: dict, names: tuple[str, ...]) -> dict:
 def make_plan(project: Project) -> Plan:
     """Everything the stacks and the bootstrap need to know, computed once."""
     groups = tuple(plan_group(g) for g in project.compute_groups)
+    if not ORCHESTRATORS[project.orchestrator.type].placement_groups:  # HyperPod takes none
+        groups = tuple(replace(g, placement_group=False, existing_placement_group=None) for g in groups)
     storage = plan_storage(project.name, project.storage, sum(g.gpus for g in groups))
     scratch = project.storage.scratch
     hbm = [g.hbm_gb for g in groups]
@@ -125,7 +128,9 @@ def make_plan(project: Project) -> Plan:
         taken = (network.public_subnet_cidr, network.compute_subnet_cidr) + (
             (network.services_subnet_cidr,) if network.services_subnet_cidr else ())
         cluster = replace(cluster, control_plane_subnet_cidrs=None if network.existing or network.vpc_cidr is None
-                          else carve_database_subnets(network.vpc_cidr, taken))
+                          else carve_database_subnets(network.vpc_cidr, taken),
+                          control_plane_zone_ids=project.orchestrator.eks.control_plane_zones(
+                              network.services_zone_id))
     return Plan(
         project=project.name,
         availability_zone_id=project.availability_zone_id,

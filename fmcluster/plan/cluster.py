@@ -53,6 +53,9 @@ class ClusterPlan:
     """The control plane's two /28s where the orchestrator has one (:attr:`fmcluster.orchestrators.Orchestrator.
     control_plane_subnets`): the VPC's last two, as the accounting database's. Empty without; None where they
     cannot be carved (an existing network, or no room: the hyperpod-eks-network check)."""
+    control_plane_zone_ids: tuple[str, ...] = ()
+    """The zone ID of each control-plane subnet, in order (:meth:`fmcluster.config.hyperpod_eks.HyperPodEksSettings.
+    control_plane_zones`): chosen by zone ID, never by a zone name's position in the Region (EKS refuses some)."""
 
     @property
     def accounting_store(self) -> str | None:

@@ -10,7 +10,7 @@ from support import ROOT
 from fmcluster import config
 from fmcluster.aws import hyperpod_eks
 from fmcluster.aws.stackstate import StackState
-from fmcluster.contracts import HYPERPOD_CLUSTER_ARN_OUTPUT
+from fmcluster.contracts import EKS_CLUSTER_NAME_OUTPUT, HYPERPOD_CLUSTER_ARN_OUTPUT
 from fmcluster.generate import hyperpod_chart
 from fmcluster.generate.hyperpod_eks import addons
 from fmcluster.plan import make_plan
@@ -70,7 +70,7 @@ def test_status_reads_the_hyperpod_cluster_and_keeps_the_system_group_as_a_fact(
     stack = StackState("p5en-hyperpod-eks-cluster", "CREATE_COMPLETE", outputs={HYPERPOD_CLUSTER_ARN_OUTPUT: arn})
     status = hyperpod_eks.cluster_status(lambda service: client, PLAN, stack)
     assert status.ok and [g.name for g in status.groups] == ["train"] and status.groups[0].running == 8
-    assert status.facts["kubernetes"] == "1.33" and status.facts["system"].startswith("2/2 ml.m5.2xlarge")
+    assert status.facts["kubernetes"] == "1.35" and status.facts["system"].startswith("2/2 ml.m5.2xlarge")
 
 
 def test_an_in_service_cluster_whose_system_group_is_not_up_is_not_up() -> None:
@@ -94,3 +94,54 @@ def test_an_in_service_cluster_whose_system_group_is_not_up_is_not_up() -> None:
     status = hyperpod_eks.cluster_status(lambda service: client, PLAN, stack)
     assert not status.ok and status.groups[0].running == 8
     assert status.facts["system"].startswith("0/2 ml.m5.2xlarge")
+
+
+def _addons_reading(statuses: dict[str, str]):
+    client = boto3.client("eks", region_name="us-east-1")
+    stub = Stubber(client)
+    for name in addons(PLAN.cluster):
+        status = statuses.get(name, "ACTIVE")
+        health = {"issues": [{"code": "InsufficientNumberOfReplicas",
+                              "message": "The add-on is unhealthy because it doesn't have the desired number of "
+                                         "replicas."}]} if status == "DEGRADED" else {"issues": []}
+        stub.add_response("describe_addon", {"addon": {"addonName": name, "clusterName": "eks-1", "status": status,
+                                                       "health": health}},
+                          {"clusterName": "eks-1", "addonName": name})
+    stub.activate()
+    return client, stub
+
+
+def _in_service_sagemaker(arn: str):
+    client = boto3.client("sagemaker", region_name="us-east-1")
+    stub = Stubber(client)
+    stub.add_response("describe_cluster", {
+        "ClusterArn": arn, "ClusterName": "p5en-hyperpod-eks-hyperpod-0abc", "ClusterStatus": "InService",
+        "InstanceGroups": [
+            {"InstanceGroupName": "system", "InstanceType": "ml.m5.2xlarge", "CurrentCount": 2, "TargetCount": 2},
+            {"InstanceGroupName": "train", "InstanceType": "ml.p5en.48xlarge", "CurrentCount": 8, "TargetCount": 8}]},
+        {"ClusterName": arn})
+    stub.add_response("list_cluster_nodes", {"ClusterNodeSummaries": [
+        {"InstanceGroupName": g, "InstanceId": f"i-{n + k:017x}", "InstanceType": t,
+         "LaunchTime": "2026-12-01T00:00:00Z", "InstanceStatus": {"Status": "Running"}}
+        for g, t, count, k in (("train", "ml.p5en.48xlarge", 8, 0), ("system", "ml.m5.2xlarge", 2, 100))
+        for n in range(count)]}, None)
+    stub.activate()
+    return client
+
+
+def test_status_after_the_cluster_exists_reads_every_addon_and_a_degraded_one_is_not_up() -> None:
+    """The readiness check after the HyperPod cluster: the stack installs the chart without waiting and the add-ons
+    that need nodes after the nodes, so status reads their health (eks:DescribeAddon)."""
+    arn = "arn:aws:sagemaker:us-east-1:111122223333:cluster/abc123"
+    stack = StackState("p5en-hyperpod-eks-cluster", "CREATE_COMPLETE",
+                       outputs={HYPERPOD_CLUSTER_ARN_OUTPUT: arn, EKS_CLUSTER_NAME_OUTPUT: "eks-1"})
+    eks, stub = _addons_reading({})
+    clients = {"sagemaker": _in_service_sagemaker(arn), "eks": eks}
+    status = hyperpod_eks.cluster_status(clients.__getitem__, PLAN, stack)
+    stub.assert_no_pending_responses()
+    assert status.ok and status.facts["add-ons"] == f"{len(addons(PLAN.cluster))} active"
+
+    eks, _ = _addons_reading({"coredns": "DEGRADED"})
+    clients = {"sagemaker": _in_service_sagemaker(arn), "eks": eks}
+    status = hyperpod_eks.cluster_status(clients.__getitem__, PLAN, stack)
+    assert not status.ok and "coredns DEGRADED (InsufficientNumberOfReplicas" in status.facts["add-ons"]

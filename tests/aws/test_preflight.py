@@ -363,3 +363,16 @@ def test_spares_that_differ_from_the_plans_are_a_failure_naming_the_setting() ->
         [result] = ac.check_training_plan(clients_with(sagemaker=sm), "use1-dfw2-az1", _gb200_group(17, 1), arn, NOW)
     assert result.status == "fail" and "keeps 2 spare instances over 1 UltraServers (2 each)" in result.message
     assert "spare_instances_per_ultraserver: 2" in result.advice
+
+
+def test_hyperpod_eks_checks_its_control_plane_zones_exist_in_the_region(aws) -> None:
+    """The second control-plane zone is chosen by zone ID offline (issue 41 item 4): preflight asks EC2 that it is
+    a zone of the account's Region (moto's us-east-1 has use1-az1)."""
+    loaded = config.load(ROOT / "examples" / "p5en-hyperpod-eks.yaml")
+    plan, _ = checks.validate(loaded)
+    ec2 = boto3.client("ec2", region_name=REGION)
+    zones = [c for c in pf.checks_for(loaded.project, plan, clients_with(ec2)) if c.name == "zone"]
+    assert [c.subject for c in zones] == ["use1-az6", "use1-az1"]
+    [result] = zones[1].run()
+    assert result.status == "pass"
+    assert [r.status for r in ac.check_zone(clients_with(ec2), "use1-az9")] == ["fail"]

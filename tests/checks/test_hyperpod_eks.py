@@ -4,25 +4,30 @@ pass."""
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import pytest
 from support import ROOT
 
-from fmcluster import catalog, checks, config
+from fmcluster import catalog, checks, config, eks_versions
 from fmcluster.config.hyperpod_eks import DEFAULT_KUBERNETES_VERSION, KUBERNETES_VERSIONS
 from fmcluster.errors import ConfigError
 
 EXAMPLES = [ROOT / "examples" / "p5en-hyperpod-eks.yaml", ROOT / "examples" / "p5-hyperpod-eks-teams.yaml"]
 
 
+ADMIN = "admins: [arn:aws:iam::111122223333:role/admin]"
+
+
 def project(eks: str = "", *, extra: str = "", instance_type: str = "p5.48xlarge", count: int = 2,
-            capacity: str = "", name: str = "train", network: str = "") -> str:
+            capacity: str = "", name: str = "train", network: str = "", admin: bool = True) -> str:
     lines = ["name: eksdemo", "availability_zone_id: use1-az6", network or "network: {vpc_cidr: 10.30.0.0/16}",
              "compute_groups:", f"  - name: {name}", f"    instance_type: {instance_type}", f"    count: {count}"]
     if capacity:
         lines.append(f"    capacity: {capacity}")
     lines += ["orchestrator:", "  type: hyperpod-eks"]
+    eks = "\n".join(x for x in (ADMIN if admin and "admins:" not in eks else "", eks) if x)
     if eks:
         lines += ["  hyperpod_eks:", *("    " + line for line in eks.splitlines())]
     return "\n".join(lines) + "\n" + extra
@@ -54,7 +59,7 @@ def test_defaults_newest_supported_kubernetes_and_a_private_endpoint() -> None:
     assert [t.key for t in eks.group("train").node_taints] == ["nvidia.com/gpu"]
 
 
-@pytest.mark.parametrize("version", ["1.27", "1.34", "1.33.1"])
+@pytest.mark.parametrize("version", ["1.27", "1.36", "1.35.1"])
 def test_a_kubernetes_version_hyperpod_does_not_support_is_refused(version: str) -> None:
     text = project(f'kubernetes_version: "{version}"')
     [problem] = problems(text)
@@ -143,8 +148,91 @@ def test_section_ignored_under_another_orchestrator_is_a_warning() -> None:
     assert "hyperpod-eks-settings-unused" in [w.check for w in warnings]
 
 
-def test_a_version_far_from_the_deploy_time_kubectl_is_a_warning() -> None:
-    _, warnings = checks.validate(config.parse(project('kubernetes_version: "1.30"'), Path("eks.yaml")))
-    assert "hyperpod-eks-kubectl-skew" in [w.check for w in warnings]
+def test_a_version_far_from_the_deploy_time_kubectl_is_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(eks_versions, "today", lambda: date(2026, 1, 1))  # 1.32 and 1.33 still creatable then
     _, warnings = checks.validate(config.parse(project('kubernetes_version: "1.32"'), Path("eks.yaml")))
+    assert "hyperpod-eks-kubectl-skew" in [w.check for w in warnings]
+    _, warnings = checks.validate(config.parse(project('kubernetes_version: "1.34"'), Path("eks.yaml")))
     assert "hyperpod-eks-kubectl-skew" not in [w.check for w in warnings]
+
+
+def test_control_plane_zones_are_chosen_by_zone_id_never_one_eks_refuses() -> None:
+    """The nodes' zone and the Region's lowest-numbered other zone EKS accepts (issue 41 item 4)."""
+    plan, _ = checks.validate(config.parse(project(), Path("eks.yaml")))
+    assert plan.cluster.control_plane_zone_ids == ("use1-az6", "use1-az1")
+    plan, _ = checks.validate(config.parse(project().replace("use1-az6", "use1-az3"), Path("eks.yaml")))
+    assert plan.cluster.control_plane_zone_ids == ("use1-az1", "use1-az2")  # use1-az3: EKS refuses it
+    text = project("control_plane_zone_ids: [use1-az4, use1-az3]")
+    [problem] = problems(text)
+    assert problem.check == "hyperpod-eks-control-plane-zones" and "use1-az3" in problem.message
+    assert problem.path.endswith("control_plane_zone_ids[1]") and problem.line == line_of(text, "control_plane")
+    [problem] = problems(project("control_plane_zone_ids: [use1-az4, usw2-az1]"))
+    assert "not an Availability Zone of the nodes' Region" in problem.message
+    [problem] = problems(project("control_plane_zone_ids: [use1-az4, use1-az4]"))
+    assert "must differ" in problem.message
+
+
+def test_at_least_one_admin_is_required_naming_the_key() -> None:
+    """With API authentication and no creator admin, nobody could reach the Kubernetes API (issue 41 item 6)."""
+    text = project("task_governance: true", admin=False)
+    [problem] = problems(text)
+    assert problem.check == "hyperpod-eks-admins" and problem.path == "orchestrator.hyperpod_eks.admins"
+    assert "names nobody" in problem.message and problem.line == line_of(text, "hyperpod_eks:")
+    [problem] = problems(project(admin=False))
+    assert problem.check == "hyperpod-eks-admins" and problem.line == line_of(project(admin=False), "orchestrator:")
+
+
+@pytest.mark.parametrize("eks, words, key, check", [
+    ("public_endpoint: true", "needs public_access_cidrs", "public_endpoint", "hyperpod-eks-endpoint"),
+    ("public_access_cidrs: [203.0.113.0/24]", "the endpoint is private", "public_access_cidrs",
+     "hyperpod-eks-endpoint"),
+    ("public_endpoint: true\npublic_access_cidrs: [0.0.0.0/0]", "whole internet", "0.0.0.0/0", None),
+    ("public_endpoint: true\npublic_access_cidrs: [203.0.113.0/33]", "not an IPv4 CIDR", "/33", None),
+])
+def test_a_public_endpoint_is_open_only_to_the_cidrs_named(eks: str, words: str, key: str, check: str | None) -> None:
+    """The check, or the model itself (no check name) for a CIDR that is not one or opens everything."""
+    text = project(eks)
+    [problem] = problems(text)
+    assert words in problem.message and problem.line == line_of(text, key)
+    assert check is None or problem.check == check
+
+
+def test_a_public_endpoint_with_cidrs_passes() -> None:
+    plan, _ = checks.validate(config.parse(project("public_endpoint: true\npublic_access_cidrs: [203.0.113.0/24]"),
+                                           Path("eks.yaml")))
+    assert plan.cluster.hyperpod_eks.public_access_cidrs == ["203.0.113.0/24"]
+
+
+def test_the_default_kubernetes_is_in_eks_standard_support_today() -> None:
+    """Issue 41 item 9: 1.33 left standard support on 2026-07-29, 1.34 on 2026-12-02 (EKS's calendar)."""
+    assert eks_versions.support(DEFAULT_KUBERNETES_VERSION) == "standard"
+    assert eks_versions.support("1.33", date(2026, 12, 2)) == "extended"
+    assert eks_versions.support("1.34", date(2026, 12, 1)) == "standard"
+    assert eks_versions.support("1.34", date(2026, 12, 2)) == "extended"  # billed from the first day
+    assert eks_versions.support("1.31", date(2026, 12, 2)) == "ended"
+    assert eks_versions.support("1.36") == "unknown"
+    assert set(KUBERNETES_VERSIONS) <= set(eks_versions.CALENDAR)
+
+
+def test_a_pinned_version_in_or_near_extended_support_is_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(eks_versions, "today", lambda: date(2026, 12, 2))
+    text = project('kubernetes_version: "1.33"')
+    _, warnings = checks.validate(config.parse(text, Path("eks.yaml")))
+    [warning] = [w for w in warnings if w.check == "hyperpod-eks-kubernetes-support"]
+    assert "left EKS standard support on 2026-07-29" in warning.message and "upgrades the control plane" in \
+        warning.message and warning.line == line_of(text, "kubernetes_version")
+    monkeypatch.setattr(eks_versions, "today", lambda: date(2027, 2, 1))  # 54 days before 1.35 leaves it
+    _, warnings = checks.validate(config.parse(project(), Path("eks.yaml")))
+    [warning] = [w for w in warnings if w.check == "hyperpod-eks-kubernetes-support"]
+    assert "leaves EKS standard support on 2027-03-27, in 54 days" in warning.message
+    monkeypatch.setattr(eks_versions, "today", lambda: date(2026, 12, 2))
+    _, warnings = checks.validate(config.parse(project(), Path("eks.yaml")))
+    assert "hyperpod-eks-kubernetes-support" not in [w.check for w in warnings]
+
+
+def test_a_version_past_extended_support_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(eks_versions, "today", lambda: date(2026, 12, 2))
+    text = project('kubernetes_version: "1.31"')
+    [problem] = problems(text)
+    assert problem.check == "hyperpod-eks-kubernetes-ended" and "ended on 2026-11-26" in problem.message
+    assert problem.line == line_of(text, "kubernetes_version")

@@ -3,10 +3,12 @@ plan's counts, what each orchestrator keeps running, what destroy keeps, what is
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 from support import PROJECTS, ROOT
 
-from fmcluster import config
+from fmcluster import config, eks_versions
 from fmcluster.facts import HOURS_PER_MONTH
 from fmcluster.generate.costs import project_cost
 from fmcluster.plan import cost as costs
@@ -155,6 +157,26 @@ def test_hyperpod_keeps_every_group_up_and_bills_sagemaker_types() -> None:
         assert line.key == f"sagemaker.ml.{g.instance_type}" and line.usd == g.count * H
     assert item(c.idle_per_month, "controller").key == f"sagemaker.{plan.cluster.hyperpod.controller.instance_type}"
     assert "HyperPod lifecycle scripts" in {i.item for i in c.after_destroy_per_month}
+
+
+def test_the_eks_control_plane_bills_the_extended_rate_once_its_version_left_standard_support(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 41 item 9: Kubernetes 1.33 past 2026-07-29 bills the control plane at the extended-support rate."""
+    project = PROJECTS["p5en-hyperpod-eks"]
+    pinned = project.model_copy(update={"orchestrator": project.orchestrator.model_copy(update={
+        "hyperpod_eks": project.orchestrator.hyperpod_eks.model_copy(update={"kubernetes_version": "1.33"})})})
+    monkeypatch.setattr(eks_versions, "today", lambda: date(2026, 12, 2))
+    [fee] = [i for i in costs.cost_summary(make_plan(pinned), list_price).idle_per_month
+             if i.key and i.key.startswith("eks.")]
+    assert fee.key == "eks.cluster.extended" and fee.usd == pytest.approx(0.60 * H)
+    assert "1.33, extended support" in fee.item
+    [fee] = [i for i in costs.cost_summary(plan_of("p5en-hyperpod-eks"), list_price).idle_per_month
+             if i.key and i.key.startswith("eks.")]
+    assert fee.key == "eks.cluster" and fee.usd == pytest.approx(0.10 * H)  # 1.35: standard support
+    monkeypatch.setattr(eks_versions, "today", lambda: date(2026, 7, 28))
+    [fee] = [i for i in costs.cost_summary(make_plan(pinned), list_price).idle_per_month
+             if i.key and i.key.startswith("eks.")]
+    assert fee.key == "eks.cluster"  # the day before it left standard support
 
 
 def test_pcs_bills_its_controller_fee_by_size() -> None:

@@ -1,34 +1,29 @@
 """HyperPod on EKS projects: what the synthesized NAME-cluster holds (one EKS cluster with API authentication, the
 pinned version and private endpoint, the add-ons at their pins, the HyperPod cluster orchestrated by it), and the
-order CloudFormation creates it in, read from the template (control plane -> access entries -> add-ons -> chart
--> HyperPod cluster -> task governance -> quotas). One synthesis per example, shared by every assertion."""
+order CloudFormation creates it in, read from the template (control plane -> access entries -> DaemonSet add-ons ->
+chart -> HyperPod cluster -> the add-ons that need nodes -> quotas; tests/kubernetes/test_readiness.py replays it).
+The suite's one synthesis, shared by every assertion."""
 
 from __future__ import annotations
 
 import ipaddress
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from support import ROOT
+from support import ROOT, Synthesized
+from support.readiness import ancestors as _after
 
 from fmcluster.config.hyperpod_eks import DEFAULT_KUBERNETES_VERSION
-from fmcluster.generate.hyperpod_eks import ADDONS, BASE_ADDONS, TASK_GOVERNANCE, VPC_CNI_MINIMUM
+from fmcluster.generate.hyperpod_eks import ADDONS, BASE_ADDONS, NODE_ADDONS, TASK_GOVERNANCE, VPC_CNI_MINIMUM
 
 TEAMS = "p5-hyperpod-eks-teams"
 PLAN = "p5en-hyperpod-eks"
 
 
 @pytest.fixture(scope="module")
-def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    from fmcluster.stacks.app import synthesize  # starts jsii: only when these tests run
-
-    out = {}
-    for name in (TEAMS, PLAN):
-        synthesized = synthesize(ROOT / "examples" / f"{name}.yaml", tmp_path_factory.mktemp(name))
-        out[name] = synthesized[f"{name}-cluster"]
-    return out
+def templates(synthesized: Synthesized) -> dict[str, dict]:
+    return {name: synthesized.template(f"{name}-cluster") for name in (TEAMS, PLAN)}
 
 
 def _of_type(template: dict, kind: str) -> dict[str, dict]:
@@ -40,61 +35,25 @@ def _one(template: dict, kind: str) -> tuple[str, dict]:
     return logical_id, resource
 
 
-def _references(value: Any) -> set[str]:
-    if isinstance(value, dict):
-        found = set()
-        for key, inner in value.items():
-            if key == "Ref" and isinstance(inner, str):
-                found.add(inner)
-            elif key == "Fn::GetAtt":
-                found.add(inner[0] if isinstance(inner, list) else inner.split(".")[0])
-            else:
-                found |= _references(inner)
-        return found
-    if isinstance(value, list):
-        return set().union(*map(_references, value)) if value else set()
-    return set()
-
-
-def _after(template: dict) -> dict[str, set[str]]:
-    """Logical ID -> every resource CloudFormation must finish before it (DependsOn, Ref and GetAtt, transitively)."""
-    resources = template["Resources"]
-    direct = {}
-    for logical_id, resource in resources.items():
-        depends = resource.get("DependsOn", [])
-        depends = [depends] if isinstance(depends, str) else depends
-        direct[logical_id] = ({*depends} | _references(resource.get("Properties", {}))) & set(resources)
-    closed: dict[str, set[str]] = {}
-
-    def visit(node: str, seen: tuple = ()) -> set[str]:
-        if node not in closed:
-            assert node not in seen, f"cycle through {node}"
-            out = set(direct[node])
-            for parent in direct[node]:
-                out |= visit(parent, (*seen, node))
-            closed[node] = out
-        return closed[node]
-
-    for logical_id in resources:
-        visit(logical_id)
-    return closed
-
-
 def test_one_eks_cluster_with_api_auth_the_pinned_version_private_endpoint_and_every_log(templates) -> None:
     template = templates[TEAMS]
     _, cluster = _one(template, "AWS::EKS::Cluster")
     props = cluster["Properties"]
     assert props["Version"] == DEFAULT_KUBERNETES_VERSION
+    assert props["UpgradePolicy"] == {"SupportType": "STANDARD"}  # no extended-support fee unless chosen
     assert props["AccessConfig"] == {"AuthenticationMode": "API", "BootstrapClusterCreatorAdminPermissions": False}
     vpc = props["ResourcesVpcConfig"]
     assert (vpc["EndpointPrivateAccess"], vpc["EndpointPublicAccess"]) == (True, False)
+    assert "PublicAccessCidrs" not in vpc
     assert {t["Type"] for t in props["Logging"]["ClusterLogging"]["EnabledTypes"]} == {
         "api", "audit", "authenticator", "controllerManager", "scheduler"}
     [group] = vpc["SecurityGroupIds"]
     assert template["Resources"][group["Fn::GetAtt"][0]]["Type"] == "AWS::EC2::SecurityGroup"
     subnets = [template["Resources"][s["Ref"]]["Properties"] for s in vpc["SubnetIds"]]
     assert [ipaddress.ip_network(s["CidrBlock"]).prefixlen for s in subnets] == [28, 28]
-    assert [s["AvailabilityZone"]["Fn::Select"][0] for s in subnets] == [0, 1]  # two zones (Fn::GetAZs)
+    # two zones by zone ID (the nodes' and the Region's lowest-numbered other one EKS accepts), never Fn::GetAZs
+    assert [s["AvailabilityZoneId"] for s in subnets] == ["use1-az6", "use1-az1"]
+    assert "AvailabilityZone" not in subnets[0] and "Fn::GetAZs" not in json.dumps(template)
 
 
 def test_access_entries_for_each_admin_and_the_kubectl_handler(templates) -> None:
@@ -114,7 +73,7 @@ def test_access_entries_for_each_admin_and_the_kubectl_handler(templates) -> Non
 def test_addons_at_their_pins_and_vpc_cni_new_enough(templates) -> None:
     found = {r["Properties"]["AddonName"]: r["Properties"]["AddonVersion"]
              for r in _of_type(templates[PLAN], "AWS::EKS::Addon").values()}
-    assert list(found) == list(BASE_ADDONS)
+    assert set(found) == set(BASE_ADDONS)
     assert all(found[n] in ADDONS[n].values() for n in found)
     cni = tuple(int(x) for x in found["vpc-cni"].lstrip("v").split("-")[0].split("."))
     assert cni >= VPC_CNI_MINIMUM
@@ -145,18 +104,19 @@ def test_creation_order_read_from_the_template(templates) -> None:
     eks_id, _ = _one(template, "AWS::EKS::Cluster")
     entries = set(_of_type(template, "AWS::EKS::AccessEntry"))
     addons = {k: r["Properties"]["AddonName"] for k, r in _of_type(template, "AWS::EKS::Addon").items()}
-    base = {k for k, n in addons.items() if n != TASK_GOVERNANCE}
+    early = {k for k, n in addons.items() if n not in NODE_ADDONS}
+    late = {k for k, n in addons.items() if n in NODE_ADDONS}
     [governance] = [k for k, n in addons.items() if n == TASK_GOVERNANCE]
     chart, _ = _one(template, "Custom::AWSCDK-EKS-HelmChart")
     hyperpod, _ = _one(template, "AWS::SageMaker::Cluster")
     scheduler, _ = _one(template, "AWS::SageMaker::ClusterSchedulerConfig")
     quotas = set(_of_type(template, "AWS::SageMaker::ComputeQuota"))
-    assert len(quotas) == 2
+    assert len(quotas) == 2 and {addons[k] for k in early} == {"vpc-cni", "kube-proxy", "eks-pod-identity-agent"}
     assert all(eks_id in after[e] for e in entries)
-    assert all(entries <= after[a] for a in base)
-    assert base | entries <= after[chart]
-    assert {chart, *base} <= after[hyperpod]
-    assert hyperpod in after[governance]
+    assert all(entries <= after[a] for a in addons)
+    assert early | entries <= after[chart]
+    assert {chart, *early} <= after[hyperpod]
+    assert all(hyperpod in after[a] for a in late)
     assert governance in after[scheduler]
     assert all({scheduler, governance} <= after[q] for q in quotas)
 
@@ -203,3 +163,46 @@ def test_fsx_is_a_static_volume_in_default_and_each_team_namespace_after_the_csi
     csi = next(k for k, r in _of_type(template, "AWS::EKS::Addon").items()
                if r["Properties"]["AddonName"] == "aws-fsx-csi-driver")
     assert {csi, *_of_type(template, "AWS::SageMaker::ComputeQuota")} <= after[manifest_id]
+
+
+def _policies_of_role(template: dict, role: str) -> set[str]:
+    return {k for k, r in _of_type(template, "AWS::IAM::Policy").items()
+            if {"Ref": role} in r["Properties"].get("Roles", [])}
+
+
+@pytest.mark.parametrize("example", [TEAMS, PLAN])
+def test_every_function_depends_on_its_roles_policies_so_teardown_keeps_them(templates, example) -> None:
+    """As stock CDK: a function depends on its role's policies (the provider framework's holds lambda:InvokeFunction
+    on the kubectl handler). Without it CloudFormation may delete the policy first on teardown and the chart's
+    delete can never reach the handler (issue 41)."""
+    template = templates[example]
+    functions = _of_type(template, "AWS::Lambda::Function")
+    assert len(functions) >= 3
+    for logical_id, function in functions.items():
+        role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+        policies = _policies_of_role(template, role)
+        depends = function.get("DependsOn", [])
+        assert policies and policies <= set(depends), logical_id
+        assert role not in depends  # the GetAtt orders them already (cfn-lint W3005)
+
+
+def test_a_public_endpoint_is_open_only_to_the_projects_cidrs(tmp_path: Path) -> None:
+    from fmcluster.stacks.app import synthesize  # starts jsii: only when this test runs
+
+    text = (ROOT / "examples" / f"{PLAN}.yaml").read_text().replace(
+        "    admins:", "    public_endpoint: true\n    public_access_cidrs: [203.0.113.0/24]\n    admins:")
+    (tmp_path / "public.yaml").write_text(text.replace(f"name: {PLAN}", "name: eks-public"))
+    template = synthesize(tmp_path / "public.yaml", tmp_path / "out")["eks-public-cluster"]
+    _, cluster = _one(template, "AWS::EKS::Cluster")
+    vpc = cluster["Properties"]["ResourcesVpcConfig"]
+    assert (vpc["EndpointPrivateAccess"], vpc["EndpointPublicAccess"]) == (True, True)
+    assert vpc["PublicAccessCidrs"] == ["203.0.113.0/24"]
+
+
+def test_the_training_operators_identity_reads_its_own_hyperpod_cluster_only(templates) -> None:
+    """Created after the HyperPod cluster, its role names the cluster's ARN instead of every cluster's."""
+    template = templates[TEAMS]
+    hyperpod, _ = _one(template, "AWS::SageMaker::Cluster")
+    [policy] = [r for k, r in _of_type(template, "AWS::IAM::Policy").items() if "TrainingOperatorRole" in k]
+    [statement] = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Resource"] == {"Fn::GetAtt": [hyperpod, "ClusterArn"]}

@@ -28,7 +28,7 @@ BUILD = textwrap.dedent("""
 NOT_FOR_PARALLELCLUSTER = ["fmcluster.stacks.hyperpod", "fmcluster.stacks.hyperpod_eks", "fmcluster.stacks.pcs",
                            "fmcluster.stacks.accounting", "aws_cdk.aws_eks", "aws_cdk.aws_eks_v2", "aws_cdk.aws_rds",
                            "aws_cdk.aws_secretsmanager", "aws_cdk.aws_sagemaker", "aws_cdk.aws_pcs",
-                           "aws_cdk.lambda_layer_kubectl_v33"]
+                           "aws_cdk.lambda_layer_kubectl_v35"]
 
 
 def modules_after_building(project: Path, tmp_path: Path, nag: str) -> set[str]:

