@@ -16,6 +16,7 @@ from fmcluster.checks.registry import Finding, check
 from fmcluster.config.hyperpod import BUCKET_PREFIX
 from fmcluster.config.hyperpod_eks import SYSTEM
 from fmcluster.config.loader import LoadedProject
+from fmcluster.flavours import FLAVOURS
 from fmcluster.plan import Plan
 
 EKS = ("orchestrator", "hyperpod_eks")
@@ -41,6 +42,21 @@ def capacity(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
 def ultraservers(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     if _active(loaded):
         yield from ultraserver_findings(loaded, plan, loaded.project.orchestrator.eks, EKS)
+
+
+@check("hyperpod-eks-os", "error")
+def operating_system(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """HyperPod's AMI for EKS is Amazon Linux 2023 only (bootstrap/profiles/hyperpod-eks-al2023.yaml: "Each DLAMI is
+    built on AL2023", SageMaker developer guide, HyperPod AMI releases for Amazon EKS); a bundle rendered for another
+    OS would stop at its preflight on every node."""
+    project = loaded.project
+    systems = FLAVOURS["hyperpod-eks"].operating_systems
+    if _active(loaded) and project.os not in systems:
+        written = "os" in project.model_fields_set
+        yield Finding(("os",) if written else ("orchestrator", "type"),
+                      f"HyperPod EKS nodes boot HyperPod's AMI for EKS, which is built on Amazon Linux 2023 only, "
+                      f"not {project.os}" + ("" if written else " (the default os)"),
+                      f"set os: {systems[0]}")
 
 
 @check("hyperpod-eks-groups", "error")

@@ -17,8 +17,9 @@ EXAMPLES = [ROOT / "examples" / "p5en-hyperpod-eks.yaml", ROOT / "examples" / "p
 
 
 def project(eks: str = "", *, extra: str = "", instance_type: str = "p5.48xlarge", count: int = 2,
-            capacity: str = "", name: str = "train", network: str = "") -> str:
+            capacity: str = "", name: str = "train", network: str = "", os: str | None = "al2023") -> str:
     lines = ["name: eksdemo", "availability_zone_id: use1-az6", network or "network: {vpc_cidr: 10.30.0.0/16}",
+             *([f"os: {os}"] if os else []),
              "compute_groups:", f"  - name: {name}", f"    instance_type: {instance_type}", f"    count: {count}"]
     if capacity:
         lines.append(f"    capacity: {capacity}")
@@ -148,3 +149,20 @@ def test_a_version_far_from_the_deploy_time_kubectl_is_a_warning() -> None:
     assert "hyperpod-eks-kubectl-skew" in [w.check for w in warnings]
     _, warnings = checks.validate(config.parse(project('kubernetes_version: "1.32"'), Path("eks.yaml")))
     assert "hyperpod-eks-kubectl-skew" not in [w.check for w in warnings]
+
+
+@pytest.mark.parametrize("os_name", ["ubuntu-22.04", "ubuntu-24.04"])
+def test_an_os_hyperpods_eks_image_is_not_built_for_is_refused_at_its_line(os_name: str) -> None:
+    text = project(os=os_name)
+    [problem] = problems(text)
+    assert problem.path == "os" and problem.line == line_of(text, f"os: {os_name}")
+    assert "Amazon Linux 2023" in problem.message and os_name in problem.message
+    assert problem.hint == "set os: al2023"
+
+
+def test_the_default_os_is_refused_at_the_orchestrator_type() -> None:
+    """No `os` written: the default (ubuntu-22.04) is no HyperPod EKS image's; the line to change is the type's."""
+    text = project(os=None)
+    [problem] = problems(text)
+    assert problem.path == "orchestrator.type" and problem.line == line_of(text, "type: hyperpod-eks")
+    assert "(the default os)" in problem.message and problem.hint == "set os: al2023"

@@ -123,7 +123,8 @@ def test_no_image_is_refused_with_what_to_give(tmp_path: Path):
 
 
 def test_the_first_job_needs_fsx(tmp_path: Path):
-    loaded = load({"name": "k8s", "availability_zone_id": "use1-az6", "orchestrator": {"type": "hyperpod-eks"},
+    loaded = load({"name": "k8s", "availability_zone_id": "use1-az6", "os": "al2023",
+                   "orchestrator": {"type": "hyperpod-eks"},
                    "compute_groups": [{"name": "train", "instance_type": "p5.48xlarge", "count": 2}],
                    "storage": {"fsx": {"enabled": False}}})
     plan, _ = checks.validate(loaded)
