@@ -59,6 +59,26 @@ def operating_system(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
                       f"set os: {systems[0]}")
 
 
+@check("hyperpod-eks-addresses", "warning")
+def addresses(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """The compute subnet's size counts the VPC CNI's pod addresses per node; where EC2's addresses per interface of
+    a type are unknown to fmcluster, they are not counted, and the subnet may be too small."""
+    if not _active(loaded):
+        return
+    from fmcluster.plan.hyperpod_eks import node_addresses
+
+    for a in node_addresses(plan.cluster):
+        if a.pods is None:
+            where = EKS + ("system_group", "instance_type") if a.group == SYSTEM else next(
+                ("compute_groups", i, "instance_type") for i, g in enumerate(loaded.project.compute_groups)
+                if g.name == a.group)
+            yield Finding(where, f"the addresses the VPC CNI holds for pods on {a.group}'s nodes are not counted in "
+                                 "the compute subnet's size: fmcluster does not know the type's IPv4 addresses per "
+                                 "network interface",
+                          "add headroom (network.ip_headroom_percent) for two interfaces' addresses per node "
+                          "(aws ec2 describe-instance-types: NetworkInfo.Ipv4AddressesPerInterface)")
+
+
 @check("hyperpod-eks-groups", "error")
 def groups(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     """Settings for compute groups that exist; no compute group named like the system group; at most 100 instance

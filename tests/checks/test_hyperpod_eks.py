@@ -155,6 +155,7 @@ def test_a_version_far_from_the_deploy_time_kubectl_is_a_warning() -> None:
 def test_an_os_hyperpods_eks_image_is_not_built_for_is_refused_at_its_line(os_name: str) -> None:
     text = project(os=os_name)
     [problem] = problems(text)
+    assert problem.check == "hyperpod-eks-os"
     assert problem.path == "os" and problem.line == line_of(text, f"os: {os_name}")
     assert "Amazon Linux 2023" in problem.message and os_name in problem.message
     assert problem.hint == "set os: al2023"
@@ -166,3 +167,11 @@ def test_the_default_os_is_refused_at_the_orchestrator_type() -> None:
     [problem] = problems(text)
     assert problem.path == "orchestrator.type" and problem.line == line_of(text, "type: hyperpod-eks")
     assert "(the default os)" in problem.message and problem.hint == "set os: al2023"
+
+
+def test_pods_a_type_s_unknown_addresses_cannot_count_are_a_warning() -> None:
+    """tests/plan/test_hyperpod_eks_addresses.py holds the count itself to EC2's data."""
+    text = project("system_group: {instance_type: ml.c5.2xlarge}")
+    _, warnings = checks.validate(config.parse(text, Path("eks.yaml")))
+    [warning] = [w for w in warnings if w.check == "hyperpod-eks-addresses"]
+    assert warning.line == line_of(text, "ml.c5.2xlarge")
