@@ -18,6 +18,7 @@ from fmcluster.config.hyperpod_eks import SYSTEM
 from fmcluster.config.loader import LoadedProject
 from fmcluster.flavours import FLAVOURS
 from fmcluster.plan import Plan
+from fmcluster.plan.hyperpod_eks import node_addresses
 
 EKS = ("orchestrator", "hyperpod_eks")
 
@@ -65,8 +66,6 @@ def addresses(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     a type are unknown to fmcluster, they are not counted, and the subnet may be too small."""
     if not _active(loaded):
         return
-    from fmcluster.plan.hyperpod_eks import node_addresses
-
     for a in node_addresses(plan.cluster):
         if a.pods is None:
             where = EKS + ("system_group", "instance_type") if a.group == SYSTEM else next(

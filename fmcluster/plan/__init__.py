@@ -16,6 +16,7 @@ from fmcluster.plan.checkpoint_bound import CheckpointBound, plan_checkpoint_bou
 from fmcluster.plan.cluster import ClusterPlan
 from fmcluster.plan.goodput import CheckpointGoodput, plan_goodput
 from fmcluster.plan.groups import GroupPlan, NetworkInterface, efa_layout, plan_group
+from fmcluster.plan.hyperpod_eks import SYSTEM, address_notes, node_addresses
 from fmcluster.plan.network import NetworkPlan, carve_database_subnets, plan_network
 from fmcluster.plan.observability import ObservabilityPlan
 from fmcluster.plan.storage import StoragePlan, plan_storage
@@ -121,8 +122,6 @@ def make_plan(project: Project) -> Plan:
     )
     other_ips, notes = 0, ()
     if cluster.driver.pod_addresses:  # EKS: EFA interfaces and the VPC CNI's pod addresses, per instance group
-        from fmcluster.plan.hyperpod_eks import SYSTEM, address_notes, node_addresses
-
         addresses = node_addresses(cluster)
         per_node = {a.group: a.per_node for a in addresses}
         groups = tuple(replace(g, ips_per_node=per_node[g.name]) for g in groups)
