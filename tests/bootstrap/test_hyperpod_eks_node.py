@@ -112,6 +112,26 @@ def test_boots_twice_installing_nothing_over_the_image_and_moving_the_data_once(
     assert _tree(sb) == before and "systemctl daemon-reload" not in third.calls
 
 
+def test_a_new_root_volume_over_a_kept_volume_replaces_the_old_images_data_once(tmp_path):
+    """The secondary volume kept while the root volume is replaced (an image update): its containerd and kubelet data
+    are the old image's; as AWS's on_create.sh does, they are replaced, once (a further boot keeps the new)."""
+    ctx = CONTEXTS["p5-hyperpod-eks-teams-shared"]
+    sb = build_sandbox(tmp_path / "sb", ctx, _image(ctx))
+    volume = sb.root / DATA_VOLUME.lstrip("/")
+    (volume / "containerd/data-root").mkdir(parents=True)
+    (volume / "containerd/data-root/old-image-layer").write_text("old\n")
+    (volume / "kubelet/pods").mkdir(parents=True)
+    (volume / "kubelet/pods/old-pod").write_text("old\n")
+    first = sb.run()
+    assert first.rc == 0, first.out[-3000:]
+    assert not (volume / "containerd/data-root/old-image-layer").exists()
+    assert (volume / "containerd/data-root/io.containerd.content.v1.content/blobs/pause").exists()
+    assert not (volume / "kubelet/pods").exists() and (volume / "kubelet/pki/kubelet.crt").exists()
+    before = _tree(sb)
+    (sb.root / "var/lib/fmcluster/markers/15-kubelet-volume").unlink()
+    assert sb.run().rc == 0 and _tree(sb) == before
+
+
 def test_a_gpu_node_whose_image_lacks_the_driver_efa_or_gdrcopy_is_refused(tmp_path):
     ctx = CONTEXTS["p5-hyperpod-eks-teams-shared"]
     for lacking, says in (({"driver": False}, "the NVIDIA driver is missing"),
