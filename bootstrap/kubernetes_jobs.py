@@ -112,9 +112,9 @@ def kube_targets(cluster: ClusterPlan) -> list[KubeTarget]:
 
 def _node_checks_script(cluster: ClusterPlan, t: KubeTarget, image: str) -> str:
     g = t.group
-    job = Job("node-checks.sh", g.name, g.instance_type, cluster.driver.flavour, t.nodes.gpus, "node", t.nodes.count, None,
-              None, None, "per-node checks", image, k8s.NCCL_TESTS_DIR, catalog.get(g.instance_type).nvlinks_per_gpu,
-              None)
+    job = Job("node-checks.sh", g.name, g.instance_type, cluster.driver.flavour, t.nodes.gpus, "node", t.nodes.count,
+              None, None, None, "per-node checks", image, k8s.NCCL_TESTS_DIR,
+              catalog.get(g.instance_type).nvlinks_per_gpu, None)
     return render_job(job, cluster)
 
 
@@ -234,7 +234,8 @@ def render_first_job(cluster: ClusterPlan, out: Path, *, image: str | None = Non
                                        peak_tflops=peak_tflops_per_gpu(t.group.instance_type))
         _write(folder / f"{t.group.name}.yaml", [k8s.config_map(name, scripts, t.placement), job], files)
         ns = _ns(t)
-        sized = "" if t.nodes.count == t.group.count else f" (on {t.nodes.count}: what team {t.placement.team}'s quota admits)"
+        sized = ("" if t.nodes.count == t.group.count
+                 else f" (on {t.nodes.count}: what team {t.placement.team}'s quota admits)")
         lines += [f"  {t.group.name}: {t.group.count} x {t.group.instance_type}{sized}, image {chosen}, namespace "
                   f"{t.placement.namespace}",
                   f"    kubectl apply -f {folder / (t.group.name + '.yaml')}",

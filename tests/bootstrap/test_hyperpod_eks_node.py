@@ -103,7 +103,7 @@ def test_boots_twice_installing_nothing_over_the_image_and_moving_the_data_once(
     assert _tree(sb) == before
     assert not _installed(second) and "systemctl try-restart containerd.service" not in second.calls
 
-    # without its marker (a bundle replaced, the state lost) the step finds everything in place and still changes nothing
+    # without its marker (a bundle replaced, the state lost) the step finds everything in place, changes nothing
     (sb.root / "var/lib/fmcluster/markers/15-kubelet-volume").unlink()
     third = sb.run()
     assert third.rc == 0, third.out[-3000:]
@@ -145,7 +145,8 @@ def test_a_gpu_node_whose_image_lacks_the_driver_efa_or_gdrcopy_is_refused(tmp_p
 
 
 def test_without_the_volume_mounted_the_data_stays_and_the_node_says_so(tmp_path):
-    """As AWS's on_create.sh: no /opt/sagemaker after 60 s, containerd and kubelet keep their data on the root volume."""
+    """As AWS's on_create.sh: no /opt/sagemaker after 60 s, containerd and kubelet keep their data on the root
+    volume."""
     ctx = CONTEXTS["p5-hyperpod-eks-teams-shared"]
     sb = build_sandbox(tmp_path / "sb", ctx, _image(ctx))
     for mark in (sb.path / "state/mounted").iterdir():

@@ -39,8 +39,8 @@ def _admits(quotas: list[dict], instance_type: str, capacity: int) -> dict[str, 
         borrow = sum(r["Count"] for r in sharing.get("AbsoluteBorrowLimits", []) if r["InstanceType"] == instance_type)
         rows[q["ComputeQuotaTarget"]["TeamName"]] = (guaranteed, borrow if sharing["Strategy"] == "LendAndBorrow"
                                                      else 0, sharing["Strategy"] in ("Lend", "LendAndBorrow"))
-    return {team: min(capacity, g + min(b, sum(og for other, (og, _, lends) in rows.items() if other != team and lends)))
-            for team, (g, b, _) in rows.items()}
+    lent = {team: sum(og for other, (og, _, lends) in rows.items() if other != team and lends) for team in rows}
+    return {team: min(capacity, g + min(b, lent[team])) for team, (g, b, _) in rows.items()}
 
 
 def _pods(obj: dict) -> list[tuple[int, dict]]:

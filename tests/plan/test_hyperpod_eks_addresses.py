@@ -54,8 +54,8 @@ def test_the_eks_examples_count_efa_and_pod_addresses(path: Path, gpu_type: str,
 
 
 def test_efa_only_interfaces_take_no_address_but_a_slot_on_card_zero():
-    text = TEAMS.read_text().replace("    training_operator: true\n",
-                                     "    training_operator: true\n    groups:\n      shared: {interface_type: efa-only}\n")
+    groups = "    groups:\n      shared: {interface_type: efa-only}\n"
+    text = TEAMS.read_text().replace("    training_operator: true\n", "    training_operator: true\n" + groups)
     plan = make_plan(config.parse(text, TEAMS).project)
     assert plan.groups[0].ips_per_node == _expected("p5.48xlarge", efa_type=False) == 50
 
