@@ -181,3 +181,16 @@ def test_the_rendered_step_passes_shellcheck(tmp_path):
     res = subprocess.run([SHELLCHECK, "-f", "gcc", *scripts], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout[-4000:]
 
+
+
+def test_the_profile_is_al2023_only_and_its_volume_is_where_the_bundle_moves_the_data():
+    """HyperPod's EKS AMI is AL2023 (its release notes); its secondary volume is botocore's /opt/sagemaker, where the
+    kubelet-volume step moves the data (bootstrap/hyperpod_eks.py DATA_VOLUME), on both architectures."""
+    eks = [p for p in profiles.load_profiles() if p.flavour == "hyperpod-eks"]
+    assert [p.os for p in eks] == ["al2023"] and set(eks[0].arches) == {"x86_64", "aarch64"}
+    for arch, section in eks[0].arches.items():
+        kube = section.kubernetes
+        assert kube is not None and kube.data_volume.path == DATA_VOLUME, arch
+        assert all(f.present and f.source for f in (kube.containerd, kube.kubelet, kube.data_volume)), arch
+        comps = section.components
+        assert comps.driver.present and comps.efa.present and comps.gdrcopy.present, arch  # what it must not install
