@@ -87,6 +87,11 @@ class BootstrapContext(_Frozen):
         default=(), description="The project's teams as Slurm accounts, QoS and associations, on the node that runs "
                                 "slurmctld (:mod:`fmcluster.generate.slurmteams`). Empty: no slurm-teams step.")
 
+    data_volume: str | None = Field(
+        default=None, description="Where the orchestrator mounts the node's secondary volume, to which containerd's "
+                                  "and kubelet's data move (HyperPod EKS: /opt/sagemaker, the instance group's extra "
+                                  "EBS volume). None: no such volume, or nothing moves. The kubelet-volume step.")
+
     @field_validator("qos_partitions")
     @classmethod
     def _partition_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -265,6 +270,7 @@ class Step(_Frozen):
     needs_imex_prolog: bool = False
     needs_slurm_policy: bool = False
     needs_slurm_teams: bool = False
+    needs_data_volume: bool = False
 
     def applies(self, ctx: BootstrapContext) -> bool:
         return not (
@@ -276,11 +282,15 @@ class Step(_Frozen):
             or (self.needs_scratch and not ctx.options.scratch)
             or (self.needs_slurm_policy and not ctx.slurm_policy)
             or (self.needs_slurm_teams and not ctx.slurm_teams_step)
+            or (self.needs_data_volume and ctx.data_volume is None)
         )
 
 
 STEPS: tuple[Step, ...] = (
     Step(name="10-preflight", template="preflight.sh.j2", description="OS/arch/instance checks, disk space, package lock"),
+    Step(name="15-kubelet-volume", template="hyperpod_eks_kubelet_volume.sh.j2",
+         description="containerd's and kubelet's data on the secondary volume, as AWS's HyperPod EKS on_create.sh "
+                     "moves them", needs_data_volume=True),
     Step(name="20-nvidia", template="nvidia.sh.j2", description="NVIDIA driver + Fabric Manager or IMEX", gpu_only=True),
     Step(name="30-efa", template="efa.sh.j2", description="EFA installer (GPG-verified; bundles aws-ofi-nccl)", gpu_only=True),
     Step(name="40-gdrcopy", template="gdrcopy.sh.j2", description="GDRCopy packages and the gdrdrv module", gpu_only=True),
@@ -314,6 +324,7 @@ def context_for(
     versions: Versions | None = None,
     qos_partitions: tuple[str, ...] = (),
     slurm_teams: tuple[SlurmTeam, ...] = (),
+    data_volume: str | None = None,
     **options: Any,
 ) -> BootstrapContext:
     """Build the context for one node role of one compute group of ``cluster``.
@@ -357,6 +368,7 @@ def context_for(
             versions=versions or default_versions(),
             qos_partitions=tuple(qos_partitions),
             slurm_teams=tuple(slurm_teams),
+            data_volume=data_volume,
         )
     except ValueError as exc:
         raise BootstrapError(str(exc)) from exc

@@ -13,10 +13,19 @@ from fmcluster.generate import hyperpod_eks
 from fmcluster.plan import ClusterPlan
 
 
+DATA_VOLUME = "/opt/sagemaker"
+"""Where HyperPod mounts an instance group's extra EBS volume (botocore sagemaker ``ClusterEbsVolumeConfig.
+VolumeSizeInGB``: "mounted to /opt/sagemaker"), to which AWS's EKS lifecycle script moves containerd's and kubelet's
+data (awsome-distributed-training@467d93ca6b3cf9c33319dd407b4138b9ba9bfd2a 1.architectures/7.sagemaker-hyperpod-eks/
+LifecycleScripts/base-config/on_create_main.sh:8)."""
+
+
 def eks_lifecycle_contexts(cluster: ClusterPlan) -> dict[str, BootstrapContext]:
-    """Pods mount FSx through the CSI driver, so no bundle mounts it."""
+    """Pods mount FSx through the CSI driver, so no bundle mounts it. A group with an extra EBS volume moves
+    containerd's and kubelet's data there (the kubelet-volume step)."""
     return {group.name: context_for(cluster, group.compute_group, group.role,  # type: ignore[arg-type]
-                                    "hyperpod-eks", fsx=None)
+                                    "hyperpod-eks", fsx=None,
+                                    data_volume=DATA_VOLUME if group.ebs_volume_gib else None)
             for group in hyperpod_eks.instance_groups(cluster)}
 
 

@@ -5,14 +5,16 @@ the same training script (``first_job_train.py``), and a README saying how to sa
 ``fmcluster acceptance report`` reads them.
 
 The groups' labels and taints are the project's (``orchestrator.hyperpod_eks.groups``: what the cluster stack puts in
-each instance group's ``KubernetesConfig``). With task governance, a group's jobs run in the namespace of the team that
-may hold the most of its instances (``guaranteed + borrow``) and carry that team's Kueue queue label.
+each instance group's ``KubernetesConfig``). With task governance, a group's jobs run in the namespace of the team whose
+ComputeQuota admits the most of its instances (:func:`fmcluster.kubernetes.governance.admissible_instances`, on the
+same quota properties the cluster stack synthesizes) and carry that team's Kueue queue label; they are sized to that
+many nodes (Kueue admits a job only when all of it fits the quota), and a group no team can hold any of is refused.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fmcluster.bootstrap.acceptance import (
@@ -22,14 +24,25 @@ from fmcluster.bootstrap.acceptance import (
     _context,
     render_job,
 )
-from fmcluster.bootstrap.first_job import FOLDER, WORK_DIR_NAME, FirstJobError, peak_tflops_per_gpu
+from fmcluster.bootstrap.first_job import (
+    FOLDER,
+    WORK_DIR_NAME,
+    FirstJobError,
+    peak_tflops_per_gpu,
+)
 from fmcluster.bootstrap.render import render_files
 from fmcluster.bootstrap.versions import BootstrapError, default_versions
 
 from fmcluster import catalog
 from fmcluster.facts import KERNEL_ARCH
 from fmcluster.kubernetes import jobs as k8s
-from fmcluster.kubernetes.governance import JOB_PRIORITY, team_namespace
+from fmcluster.kubernetes.governance import (
+    JOB_PRIORITY,
+    GovernanceError,
+    admissible_instances,
+    compute_quota_properties,
+    team_namespace,
+)
 from fmcluster.kubernetes.nodes import NodeGroup, Taint
 from fmcluster.kubernetes.volumes import MOUNT_PATH
 from fmcluster.plan import ClusterPlan, GroupPlan
@@ -45,9 +58,10 @@ class KubeTarget:
 
     group: GroupPlan
     nodes: NodeGroup
+    """The nodes the jobs run on: the whole group, or as many as the placement's team's quota admits."""
     placement: k8s.Placement
     quota: int | None
-    """The instances the placement's team may hold in the group (None: no task governance)."""
+    """The instances the placement's team's quota admits in the group (None: no task governance)."""
 
 
 def node_group(cluster: ClusterPlan, group: GroupPlan) -> NodeGroup:
@@ -56,29 +70,51 @@ def node_group(cluster: ClusterPlan, group: GroupPlan) -> NodeGroup:
     return NodeGroup(group.name, group.instance_type, group.count, dict(settings.labels), taints)
 
 
+def quotas(cluster: ClusterPlan) -> list[dict]:
+    """The teams' ComputeQuota properties, as the cluster stack synthesizes them (the cluster ARN left out)."""
+    types = {g.name: g.instance_type for g in cluster.groups}
+    try:
+        return [compute_quota_properties(team, types, team.name, "") for team in cluster.teams]
+    except GovernanceError as exc:
+        raise BootstrapError(str(exc)) from exc
+
+
 def placement(cluster: ClusterPlan, group: str) -> tuple[k8s.Placement, int | None]:
+    """Where ``group``'s jobs go: the team whose quota admits the most of its instances (the first in the file on a
+    tie), or the default namespace, unqueued, without task governance or when no team names the group."""
     if not cluster.hyperpod_eks.task_governance or not cluster.teams:
         return k8s.Placement(), None
-    shares = [(s.guaranteed + s.borrow, team.name) for team in cluster.teams if (s := team.instances.get(group))]
-    if not shares:
+    plan = {g.name: g for g in cluster.groups}[group]
+    named = [team.name for team in cluster.teams if group in team.instances]
+    if not named:
         return k8s.Placement(), None
-    most, team = max(shares, key=lambda share: share[0])  # the first such team in the file on a tie
-    return k8s.Placement(namespace=team_namespace(team), team=team, priority=JOB_PRIORITY), most
+    admits = admissible_instances(quotas(cluster), catalog.hyperpod_type(plan.instance_type), plan.count)
+    team = max(named, key=lambda name: admits[name])
+    if admits[team] < 1:
+        raise BootstrapError(
+            f"no team's ComputeQuota admits any of group {group}'s {plan.count} nodes (teams {', '.join(named)}: "
+            "nothing guaranteed there, and nothing they may borrow is lent by another team), so Kueue would never "
+            f"admit its acceptance or first job: give a team guaranteed instances of {group} (teams[].instances."
+            f"{group}.guaranteed), or borrow with a team that lends them")
+    return k8s.Placement(namespace=team_namespace(team), team=team, priority=JOB_PRIORITY), admits[team]
 
 
 def kube_targets(cluster: ClusterPlan) -> list[KubeTarget]:
     out = []
     for group in cluster.groups:
         where, quota = placement(cluster, group.name)
-        out.append(KubeTarget(group, node_group(cluster, group), where, quota))
+        nodes = node_group(cluster, group)
+        if quota is not None and quota < group.count:
+            nodes = replace(nodes, count=quota)  # Kueue admits a job only when all its pods fit the quota
+        out.append(KubeTarget(group, nodes, where, quota))
     return out
 
 
 def _node_checks_script(cluster: ClusterPlan, t: KubeTarget, image: str) -> str:
     g = t.group
-    job = Job("node-checks.sh", g.name, g.instance_type, cluster.driver.flavour, t.nodes.gpus, "node", g.count, None,
-              None, None, "per-node checks", image, k8s.NCCL_TESTS_DIR, catalog.get(g.instance_type).nvlinks_per_gpu,
-              None)
+    job = Job("node-checks.sh", g.name, g.instance_type, cluster.driver.flavour, t.nodes.gpus, "node", t.nodes.count,
+              None, None, None, "per-node checks", image, k8s.NCCL_TESTS_DIR,
+              catalog.get(g.instance_type).nvlinks_per_gpu, None)
     return render_job(job, cluster)
 
 
@@ -121,11 +157,12 @@ def render_acceptance(cluster: ClusterPlan, out: Path, *, image: str | None = No
                [config, k8s.node_checks_job(t.nodes, image, t.placement, name)], files)
         # what the report expects a log of (fmcluster.acceptance.report: every node's checks, every test's run)
         jobs = [{"file": f"{t.group.name}/node-checks.yaml", "scope": "node", "tests": []}]
-        if t.group.count >= 2:
+        if t.nodes.count >= 2:
             _write(out / t.group.name / "nccl.yaml",
                    [k8s.nccl_mpijob(t.nodes, image, t.placement, nccl_tests_dir=tests_dir)], files)
             jobs.append({"file": f"{t.group.name}/nccl.yaml", "scope": "group", "tests": list(k8s.TESTS)})
-        manifest.append({"group": t.group.name, "instance_type": t.group.instance_type, "nodes": t.group.count,
+        manifest.append({"group": t.group.name, "instance_type": t.group.instance_type, "nodes": t.nodes.count,
+                         "group_nodes": t.group.count,
                          "gpus_per_node": t.nodes.gpus, "efa_devices": t.nodes.efa, "namespace": t.placement.namespace,
                          "team": t.placement.team, "image": image, "nccl_tests_dir": tests_dir, "jobs": jobs})
         steps.append(_steps(t))
@@ -141,24 +178,24 @@ def _ns(t: KubeTarget) -> str:
 
 
 def _steps(t: KubeTarget) -> str:
-    g, ns = t.group, _ns(t)
+    g, ns, n = t.group, _ns(t), t.nodes.count
     lines = [f"## {g.name}: {g.count} x {g.instance_type} (namespace {t.placement.namespace}"
              + (f", team {t.placement.team}'s queue" if t.placement.team else "") + ")", "", "```",
              f"kubectl apply -f {g.name}/node-checks.yaml",
              f"kubectl {ns} wait --for=condition=complete --timeout=30m job/fmc-node-checks-{g.name}",
              f"kubectl {ns} logs -l job-name=fmc-node-checks-{g.name} --prefix --tail=-1 "
-             f"--max-log-requests={max(g.count, 5)} > logs/node-checks-{g.name}.log"]
-    if g.count >= 2:
+             f"--max-log-requests={max(n, 5)} > logs/node-checks-{g.name}.log"]
+    if n >= 2:
         lines += [f"kubectl apply -f {g.name}/nccl.yaml",
                   f"kubectl {ns} wait --for=condition=Succeeded --timeout=60m mpijob/fmc-nccl-{g.name}",
                   f"kubectl {ns} logs job/fmc-nccl-{g.name}-launcher --tail=-1 > logs/nccl-{g.name}.log"]
     lines.append("```")
-    if g.count < 2:
+    if n < 2:
         lines.append("One node: no NCCL run across nodes.")
-    if t.quota is not None and t.quota < g.count:
-        lines.append(f"Team {t.placement.team} may hold {t.quota} of the {g.count} nodes (guaranteed + borrow): Kueue "
-                     "admits the jobs, which need every node, only when the quota allows it; run them before the "
-                     "teams' work, or from a team whose quota covers the group.")
+    if n < g.count:
+        lines.append(f"Team {t.placement.team}'s quota admits {n} of the {g.count} nodes (guaranteed, and what it may "
+                     "borrow from teams that lend): the jobs run on that many, since Kueue admits a job only when all "
+                     "of it fits; run them again once they finish to check the other nodes.")
     return "\n".join(lines)
 
 
@@ -186,14 +223,20 @@ def render_first_job(cluster: ClusterPlan, out: Path, *, image: str | None = Non
     files: list[Path] = []
     pinned = default_versions().first_job_image
     lines = []
-    for t in kube_targets(cluster):
+    try:
+        targets = kube_targets(cluster)
+    except BootstrapError as exc:  # the first-job command reports FirstJobError as a usage error
+        raise FirstJobError(str(exc)) from exc
+    for t in targets:
         chosen = image or pinned.for_arch(KERNEL_ARCH[t.group.architecture])
         name = f"{FIRST_JOB_SCRIPTS}-{t.group.name}"
         job = k8s.first_job_pytorchjob(t.nodes, chosen, t.placement, name, work_dir=f"{MOUNT_PATH}/{WORK_DIR_NAME}",
                                        peak_tflops=peak_tflops_per_gpu(t.group.instance_type))
         _write(folder / f"{t.group.name}.yaml", [k8s.config_map(name, scripts, t.placement), job], files)
         ns = _ns(t)
-        lines += [f"  {t.group.name}: {t.group.count} x {t.group.instance_type}, image {chosen}, namespace "
+        sized = ("" if t.nodes.count == t.group.count
+                 else f" (on {t.nodes.count}: what team {t.placement.team}'s quota admits)")
+        lines += [f"  {t.group.name}: {t.group.count} x {t.group.instance_type}{sized}, image {chosen}, namespace "
                   f"{t.placement.namespace}",
                   f"    kubectl apply -f {folder / (t.group.name + '.yaml')}",
                   # the training operator names the master's pod JOB-master-0

@@ -109,9 +109,23 @@ class Components(_Frozen):
     slurm: Slurm
 
 
+class DataVolume(Fact):
+    path: str = Field(description="Where the orchestrator mounts the node's secondary volume.")
+
+
+class KubernetesNode(_Frozen):
+    """What a Kubernetes node image carries besides the GPU stack (HyperPod's EKS AMI)."""
+
+    containerd: Fact = Field(description="containerd, its data under /var/lib/containerd.")
+    kubelet: Fact = Field(description="kubelet (the Kubernetes version), its data under /var/lib/kubelet.")
+    container_toolkit: Fact = Field(description="NVIDIA Container Toolkit (/usr/bin/nvidia-container-runtime).")
+    data_volume: DataVolume = Field(description="The secondary volume containerd's and kubelet's data move to.")
+
+
 class ArchProfile(_Frozen):
     image: str = Field(description="The image's name as its publisher gives it (release, date).")
     components: Components
+    kubernetes: KubernetesNode | None = Field(default=None, description="A Kubernetes node image's own parts.")
 
 
 class ImageProfile(_Frozen):

@@ -74,6 +74,9 @@ class InstanceType:
     max_enis_per_card: tuple[int | None, ...]
     """Maximum network interfaces on each card, indexed by card; ``None`` if unconfirmed."""
     architecture: Architecture
+    ipv4_per_interface: int | None
+    """Private IPv4 addresses one network interface takes (EC2 DescribeInstanceTypes ``Ipv4AddressesPerInterface``,
+    as moto's bundled copy has it: tests/test_catalog.py compares); None where no source gives it (p6e-gb200)."""
     ultraservers: tuple[UltraServer, ...] = ()
     nvswitch: bool = True
     """NVSwitch systems need NVIDIA Fabric Manager matching the driver."""
@@ -160,6 +163,7 @@ CATALOG: dict[str, InstanceType] = {
             efa_aggregate_gbps=400,
             card0_carries_efa=True,
             max_enis_per_card=_same_per_card(4, 15),
+            ipv4_per_interface=50,
             architecture="x86_64",
         ),
         InstanceType(
@@ -185,6 +189,7 @@ CATALOG: dict[str, InstanceType] = {
             efa_aggregate_gbps=3200,
             card0_carries_efa=True,
             max_enis_per_card=_same_per_card(32, 2),
+            ipv4_per_interface=50,
             architecture="x86_64",
             nvlinks_per_gpu=18,
             nccl_references=(
@@ -222,6 +227,7 @@ CATALOG: dict[str, InstanceType] = {
             efa_aggregate_gbps=100,  # the one card's 100 Gbps (12.5 GB/s), shared with its ENA traffic
             card0_carries_efa=True,  # MaximumEfaInterfaces (1) == MaximumNetworkCards (1)
             max_enis_per_card=_same_per_card(1, 4),
+            ipv4_per_interface=30,
             architecture="x86_64",
             nvswitch=False,
             # Not in the FSx guide's table: the guide's default for one network card applies (1).
@@ -250,6 +256,7 @@ CATALOG: dict[str, InstanceType] = {
             efa_aggregate_gbps=3200,
             card0_carries_efa=True,
             max_enis_per_card=_same_per_card(32, 2),
+            ipv4_per_interface=50,
             architecture="x86_64",
             fsx_efa_client_interfaces_listed=8,
         ),
@@ -276,6 +283,7 @@ CATALOG: dict[str, InstanceType] = {
             efa_aggregate_gbps=3200,
             card0_carries_efa=True,
             max_enis_per_card=_same_per_card(16, 4),
+            ipv4_per_interface=50,
             architecture="x86_64",
             nvlinks_per_gpu=18,
             fsx_efa_client_interfaces_listed=8,
@@ -303,6 +311,7 @@ CATALOG: dict[str, InstanceType] = {
             efa_aggregate_gbps=3200,
             card0_carries_efa=True,
             max_enis_per_card=_same_per_card(8, 4),
+            ipv4_per_interface=50,
             architecture="x86_64",
             nvlinks_per_gpu=18,
             fsx_efa_client_interfaces_listed=8,
@@ -334,6 +343,7 @@ CATALOG: dict[str, InstanceType] = {
             card0_carries_efa=False,
             # Card 0 is ENA-only; FACTS.md gives 4 interfaces on cards 1-16 only.
             max_enis_per_card=(None,) + _same_per_card(16, 4),
+            ipv4_per_interface=50,
             architecture="x86_64",
             fsx_efa_client_interfaces_listed=16,
             needs_nvlsm=True,
@@ -364,6 +374,7 @@ CATALOG: dict[str, InstanceType] = {
             card0_carries_efa=False,
             # Odd cards take 1 interface, even cards (card 0 included) take 2.
             max_enis_per_card=tuple(2 if card % 2 == 0 else 1 for card in range(17)),
+            ipv4_per_interface=None,
             architecture="arm64",
             ultraservers=(
                 UltraServer("u-p6e-gb200x36", 9),

@@ -74,6 +74,13 @@ class Flavour:
     sinfo, which any node with Slurm's clients and credentials can run): the slurmctld node where it is ours, a login
     node where AWS runs the controller; None: no Slurm metrics are collected."""
 
+    image_gpu_stack: str = ""
+    """Non-empty: the image carries the NVIDIA driver (with Fabric Manager or nvidia-imex), EFA and GDRCopy, and the
+    bundle reuses them and installs none over the image; a node whose image lacks one fails, with this text saying
+    which image should have carried it. Empty: what the image lacks is installed."""
+    operating_systems: tuple[str, ...] = ()
+    """The ``os`` values its image exists for (empty: every OS fmcluster knows)."""
+
     boot_limit: Limit = Limit(None, "none", "no scheduler waits on the node")
     """How long the orchestrator waits for the node (seconds None: no limit, or none known)."""
     boot_before: tuple[Phase, ...] = ()
@@ -166,7 +173,15 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
     # SageMaker HyperPod on EKS: HyperPod's EKS AMI, no Slurm; pods mount FSx through the CSI driver (a static PV),
     # so the node bundle mounts nothing. HyperPod's health-monitoring agent (the Helm chart) reads node health and
     # taints the node itself (FACTS.md section 5b); IMEX peers from HyperPod's node API as under Slurm.
+    # Its image: HyperPod's AMI for EKS, built on AL2023 only ("Each DLAMI is built on AL2023", SageMaker developer
+    # guide "SageMaker HyperPod AMI releases for Amazon EKS"; no Amazon Linux 2 AMI for Kubernetes 1.33, release of
+    # 2025-09-29), carrying the NVIDIA driver, Fabric Manager, EFA and GDRCopy (bootstrap/profiles/
+    # hyperpod-eks-al2023.yaml). AWS's EKS lifecycle script installs none of them (awsome-distributed-training
+    # 1.architectures/7.sagemaker-hyperpod-eks/LifecycleScripts/base-config/on_create_main.sh).
     Flavour("hyperpod-eks", slurm_prefix=None, mounts_fsx=False, imex_members="hyperpod-api", pyxis_loadable=False,
+            image_gpu_stack="HyperPod's AMI for EKS carries it (bootstrap/profiles/hyperpod-eks-al2023.yaml) and "
+                            "fmcluster installs none over that image: boot the AMI HyperPod selects for the cluster",
+            operating_systems=("al2023",),
             boot_limit=Limit(
                 None, "HyperPod lifecycle script limit", "unconfirmed: no public source states how long HyperPod waits "
                 "for OnCreate before it fails the node", unconfirmed=True)),

@@ -100,6 +100,10 @@ class Orchestrator:
     """The cluster stack puts a control plane in two /28 subnets of two Availability Zones (EKS needs two zones),
     carved as the accounting database's are (the VPC's last two /28s: :attr:`fmcluster.plan.ClusterPlan.
     control_plane_subnet_cidrs`)."""
+    pod_addresses: bool = False
+    """Its nodes' pods and every EFA interface take addresses from the compute subnet (the Amazon VPC CNI on EKS): the
+    plan counts them per instance group (:func:`fmcluster.plan.hyperpod_eks.node_addresses`) instead of one per node
+    (launch templates' efa-only interfaces, FACTS.md section 1)."""
     nodes: tuple[str, ...] = ("compute",)
     """The nodes ``fmcluster connect --node`` reaches, its default first: ``head`` (ParallelCluster's head node),
     ``controller`` (HyperPod's slurmctld), ``login``, ``compute`` (a GPU node of a compute group: where nothing
@@ -219,7 +223,7 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  teams=("fair_share", "guaranteed", "borrow", "lend", "preempt"),
                  teams_why="task governance shares instances between teams' namespaces; who may submit to a team's "
                            "namespace is Kubernetes RBAC, which fmcluster does not write",
-                 control_plane_subnets=True, nodes=("compute",)),
+                 control_plane_subnets=True, pod_addresses=True, nodes=("compute",)),
 )}
 """``orchestrator.type`` -> what it is; the project file's default (no scheduler) first."""
 

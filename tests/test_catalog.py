@@ -38,6 +38,7 @@ def test_catalog_agrees_with_ec2_data(name: str) -> None:
     assert t.vcpus == ec2["VCpuInfo"]["DefaultVCpus"]
     assert t.memory_gib * 1024 == ec2["MemoryInfo"]["SizeInMiB"]
     assert t.architecture == ec2["ProcessorInfo"]["SupportedArchitectures"][0]
+    assert t.ipv4_per_interface == net["Ipv4AddressesPerInterface"]
     for card in net["NetworkCards"]:
         known = t.max_enis_per_card[card["NetworkCardIndex"]]
         if known is not None:

@@ -21,7 +21,9 @@ from fmcluster.config.hyperpod_eks import (
     SYSTEM,
 )
 from fmcluster.config.loader import LoadedProject
+from fmcluster.flavours import FLAVOURS
 from fmcluster.plan import Plan
+from fmcluster.plan.hyperpod_eks import node_addresses
 
 EKS = ("orchestrator", "hyperpod_eks")
 
@@ -46,6 +48,39 @@ def capacity(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
 def ultraservers(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     if _active(loaded):
         yield from ultraserver_findings(loaded, plan, loaded.project.orchestrator.eks, EKS)
+
+
+@check("hyperpod-eks-os", "error")
+def operating_system(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """HyperPod's AMI for EKS is Amazon Linux 2023 only (bootstrap/profiles/hyperpod-eks-al2023.yaml: "Each DLAMI is
+    built on AL2023", SageMaker developer guide, HyperPod AMI releases for Amazon EKS); a bundle rendered for another
+    OS would stop at its preflight on every node."""
+    project = loaded.project
+    systems = FLAVOURS["hyperpod-eks"].operating_systems
+    if _active(loaded) and project.os not in systems:
+        written = "os" in project.model_fields_set
+        yield Finding(("os",) if written else ("orchestrator", "type"),
+                      f"HyperPod EKS nodes boot HyperPod's AMI for EKS, which is built on Amazon Linux 2023 only, "
+                      f"not {project.os}" + ("" if written else " (the default os)"),
+                      f"set os: {systems[0]}")
+
+
+@check("hyperpod-eks-addresses", "warning")
+def addresses(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """The compute subnet's size counts the VPC CNI's pod addresses per node; where EC2's addresses per interface of
+    a type are unknown to fmcluster, they are not counted, and the subnet may be too small."""
+    if not _active(loaded):
+        return
+    for a in node_addresses(plan.cluster):
+        if a.pods is None:
+            where = EKS + ("system_group", "instance_type") if a.group == SYSTEM else next(
+                ("compute_groups", i, "instance_type") for i, g in enumerate(loaded.project.compute_groups)
+                if g.name == a.group)
+            yield Finding(where, f"the addresses the VPC CNI holds for pods on {a.group}'s nodes are not counted in "
+                                 "the compute subnet's size: fmcluster does not know the type's IPv4 addresses per "
+                                 "network interface",
+                          "add headroom (network.ip_headroom_percent) for two interfaces' addresses per node "
+                          "(aws ec2 describe-instance-types: NetworkInfo.Ipv4AddressesPerInterface)")
 
 
 @check("hyperpod-eks-groups", "error")

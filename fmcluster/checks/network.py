@@ -31,7 +31,7 @@ def _subnet_size(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     if net.ips_usable is None or net.ips_needed <= net.ips_usable:
         return
     p = loaded.project.network
-    node_ips = sum(g.ips for g in plan.groups)
+    node_ips = net.node_ips
     loc = ("network", "existing", "compute_subnet_cidr") if net.existing else ("network", "compute_subnet_prefix")
     what = "the existing subnet" if net.existing else "the compute subnet"
     yield Finding(loc,

@@ -128,6 +128,8 @@ def _network(p: Plan, parts: list[RenderableType], wide: bool) -> None:
     size = "size unknown" if net.ips_usable is None else f"{net.ips_usable:,} usable"
     _row(lines, "compute subnet", f"{net.compute_subnet_cidr or 'imported'}: {size}, {net.ips_needed:,} needed "
                                   f"(/{net.smallest_prefix_that_fits} would fit)")
+    for note in net.address_notes:  # how the orchestrator counted its nodes' addresses (EKS: EFA and pod addresses)
+        _row(lines, "addresses", note)
     zone = net.local_zone
     if zone is not None:
         _row(lines, "Local Zone", f"nodes in {zone.zone_id} ({zone.name}); the NAT gateway, FSx, the endpoints "

@@ -135,3 +135,33 @@ def quota_name(prefix: str, team: str) -> str:
         raise GovernanceError(f"quota name {name!r} is {len(name)} characters; HyperPod allows 63: shorten the project "
                               "or team name")
     return name
+
+
+BORROWING = "LendAndBorrow"
+LENDING = ("Lend", "LendAndBorrow")
+
+
+def admissible_instances(quotas: Iterable[Mapping[str, Any]], instance_type: str, capacity: int) -> dict[str, int]:
+    """Per team (``ComputeQuotaTarget.TeamName``): how many ``instance_type`` instances (HyperPod's ``ml.`` name) one
+    workload of the team can hold at once under the ComputeQuotas ``quotas`` (their CloudFormation properties, as
+    :func:`compute_quota_properties` makes them): its guaranteed count (``ComputeQuotaResources``), plus, when its
+    strategy borrows (``LendAndBorrow``: the only one that does, AWS API reference ``ResourceSharingConfig``), its
+    ``AbsoluteBorrowLimits`` up to what the other teams lend (the guaranteed counts of those whose strategy is
+    ``Lend`` or ``LendAndBorrow``), and never more than the group's ``capacity``. Instances no quota guarantees are
+    not counted as borrowable: no source says task governance lends them."""
+    def count(entries: Iterable[Mapping[str, Any]]) -> int:
+        return sum(int(e["Count"]) for e in entries if e.get("InstanceType") == instance_type)
+
+    rows = []
+    for q in quotas:
+        config = q["ComputeQuotaConfig"]
+        sharing = config.get("ResourceSharingConfig", {})
+        strategy_name = sharing.get("Strategy", "DontLend")  # none given: neither lends nor borrows (conservative)
+        borrow = count(sharing.get("AbsoluteBorrowLimits", [])) if strategy_name == BORROWING else 0
+        rows.append((q["ComputeQuotaTarget"]["TeamName"], count(config.get("ComputeQuotaResources", [])), borrow,
+                     strategy_name in LENDING))
+    out = {}
+    for team, guaranteed, borrow, _ in rows:
+        lent = sum(g for other, g, _, lends in rows if other != team and lends)
+        out[team] = min(capacity, guaranteed + min(borrow, lent))
+    return out

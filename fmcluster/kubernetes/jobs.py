@@ -131,6 +131,13 @@ def nccl_mpijob(group: NodeGroup, image: str, placement: Placement, *, nccl_test
     command = ["/bin/bash", "-c", launcher_script(group, nccl_tests_dir)]
     launcher = {"name": "launcher", "image": image, "command": command,
                 "env": _env(), "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+    # The launcher may land on the group's nodes: under task governance Kueue admits the whole job on the team's
+    # quota, whose resource flavor is the group's instance type, and so places every pod of it there (Kueue
+    # "Resource Flavor": an admitted workload's pods get the flavor's node labels). It then needs the group's taints
+    # tolerated as the workers do (nvidia.com/gpu=true:NoSchedule by default), never HyperPod's health taint.
+    launcher_pod: dict[str, Any] = {"containers": [launcher]}
+    if group.taints:
+        launcher_pod["tolerations"] = group.tolerations()
     # No command: mpi-operator v2 runs `/usr/sbin/sshd -De` in a worker without one, after the image's entrypoint
     # (which may set up the ssh credentials it mounts): kubeflow/mpi-operator pkg/controller/mpi_job_controller.go
     worker = {"name": "worker", "image": image, "env": _env(), "resources": group.whole_node()}
@@ -144,7 +151,7 @@ def nccl_mpijob(group: NodeGroup, image: str, placement: Placement, *, nccl_test
             "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0},
             "mpiReplicaSpecs": {
                 "Launcher": {"replicas": 1, "restartPolicy": "Never",
-                             "template": {"spec": {"containers": [launcher]}}},
+                             "template": {"spec": launcher_pod}},
                 "Worker": {"replicas": group.count, "restartPolicy": "Never",
                            "template": _worker_pod(group, worker, [_shm()])},
             },

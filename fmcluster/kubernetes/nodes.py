@@ -23,6 +23,16 @@ EFA_RESOURCE = "vpc.amazonaws.com/efa"
 HEALTH_TAINT = "sagemaker.amazonaws.com/node-health-status"
 """The taint HyperPod puts on a node while it checks it (FACTS.md section 5b): jobs do not tolerate it."""
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+HUGEPAGES_RESOURCE = "hugepages-2Mi"
+EFA_HUGEPAGES = "5120Mi"
+EFA_MEMORY = "32000Mi"
+"""What a pod using EFA asks for besides the interfaces, as the EKS user guide's EFA page does: "Amazon EC2 instances
+with the EFA driver installed pre-allocate 5128 2MiB Huge Pages, which you can request as resources", and its
+nccl-tests MPIJob's p5.48xlarge worker requests (= limits) ``hugepages-2Mi: 5120Mi`` and ``memory: 32000Mi`` beside
+``nvidia.com/gpu: 8`` and ``vpc.amazonaws.com/efa: 32`` (awsdocs/amazon-eks-user-guide@
+3088c3d146859e8c0408d7d28a112c3d9f92252f latest/ug/ml/node-efa.adoc, "Prerequisites" note and "Test the performance
+of the EFA"). Kubernetes requires a pod asking for huge pages to ask for memory or CPU too, requests equal to limits
+(Kubernetes docs, "Manage HugePages")."""
 
 
 @dataclass(frozen=True)
@@ -79,10 +89,10 @@ class NodeGroup:
 
     def whole_node(self) -> dict:
         """Container resources asking for every GPU and EFA interface of a node (limits = requests: extended
-        resources cannot be overcommitted)."""
-        wanted = {GPU_RESOURCE: self.gpus}
+        resources cannot be overcommitted), with the huge pages and memory EFA needs (:data:`EFA_HUGEPAGES`)."""
+        wanted: dict[str, int | str] = {GPU_RESOURCE: self.gpus}
         if self.efa:
-            wanted[EFA_RESOURCE] = self.efa
+            wanted |= {EFA_RESOURCE: self.efa, HUGEPAGES_RESOURCE: EFA_HUGEPAGES, "memory": EFA_MEMORY}
         return {"limits": dict(wanted), "requests": dict(wanted)}
 
 

@@ -17,6 +17,7 @@ from fmcluster.plan.checkpoint_bound import CheckpointBound, plan_checkpoint_bou
 from fmcluster.plan.cluster import ClusterPlan
 from fmcluster.plan.goodput import CheckpointGoodput, plan_goodput
 from fmcluster.plan.groups import GroupPlan, NetworkInterface, efa_layout, plan_group
+from fmcluster.plan.hyperpod_eks import SYSTEM, address_notes, node_addresses
 from fmcluster.plan.network import NetworkPlan, carve_database_subnets, plan_network
 from fmcluster.plan.observability import ObservabilityPlan
 from fmcluster.plan.storage import StoragePlan, plan_storage
@@ -122,8 +123,16 @@ def make_plan(project: Project) -> Plan:
         hyperpod_eks=project.orchestrator.eks,
         teams=tuple(project.teams),
     )
+    other_ips, notes = 0, ()
+    if cluster.driver.pod_addresses:  # EKS: EFA interfaces and the VPC CNI's pod addresses, per instance group
+        addresses = node_addresses(cluster)
+        per_node = {a.group: a.per_node for a in addresses}
+        groups = tuple(replace(g, ips_per_node=per_node[g.name]) for g in groups)
+        cluster = replace(cluster, groups=groups)
+        other_ips = sum(a.nodes * a.per_node for a in addresses if a.group == SYSTEM)
+        notes = address_notes(addresses)
     network = plan_network(project.name, project.availability_zone_id, project.network, groups,
-                           database=cluster.accounting_store == "database")
+                           database=cluster.accounting_store == "database", other_ips=other_ips, address_notes=notes)
     if cluster.driver.control_plane_subnets:  # the VPC's last two /28s, as the accounting database's
         taken = (network.public_subnet_cidr, network.compute_subnet_cidr) + (
             (network.services_subnet_cidr,) if network.services_subnet_cidr else ())

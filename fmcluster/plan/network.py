@@ -33,6 +33,9 @@ class NetworkPlan:
     compute_subnet_prefix: int | None
     ips_needed: int
     """Addresses the compute subnet must hold: nodes x IPs per node, plus headroom and reserved."""
+    node_ips: int
+    """Addresses the nodes take, before headroom and reserved: every group's nodes x IPs per node, plus what the
+    orchestrator's other nodes take (HyperPod EKS's system group)."""
     ips_usable: int | None
     """Addresses a subnet of that size offers (AWS keeps 5); None for an imported subnet of unknown size."""
     smallest_prefix_that_fits: int
@@ -50,6 +53,8 @@ class NetworkPlan:
     availability_zone_id: str
     spec: Network
     """The ``network:`` section as validated."""
+    address_notes: tuple[str, ...] = ()
+    """How the orchestrator counted its nodes' addresses, with the sources of the figures (printed by the plan)."""
 
     @property
     def local_zone(self) -> LocalZone | None:
@@ -65,8 +70,9 @@ class NetworkPlan:
         return self.spec.existing.compute_subnet_id if self.spec.existing else None
 
 
-def ips_needed(net: Network, groups: tuple[GroupPlan, ...]) -> int:
-    node_ips = sum(g.ips for g in groups)
+def ips_needed(net: Network, groups: tuple[GroupPlan, ...], other_ips: int = 0) -> int:
+    """``other_ips``: addresses nodes outside ``groups`` take (an orchestrator's system nodes)."""
+    node_ips = sum(g.ips for g in groups) + other_ips
     headroom = math.ceil(node_ips * net.ip_headroom_percent / 100)
     return node_ips + headroom + net.reserved_ips
 
@@ -140,14 +146,16 @@ def carve_database_subnets(vpc_cidr: str, taken: tuple[str | None, ...]) -> tupl
 
 
 def plan_network(project: str, availability_zone_id: str, net: Network, groups: tuple[GroupPlan, ...],
-                 database: bool = False) -> NetworkPlan:
-    """``database``: the project's Slurm accounting records live in a database fmcluster creates (two more subnets)."""
-    needed = ips_needed(net, groups)
+                 database: bool = False, other_ips: int = 0, address_notes: tuple[str, ...] = ()) -> NetworkPlan:
+    """``database``: the project's Slurm accounting records live in a database fmcluster creates (two more subnets).
+    ``other_ips``, ``address_notes``: see :func:`ips_needed` and :attr:`NetworkPlan.address_notes`."""
+    needed = ips_needed(net, groups, other_ips)
     fits = smallest_prefix_for(needed)
     local_zone = LOCAL_ZONES.get(availability_zone_id)
     services_zone = local_zone.parent_zone_id if local_zone else availability_zone_id
-    common = dict(ips_needed=needed, smallest_prefix_that_fits=fits, services_zone_id=services_zone, project=project,
-                  availability_zone_id=availability_zone_id, spec=net)
+    common = dict(ips_needed=needed, node_ips=sum(g.ips for g in groups) + other_ips, smallest_prefix_that_fits=fits,
+                  services_zone_id=services_zone, project=project, availability_zone_id=availability_zone_id, spec=net,
+                  address_notes=address_notes)
     if net.existing is not None:
         cidr = net.existing.compute_subnet_cidr
         prefix = ipaddress.IPv4Network(cidr).prefixlen if cidr else None

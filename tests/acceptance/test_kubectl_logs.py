@@ -78,7 +78,7 @@ def test_a_file_with_no_header_still_says_what_it_is_not(tmp_path: Path):
 def test_the_report_holds_a_kubernetes_render_to_its_manifest(tmp_path: Path):
     """Render a two-node hyperpod-eks project, save its jobs' logs as its README says (kubectl layout), report: the
     nodes' checks are all there, and a test the MPIJob runs but whose log is missing fails by the job's file."""
-    loaded = load({"name": "k8s", "availability_zone_id": "use1-az6",
+    loaded = load({"name": "k8s", "availability_zone_id": "use1-az6", "os": "al2023",
                    "orchestrator": {"type": "hyperpod-eks",
                                     "hyperpod_eks": {"admins": ["arn:aws:iam::111122223333:role/admin"]}},
                    "compute_groups": [{"name": "train", "instance_type": "p5.48xlarge", "count": 2}]})

@@ -26,6 +26,8 @@ def _contexts():
         for os_name in context.OPERATING_SYSTEMS:
             cluster = make_plan(project.model_copy(update={"os": os_name})).cluster
             flavour = context.ORCHESTRATOR_FLAVOUR[cluster.orchestrator]
+            if os_name not in (FLAVOURS[flavour].operating_systems or (os_name,)):
+                continue  # no image of that flavour for that OS (validate refuses the project)
             roles = ([(g.compute_group, g.role) for g in instance_groups(cluster)] if flavour == "hyperpod"
                      else [(g.name, "compute") for g in cluster.groups])
             for group, role in roles:

@@ -365,8 +365,8 @@ def hyperpod(tmp_path_factory):
 @pytest.fixture(scope="module")
 def hyperpod_eks(tmp_path_factory):
     """HyperPod on EKS: the same node API and resource_config.json as under Slurm (flavour trait imex_members)."""
-    ctx = context_for(make_project(ITYPE, "ubuntu-22.04", "hyperpod-eks"), "gpu", "compute", "hyperpod-eks")
-    [profile] = profiles_for("hyperpod", "ubuntu-22.04", "aarch64")  # no EKS image profile yet: HyperPod's AMI
+    ctx = context_for(make_project(ITYPE, "al2023", "hyperpod-eks"), "gpu", "compute", "hyperpod-eks")
+    [profile] = profiles_for("hyperpod-eks", "al2023", "aarch64")  # HyperPod's EKS AMI, as its profile describes it
     image = Image.from_profile(profile, "aarch64", gpus=ctx.instance.gpus, gpu_name="NVIDIA GB200",
                                efa_devices=ctx.instance.efa_devices, nvme_drives=4, node_exporter=True)
     sb = build_sandbox(tmp_path_factory.mktemp("gb200-hyperpod-eks"), ctx, image)

@@ -18,6 +18,7 @@ from support import PROJECTS
 from support.sandbox import FSX, Image, build_sandbox, calls_of
 
 from fmcluster import config
+from fmcluster.bootstrap.hyperpod_eks import eks_lifecycle_contexts
 from fmcluster.generate.hyperpod import instance_groups
 from fmcluster.plan import make_plan
 
@@ -37,7 +38,8 @@ def _shape(ctx: context.BootstrapContext) -> tuple:
     instance type still boots, on an image without the driver, in test_matrix_sandbox."""
     i = ctx.instance
     facts = None if i is None else (i.nvswitch, i.needs_imex, ctx.needs_nvlsm, i.local_nvme_drives is None)
-    return ctx.flavour, ctx.os, ctx.arch, ctx.role, tuple(step.name for step in ctx.steps()), facts
+    return (ctx.flavour, ctx.os, ctx.arch, ctx.role, tuple(step.name for step in ctx.steps()), facts,
+            ctx.instance.instance_type if ctx.traits.image_gpu_stack and ctx.instance else None)
 
 
 def _bundles() -> dict[str, context.BootstrapContext]:
@@ -48,6 +50,15 @@ def _bundles() -> dict[str, context.BootstrapContext]:
         for os_name in context.OPERATING_SYSTEMS:
             cluster = make_plan(project.model_copy(update={"os": os_name})).cluster
             flavour = context.ORCHESTRATOR_FLAVOUR[cluster.orchestrator]
+            if os_name not in (FLAVOUR_TRAITS[flavour].operating_systems or (os_name,)):
+                continue  # no image of that flavour for that OS (validate refuses the project)
+            if flavour == "hyperpod-eks":  # every instance group's own context (the system group, the data volume)
+                for group, ctx in eks_lifecycle_contexts(cluster).items():
+                    key = f"{flavour}-{os_name}-{group}-{ctx.role}"
+                    if _shape(ctx) not in shapes:
+                        shapes.add(_shape(ctx))
+                        out[key] = ctx
+                continue
             if flavour == "hyperpod":
                 roles = [(g.compute_group, g.role, g.instance_type) for g in instance_groups(cluster)]
             else:
@@ -108,6 +119,9 @@ def test_every_flavour_os_and_arch_fmcluster_deploys_has_its_profile():
                 assert profiles.profiles_for(flavour, os_name, arch), (flavour, os_name, arch)
     for arch in context.ARCHES:
         assert profiles.profiles_for("hyperpod", "ubuntu-22.04", arch)
+        # HyperPod's EKS AMI: AL2023 only (its releases; no AL2 AMI for Kubernetes 1.33)
+        assert profiles.profiles_for("hyperpod-eks", "al2023", arch)
+        assert not [p for p in profiles.load_profiles() if p.flavour == "hyperpod-eks" and p.os != "al2023"]
         # AWS's dlami_for_pcs_imagebuilder recipe builds AL2023 and Ubuntu 24.04, x86_64 and arm64
         for os_name in ("al2023", "ubuntu-24.04"):
             assert profiles.profiles_for("pcs", os_name, arch), ("pcs", os_name, arch)
@@ -146,6 +160,12 @@ def test_boots_on_the_image(tmp_path, key, variant, profile_name, present):
     if ctx.instance is not None and ctx.instance.needs_imex:
         (sb.path / "state/members").write_text("10.0.0.5\n")
     res = sb.run()
+    if profile_name == "bare" and ctx.traits.image_gpu_stack and ctx.gpu:
+        # HyperPod EKS on an image without the driver: refused, saying which image carries it; nothing installed
+        assert res.rc != 0
+        assert "the NVIDIA driver is missing" in res.out and "HyperPod's AMI for EKS carries it" in res.out
+        assert not [c for c in res.calls if c.startswith(("dnf", "apt-get")) and " install " in c], res.calls
+        return
     unpaired = _unpaired_dcgm(ctx, profile_name, present)
     if unpaired is not None:
         # NVIDIA has published no dcgm-exporter for this image's DCGM (versions.yaml dcgm_exporter.builds): the node

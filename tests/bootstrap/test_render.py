@@ -58,6 +58,7 @@ def test_roles_pick_their_steps():
     project = make_project()
     compute = [s.name for s in context_for(project, "gpu", "compute", fsx=FSX).steps()]
     head_only = ("85-imex-prolog", "88-slurm-policy", "89-slurm-teams")
+    head_only += ("15-kubelet-volume",)  # not a head's either: HyperPod EKS nodes with a secondary volume only
     assert compute == [s.name for s in context.STEPS if s.name not in head_only]
     # a compute node never runs the slurm-policy step, QoS partitions or not (slurmctld runs on the head)
     assert "88-slurm-policy" not in [s.name for s in context_for(project, "gpu", "compute",

@@ -21,8 +21,10 @@ ADMIN = "admins: [arn:aws:iam::111122223333:role/admin]"
 
 
 def project(eks: str = "", *, extra: str = "", instance_type: str = "p5.48xlarge", count: int = 2,
-            capacity: str = "", name: str = "train", network: str = "", admin: bool = True) -> str:
+            capacity: str = "", name: str = "train", network: str = "", admin: bool = True,
+            os: str | None = "al2023") -> str:
     lines = ["name: eksdemo", "availability_zone_id: use1-az6", network or "network: {vpc_cidr: 10.30.0.0/16}",
+             *([f"os: {os}"] if os else []),
              "compute_groups:", f"  - name: {name}", f"    instance_type: {instance_type}", f"    count: {count}"]
     if capacity:
         lines.append(f"    capacity: {capacity}")
@@ -236,3 +238,29 @@ def test_a_version_past_extended_support_is_refused(monkeypatch: pytest.MonkeyPa
     [problem] = problems(text)
     assert problem.check == "hyperpod-eks-kubernetes-ended" and "ended on 2026-11-26" in problem.message
     assert problem.line == line_of(text, "kubernetes_version")
+
+
+@pytest.mark.parametrize("os_name", ["ubuntu-22.04", "ubuntu-24.04"])
+def test_an_os_hyperpods_eks_image_is_not_built_for_is_refused_at_its_line(os_name: str) -> None:
+    text = project(os=os_name)
+    [problem] = problems(text)
+    assert problem.check == "hyperpod-eks-os"
+    assert problem.path == "os" and problem.line == line_of(text, f"os: {os_name}")
+    assert "Amazon Linux 2023" in problem.message and os_name in problem.message
+    assert problem.hint == "set os: al2023"
+
+
+def test_the_default_os_is_refused_at_the_orchestrator_type() -> None:
+    """No `os` written: the default (ubuntu-22.04) is no HyperPod EKS image's; the line to change is the type's."""
+    text = project(os=None)
+    [problem] = problems(text)
+    assert problem.path == "orchestrator.type" and problem.line == line_of(text, "type: hyperpod-eks")
+    assert "(the default os)" in problem.message and problem.hint == "set os: al2023"
+
+
+def test_pods_a_type_s_unknown_addresses_cannot_count_are_a_warning() -> None:
+    """tests/plan/test_hyperpod_eks_addresses.py holds the count itself to EC2's data."""
+    text = project("system_group: {instance_type: ml.c5.2xlarge}")
+    _, warnings = checks.validate(config.parse(text, Path("eks.yaml")))
+    [warning] = [w for w in warnings if w.check == "hyperpod-eks-addresses"]
+    assert warning.line == line_of(text, "ml.c5.2xlarge")

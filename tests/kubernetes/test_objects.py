@@ -97,11 +97,30 @@ def test_workers_ask_for_every_gpu_and_efa_interface_of_their_node():
     worker = job["spec"]["mpiReplicaSpecs"]["Worker"]
     assert worker["replicas"] == 4
     limits = worker["template"]["spec"]["containers"][0]["resources"]["limits"]
-    assert limits == {GPU_RESOURCE: 8, EFA_RESOURCE: 32}  # p5.48xlarge: 8 GPUs, 32 EFA interfaces (catalog)
+    # p5.48xlarge: 8 GPUs, 32 EFA interfaces (catalog); with EFA the huge pages and memory of the EKS user guide's EFA
+    # page (node-efa.adoc: the EFA driver pre-allocates 5128 2 MiB pages; its p5 worker asks 5120Mi and 32000Mi)
+    efa = {"hugepages-2Mi": "5120Mi", "memory": "32000Mi"}
+    assert limits == {GPU_RESOURCE: 8, EFA_RESOURCE: 32} | efa
+    assert worker["template"]["spec"]["containers"][0]["resources"]["requests"] == limits  # huge pages: equal
     assert job["spec"]["slotsPerWorker"] == 8
     p5en = jobs.nccl_mpijob(NodeGroup("infer", "p5en.48xlarge", 2), "img", jobs.Placement())
     limits = p5en["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"]["limits"]
-    assert limits == {GPU_RESOURCE: 8, EFA_RESOURCE: 16}
+    assert limits == {GPU_RESOURCE: 8, EFA_RESOURCE: 16} | efa
+    for kind in ("Job", "PyTorchJob"):  # every EFA pod, not only nccl-tests'
+        for pod in _pod_specs(_objects()[kind]):
+            assert pod["containers"][0]["resources"]["limits"] == {GPU_RESOURCE: 8, EFA_RESOURCE: 32} | efa, kind
+
+
+def test_the_launcher_tolerates_its_groups_taints_and_not_the_health_taint():
+    """Under task governance Kueue places every pod of the admitted job on the quota's flavor (the GPU group), the
+    launcher too: it must tolerate the group's taints, as the workers do, and not HyperPod's node-health taint."""
+    job = _objects()["MPIJob"]
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
+    assert launcher["tolerations"] == [{"key": "fmcluster/gpu", "operator": "Equal", "value": "true",
+                                        "effect": "NoSchedule"}]
+    assert not [t for t in launcher["tolerations"] if t["key"] == "sagemaker.amazonaws.com/node-health-status"]
+    untainted = jobs.nccl_mpijob(NodeGroup("cpu", "p5.48xlarge", 2), "img", jobs.Placement())
+    assert "tolerations" not in untainted["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
 
 
 def test_pods_land_on_their_group_and_tolerate_its_taints():

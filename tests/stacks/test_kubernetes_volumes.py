@@ -19,7 +19,7 @@ FSX = MountContract("fs-0123456789abcdef0", "fs-0123456789abcdef0.fsx.us-east-1.
 
 
 def _plan(task_governance: bool):
-    loaded = load({"name": "k8s", "availability_zone_id": "use1-az6",
+    loaded = load({"name": "k8s", "availability_zone_id": "use1-az6", "os": "al2023",
                    "orchestrator": {"type": "hyperpod-eks", "hyperpod_eks": {
                        "task_governance": task_governance, "admins": ["arn:aws:iam::111122223333:role/admin"]}},
                    "compute_groups": [{"name": "train", "instance_type": "p5.48xlarge", "count": 4}],

@@ -36,7 +36,7 @@ SAFE_TOOLS = (
     "bash", "sh", "cat", "cp", "mv", "rm", "mkdir", "ln", "chmod", "install", "touch", "grep", "sed",
     "awk", "cut", "sort", "uniq", "head", "tail", "wc", "tr", "tee", "date", "mktemp", "basename",
     "dirname", "readlink", "realpath", "sha256sum", "tar", "gzip", "xz", "find", "env", "timeout",
-    "stat", "cmp", "ls", "true", "false",
+    "stat", "cmp", "ls", "true", "false", "rmdir",
 )
 
 STUBS = (
@@ -531,6 +531,11 @@ class Image:
     imex: bool | None = None
     """nvidia-imex present. None: with the driver (the earlier behaviour)."""
     nvlsm: bool = False
+    data_volume: str | None = None
+    """A Kubernetes node image (HyperPod EKS): containerd and kubelet with data under /var/lib, and the orchestrator's
+    secondary volume mounted here. None: no Kubernetes parts."""
+    container_toolkit: bool = False
+    """/usr/bin/nvidia-container-runtime (NVIDIA Container Toolkit) is there."""
     profile: str = "generous"
     """A label for test ids and messages."""
 
@@ -582,6 +587,11 @@ class Image:
             units=tuple(units), packages=packages, sources=sources,
             persistence_mode=has["persistence"], profile=profile.name,
         )
+        kube = profile.arches[arch].kubernetes
+        if kube is not None:
+            units += ["containerd.service", "kubelet.service"]
+            fields |= dict(data_volume=kube.data_volume.path if kube.data_volume.present else None,
+                           container_toolkit=kube.container_toolkit.present)
         return cls(**(fields | overrides))
 
     def unit_files(self) -> tuple[str, ...]:
@@ -721,6 +731,20 @@ def build_sandbox(
             (path / "state/pkgdb" / name).write_text("1.0\n")
     if not image.persistence_mode:
         (path / "state/persistence-off").touch()
+    if image.data_volume is not None:  # a Kubernetes node: containerd's and kubelet's data, the mounted volume
+        (root / "var/lib/containerd/io.containerd.content.v1.content/blobs").mkdir(parents=True)
+        (root / "var/lib/containerd/io.containerd.content.v1.content/blobs/pause").write_text("layer\n")
+        (root / "var/lib/kubelet/pki").mkdir(parents=True)
+        (root / "var/lib/kubelet/pki/kubelet.crt").write_text("cert\n")
+        (root / "var/lib/kubelet/.hidden-state").write_text("state\n")
+        volume = root / image.data_volume.lstrip("/")
+        volume.mkdir(parents=True)
+        (path / "state/mounted").mkdir(parents=True, exist_ok=True)
+        (path / "state/mounted" / str(volume).replace("/", "_")).touch()
+    if image.container_toolkit:
+        (root / "usr/bin").mkdir(parents=True, exist_ok=True)
+        (root / "usr/bin/nvidia-container-runtime").write_text("#!/bin/sh\n")
+        (root / "usr/bin/nvidia-container-runtime").chmod(0o755)
     for i in range(image.nvme_drives):
         dev = root / f"sys/block/nvme{i + 1}n1/device"
         dev.mkdir(parents=True)
