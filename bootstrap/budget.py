@@ -121,10 +121,24 @@ def deadline_s(ctx: BootstrapContext) -> int | None:
     """Seconds after the kernel starts at which the entry script stops the steps (``FMC_DEADLINE``): the scheduler's
     limit less the time it counts before the kernel and the margin after the bundle. None where no limit applies."""
     traits = ctx.traits
-    limit = traits.boot_limit.seconds
+    limit = ctx.boot_limit.seconds
     if limit is None or traits.boot_before_kernel is None or traits.boot_margin is None:
         return None
     return limit - traits.boot_before_kernel.seconds - traits.boot_margin.seconds
+
+
+def rerun_s(ctx: BootstrapContext) -> int | None:
+    """Seconds a re-run of the bundle on a node that already booted (ParallelCluster's OnNodeUpdated after a cluster
+    update, or an operator's re-run) may take, counted from its own start: the share of the limit the bundle has at
+    the first boot (the limit less everything before the bundle and the margin). The first boot's deadline is long
+    past by then; ParallelCluster waits for an update with a new wait condition of the full head-node timeout
+    (:attr:`fmcluster.flavours.Flavour.head_boot_limit`), and its own update recipes run before ours. None where no
+    limit applies."""
+    traits = ctx.traits
+    limit = ctx.boot_limit.seconds
+    if limit is None or traits.boot_margin is None:
+        return None
+    return limit - sum(p.seconds for p in traits.boot_before) - traits.boot_margin.seconds
 
 
 @dataclass(frozen=True)
@@ -231,7 +245,7 @@ def estimate(ctx: BootstrapContext, profile: ImageProfile | None = None,
     fixed = sum(s for n, s in lines if n in ("package lock", "verify and reuse", "health check",
                                              "slurmdbd and slurmctld waits"))
     return Estimate(image=profile.name if profile else "the bare OS", before=ctx.traits.boot_before,
-                    lines=lines, retried_seconds=retry_total + fixed, calls=calls, limit=ctx.traits.boot_limit,
+                    lines=lines, retried_seconds=retry_total + fixed, calls=calls, limit=ctx.boot_limit,
                     margin=ctx.traits.boot_margin, deadline=deadline_s(ctx))
 
 

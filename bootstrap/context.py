@@ -22,7 +22,7 @@ from fmcluster.bootstrap.versions import (
 )
 from pydantic import Field, field_validator, model_validator
 
-from fmcluster.flavours import FLAVOURS as FLAVOUR_TRAITS, Flavour as FlavourTraits
+from fmcluster.flavours import FLAVOURS as FLAVOUR_TRAITS, Flavour as FlavourTraits, Limit
 from fmcluster.bootstrap.nodefacts import FSX_BOOT_ENV, FsxMount, InstanceFacts, Options, SlurmTeam
 from fmcluster.orchestrators import ORCHESTRATORS
 from fmcluster.facts import OPERATING_SYSTEMS as _OS_FACTS
@@ -153,6 +153,13 @@ class BootstrapContext(_Frozen):
     def traits(self) -> FlavourTraits:
         """What this node's flavour does differently (the templates read these, never the flavour's name)."""
         return FLAVOUR_TRAITS[self.flavour]
+
+    @property
+    def boot_limit(self) -> Limit:
+        """How long the orchestrator waits for this node: the head node's own limit where its flavour has one
+        (ParallelCluster's head node: its CloudFormation wait condition, not the compute nodes' ResumeTimeout)."""
+        t = self.traits
+        return t.head_boot_limit if self.role == "head" and t.head_boot_limit is not None else t.boot_limit
 
     @property
     def slurm(self) -> bool:

@@ -188,9 +188,10 @@ def entry_script(ctx: BootstrapContext, sums_sha256: str, boot_env: dict[str, st
     for key, value in boot_env.items():
         if not re.fullmatch(r"FMC_[A-Z0-9_]+", key) or not BOOT_ENV_VALUE.match(value):
             raise BootstrapError(f"boot_env {key}={value!r}: keys are FMC_*, values plain IDs or names")
-    limit = ctx.traits.boot_limit
+    limit = ctx.boot_limit
     text = _render("entry.sh.j2", ctx, steps=ctx.steps(), sums_sha256=sums_sha256, boot_env=sorted(boot_env.items()),
-                   deadline_s=budget.deadline_s(ctx), limit_s=limit.seconds, limit_name=limit.name)
+                   deadline_s=budget.deadline_s(ctx), rerun_s=budget.rerun_s(ctx), limit_s=limit.seconds,
+                   limit_name=limit.name)
     if len(text.encode()) > USER_DATA_LIMIT:
         raise BootstrapError(f"the entry script is {len(text.encode())} bytes; EC2 user data holds {USER_DATA_LIMIT}")
     return text

@@ -76,6 +76,9 @@ class Flavour:
 
     boot_limit: Limit = Limit(None, "none", "no scheduler waits on the node")
     """How long the orchestrator waits for the node (seconds None: no limit, or none known)."""
+    head_boot_limit: Limit | None = None
+    """How long the orchestrator waits for the head node's bundle, where that differs from ``boot_limit`` (None:
+    ``boot_limit``)."""
     boot_before: tuple[Phase, ...] = ()
     """What the limit counts before the bundle starts (none: no limit, or the bundle starts the clock)."""
     boot_before_kernel: Phase | None = None
@@ -121,6 +124,12 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
                   "RHEL/Rocky, to join the scheduler (aws/aws-parallelcluster#6761, tests/integration-tests/tests/"
                   "common/hit_common.py wait_for_num_nodes_in_scheduler); the larger is assumed"),
         ),
+        head_boot_limit=Limit(
+            2100, "CloudFormation HeadNodeWaitCondition (ParallelCluster DevSettings/Timeouts/HeadNodeBootstrapTimeout)",
+            "aws-parallelcluster 3.16.1 pcluster/templates/cluster_stack.py _add_wait_condition: a new "
+            "HeadNodeWaitCondition<timestamp> on every create and update, its timeout dev_settings.timeouts."
+            "head_node_bootstrap_timeout, default pcluster/constants.py NODE_BOOTSTRAP_TIMEOUT = 2100; so an update "
+            "(OnNodeUpdated) has the whole timeout again, from the update's start"),
         boot_before_kernel=PARALLELCLUSTER_LAUNCH,
         boot_margin=Phase("after the bundle", 120, "ParallelCluster finishes the node after OnNodeConfigured returns "
                                                    "and slurmd registers with slurmctld")),
