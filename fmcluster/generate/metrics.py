@@ -209,13 +209,20 @@ SLURM = Exporter(
     port=NODE.port, job=NODE.job, gpu_only=False, metrics=SLURM_METRICS, slurm_only=True,
     roles=tuple(dict.fromkeys(f.slurm_metrics_role for f in FLAVOURS.values() if f.slurm_metrics_role)),
 )
+MONITORING = Exporter(
+    name="monitoring-status",
+    source="the exporters step (templates/bootstrap/exporters.sh.j2) writes fmcluster-monitoring.prom for node_exporter's "
+           "textfile collector: how many monitoring components it could not install (the node joins without them)",
+    port=NODE.port, job=NODE.job, roles=ALL_ROLES, gpu_only=False,
+    metrics=frozenset({"fmcluster_monitoring_missing"}),
+)
 PROMETHEUS = Exporter(
     name="prometheus-agent",
     source="the collector itself: Prometheus writes `up` for every target it scrapes",
     port=NODE.port, job=NODE.job, roles=ALL_ROLES, gpu_only=False, metrics=PROMETHEUS_METRICS,
 )
 
-EXPORTERS: tuple[Exporter, ...] = (NODE, EFA, DCGM, SLURM, PROMETHEUS)
+EXPORTERS: tuple[Exporter, ...] = (NODE, EFA, DCGM, SLURM, MONITORING, PROMETHEUS)
 """THE table."""
 
 
@@ -279,6 +286,7 @@ def dimensions() -> dict[str, Dimension]:
     dims.update({name: "efa_device" for name in EFA_EXPORTER_METRICS})
     dims.update({name: "gpu" for name in dcgm_metrics()})
     dims.update(SLURM_METRICS_DIMENSIONS)
+    dims["fmcluster_monitoring_missing"] = "node"
     dims["up"] = "target"
     return dims
 

@@ -133,10 +133,11 @@ def test_the_entry_script_stops_the_steps_at_the_deadline_counted_from_boot(tmp_
     (sb.root / "proc/uptime").write_text(f"{deadline - 6}.52 1000.00\n")  # booted long ago: 6 s left
     sb.fail_download(ctx.nvidia_repo_key.file, 10)  # NVIDIA's key never comes: its download is retried
     res = sb.run()
-    assert res.rc != 0
     assert re.search(r"giving up after [1-4] attempts: fmc_curl .*the boot's deadline is \d+s away; the scheduler "
                      r"would stop waiting", res.out), res.out[-1500:]
     assert f"[90-exporters] FAILED: could not download {ctx.nvidia_repo_url}/{ctx.nvidia_repo_key.file}" in res.out
+    # DCGM and its exporter are monitoring: the node joins without them (tests/bootstrap/test_monitoring_degrades.py)
+    assert res.rc == 0 and "monitoring degraded: dcgm-exporter is not installed" in res.out
     key_attempts = [c for c in res.calls if c.startswith("curl ") and ctx.nvidia_repo_key.file in c]
     assert len(key_attempts) < ctx.options.retry_attempts  # it would have tried 5 times without the deadline
     assert all(int(re.search(r"--max-time (\d+)", c).group(1)) <= 6 for c in key_attempts)
