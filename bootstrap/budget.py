@@ -83,7 +83,10 @@ REFRESH_S = 90
 VERIFY_S = 10
 """Per step: version queries (nvidia-smi, dpkg-query, fi_info), markers, unit checks."""
 HEALTH_S = 60
-"""The health check's queries (nvidia-smi, fi_info, NVLink, exporter probes); the deep DCGM diagnostic is off."""
+"""The health check's queries (nvidia-smi, fi_info, NVLink, exporter probes)."""
+DEEP_HEALTH_S = 120
+"""``dcgmi diag -r 2`` when ``health.deep_dcgm_diagnostic`` is on: NVIDIA DCGM documentation, ``dcgmi diag``: level 2
+"normally lasting approximately two minutes"."""
 
 ALWAYS_DOWNLOADED = ("node_exporter", "prometheus")
 """No image profile carries our node_exporter or Prometheus agent."""
@@ -237,7 +240,7 @@ def estimate(ctx: BootstrapContext, profile: ImageProfile | None = None,
         retry_total += sum(retried(ctx, o.key_download_timeout_s if d.key else o.download_timeout_s)
                            for d in cost.downloads)
     lines.append(("verify and reuse", VERIFY_S * len(ctx.steps())))
-    lines.append(("health check", HEALTH_S))
+    lines.append(("health check", HEALTH_S + (DEEP_HEALTH_S if ctx.gpu and o.deep_health_check else 0)))
     if ctx.slurm_policy:  # bounded waits of the slurm-policy step (slurmdbd, then slurmctld)
         lines.append(("slurmdbd and slurmctld waits", o.slurmdbd_wait_s + o.slurmctld_wait_s))
     elif ctx.slurm_teams_step:  # the slurm-teams step's bounded wait for slurmdbd (after the policy step's: none)

@@ -166,6 +166,12 @@ class BootstrapContext(_Frozen):
         return self.options.slurm_prefix is not None
 
     @property
+    def node_health(self) -> bool:
+        """A Slurm GPU node checked while jobs run (trait ``periodic_health``): ``files/fmcluster-node-health`` drains
+        it (or hands it to HyperPod's recovery) when a GPU or EFA device degrades or its bootstrap failed."""
+        return self.gpu and self.slurm and self.traits.periodic_health is not None
+
+    @property
     def slurm_metrics(self) -> bool:
         """This node collects Slurm's metrics (trait ``slurm_metrics_role``: the slurmctld node, or PCS's login node):
         its exporters step runs our Slurm metrics script (``files/fmcluster-slurm-metrics``) for node_exporter's
@@ -272,6 +278,7 @@ class Step(_Frozen):
     needs_imex_prolog: bool = False
     needs_slurm_policy: bool = False
     needs_slurm_teams: bool = False
+    needs_node_health: bool = False
 
     def applies(self, ctx: BootstrapContext) -> bool:
         return not (
@@ -283,6 +290,7 @@ class Step(_Frozen):
             or (self.needs_scratch and not ctx.options.scratch)
             or (self.needs_slurm_policy and not ctx.slurm_policy)
             or (self.needs_slurm_teams and not ctx.slurm_teams_step)
+            or (self.needs_node_health and not ctx.node_health)
         )
 
 
@@ -305,6 +313,9 @@ STEPS: tuple[Step, ...] = (
          description="slurmctld's node, teams: accounts, users and QoS caps in Slurm accounting, kept in step",
          needs_slurm_teams=True),
     Step(name="90-exporters", template="exporters.sh.j2", description="node_exporter, dcgm-exporter, EFA counters, Slurm metrics", needs_exporters=True),
+    Step(name="95-node-health", template="node_health_install.sh.j2",
+         description="the periodic node health check: drains a GPU node that degrades while jobs run",
+         needs_node_health=True),
     Step(name="99-healthcheck", template="healthcheck.sh.j2", description="prove the node before it takes jobs"),
 )
 
@@ -348,7 +359,8 @@ def context_for(
         raise BootstrapError("a compute bundle needs a compute group name")
     traits = FLAVOUR_TRAITS[flavour]
     opts = {"containers": traits.slurm and traits.pyxis_loadable, "slurm_prefix": traits.slurm_prefix,
-            "scratch": cluster.scratch, "scratch_path": cluster.scratch_path} | options
+            "scratch": cluster.scratch, "scratch_path": cluster.scratch_path,
+            "deep_health_check": cluster.deep_dcgm_diagnostic} | options
     try:
         return BootstrapContext(
             project=cluster.project,

@@ -151,6 +151,8 @@ def render_files(ctx: BootstrapContext) -> dict[str, str]:
                                                          step_name="88-slurm-policy")
     if "89-slurm-teams" in names:
         files["files/fmcluster-slurm-teams"] = _render("partials/slurm_teams.sh.j2", ctx, step_name="89-slurm-teams")
+    if ctx.node_health:
+        files["files/fmcluster-node-health"] = _render("partials/node_health.sh.j2", ctx)
     if "60-nvme" in names:
         files["files/fmcluster-scratch"] = _render("partials/scratch.sh.j2", ctx)
     return files

@@ -13,6 +13,14 @@ from typing import Literal
 ImexMembers = Literal["ec2-topology", "hyperpod-api", "job-prolog"]
 SlurmctldRole = Literal["head"]
 SlurmMetricsRole = Literal["head", "login"]
+PeriodicHealth = Literal["slurm.conf", "timer"]
+
+NODE_HEALTH_PROGRAM = "/usr/local/sbin/fmcluster-node-health"
+"""Where the bundle installs the periodic node health check (``templates/bootstrap/partials/node_health.sh.j2``)."""
+NODE_HEALTH_INTERVAL_S = 300
+"""How often it runs: Slurm's HealthCheckInterval, or the timer's period (our choice: a degraded GPU keeps taking jobs
+for at most five minutes; each run is a few nvidia-smi queries)."""
+UnhealthyAction = Literal["drain", "hyperpod-replace"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,15 @@ class Flavour:
     sinfo, which any node with Slurm's clients and credentials can run): the slurmctld node where it is ours, a login
     node where AWS runs the controller; None: no Slurm metrics are collected."""
 
+    periodic_health: PeriodicHealth | None = None
+    """How the periodic node health check (``files/fmcluster-node-health``) runs on GPU nodes while jobs run: Slurm's
+    own ``HealthCheckProgram``, which fmcluster sets in slurm.conf ("slurm.conf"), or a systemd timer of ours
+    ("timer": where slurm.conf is not fmcluster's to set); None: no scheduler to drain a node in."""
+    unhealthy_action: UnhealthyAction = "drain"
+    """What the check does with a faulty node: drain it with the reason ("drain": the orchestrator replaces drained
+    nodes or an operator does), or HyperPod's own replace contract ("hyperpod-replace": ``state=fail
+    reason=Action:Replace``)."""
+
     boot_limit: Limit = Limit(None, "none", "no scheduler waits on the node")
     """How long the orchestrator waits for the node (seconds None: no limit, or none known)."""
     head_boot_limit: Limit | None = None
@@ -110,6 +127,11 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
                         "\"internal directories\"); the cookbook ships the files only as examples under "
                         "/opt/parallelcluster/examples (aws-parallelcluster-cookbook recipes/install/install_pyxis.rb)",
         imex_members="job-prolog", slurmctld_role="head", slurm_metrics_role="head",
+        # HealthCheckProgram is not on ParallelCluster's deny list for CustomSlurmSettings (aws-parallelcluster
+        # 3.16.1 pcluster/validators/slurm_settings_validator.py SLURM_SETTINGS_DENY_LIST) and its cookbook sets none
+        # (aws-parallelcluster-cookbook@f75d84c3 slurm.conf.erb); clustermgtd replaces a static node that is DRAIN or
+        # DOWN (ParallelCluster user guide, "Slurm Workload Manager (slurm)", cluster capacity size and update).
+        periodic_health="slurm.conf",
         boot_limit=Limit(
             1800, "Slurm ResumeTimeout (ParallelCluster DevSettings/Timeouts/ComputeNodeBootstrapTimeout)",
             "aws/aws-parallelcluster-cookbook@f75d84c38ecfac1891e5f3e8fe2d424cc3e7448d cookbooks/aws-parallelcluster-"
@@ -139,6 +161,11 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
         plugstack_where="HyperPod's slurmd runs configless and fetches plugstack.conf from the controller, ignoring "
                         "a compute-local one",
         imex_members="hyperpod-api", slurmctld_role="head", slurm_metrics_role="head",
+        # slurm.conf is HyperPod's (SlurmConfigStrategy): a timer runs the check, and a faulty node is handed to
+        # HyperPod's own recovery: `scontrol update node=<node> state=fail reason="Action:Replace"` (SageMaker
+        # developer guide, "Manually replace or reboot a node using Slurm",
+        # sagemaker-hyperpod-resiliency-slurm-replace-faulty-instance.html)
+        periodic_health="timer", unhealthy_action="hyperpod-replace",
         boot_limit=Limit(
             None, "HyperPod lifecycle script limit", "unconfirmed: no public source states how long HyperPod waits "
             "for OnInitComplete before it fails the node", unconfirmed=True)),
@@ -165,8 +192,12 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
     # - Slurm metrics: slurmctld runs on a controller AWS manages, which runs nothing of ours; the login nodes run
     #   sackd, through which Slurm's client commands reach it (PCS user guide, "Login nodes"), so the Slurm metrics
     #   script (squeue, sinfo) runs on the login node group's nodes. Without login nodes, none is collected.
+    # - Periodic health: HealthCheckProgram is not among the custom Slurm settings the PCS sources we found list
+    #   (PCS API reference SlurmCustomSetting), so a timer of ours runs the check and drains the node; a bootstrap that
+    #   failed before the timer was installed installs it from the entry script, and its first run drains the node
+    #   with the bootstrap's reason once slurmd has registered it.
     Flavour("pcs", slurm_prefix="/opt/aws/pcs/scheduler/slurm-24.11", mounts_fsx=True, marks_unhealthy=True,
-            pyxis_loadable=False, slurm_metrics_role="login",
+            pyxis_loadable=False, slurm_metrics_role="login", periodic_health="timer",
             boot_limit=Limit(
                 None, "PCS node registration/boot limit", "unconfirmed: the PCS user guide says when user data runs "
                 "(shell parts after the instance registers, before slurmd starts: \"Working with Amazon EC2 user "

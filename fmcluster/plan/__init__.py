@@ -118,6 +118,7 @@ def make_plan(project: Project) -> Plan:
         accounting=project.orchestrator.accounting,
         hyperpod_eks=project.orchestrator.eks,
         teams=tuple(project.teams),
+        deep_dcgm_diagnostic=project.health.deep_dcgm_diagnostic,
     )
     network = plan_network(project.name, project.availability_zone_id, project.network, groups,
                            database=cluster.accounting_store == "database")

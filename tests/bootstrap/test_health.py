@@ -55,6 +55,8 @@ CASES = {
     "persistence-off": ("persistence-off", "", "gpu: persistence mode is Disabled (nvidia-persistenced not running?)"),
     "fabric-training": ("fabric-bad", "", "fabric: GPU fabric state is not Completed/Success: 8 GPUs In Progress/Success"),
     "fabric-manager-down": ("inactive-nvidia-fabricmanager.service", "", "nvlink: nvidia-fabricmanager is not running"),
+    "pcie-x8": ("pcie-x8", "", "gpu 00000000:53:00.0: PCIe link x8, expected x16"),
+    "hw-slowdown": ("hw-slowdown", "", "gpu 00000000:55:00.0: HW Slowdown is active"),
     "fsx-unmounted": ("mounted", None, "fsx: fs-0123456789abcdef0 is not mounted at /fsx"),
 }
 
