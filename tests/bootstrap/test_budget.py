@@ -167,3 +167,19 @@ def test_render_shows_the_budget_only_for_the_images_the_flavour_boots(tmp_path:
     assert "on parallelcluster-" in result.output and "within Slurm ResumeTimeout" in result.output
     assert "from launch" in result.output and "EC2 launch: 120 s (assumed" in result.output
     assert "on the bare OS" not in result.output  # a ParallelCluster node never boots the bare OS
+
+
+def test_the_deep_dcgm_diagnostic_is_a_project_key_off_by_default_whose_time_the_budget_counts():
+    text = "name: demo\navailability_zone_id: use1-az6\ncompute_groups:\n  - {name: gpu, instance_type: p5.48xlarge, count: 2}\n"
+    plain = context.context_for(make_plan(config.parse(text).project).cluster, "gpu", "compute")
+    deep = context.context_for(make_plan(config.parse(text + "health:\n  deep_dcgm_diagnostic: true\n").project).cluster,
+                               "gpu", "compute")
+    assert not plain.options.deep_health_check and deep.options.deep_health_check
+    from fmcluster.bootstrap import render
+    assert "dcgmi diag -r 2" in render.render_files(deep)["steps/99-healthcheck.sh"]
+    assert "dcgmi diag -r 2" not in render.render_files(plain)["steps/99-healthcheck.sh"]
+    assert dict(budget.estimate(deep).lines)["health check"] == budget.HEALTH_S + budget.DEEP_HEALTH_S
+    assert dict(budget.estimate(plain).lines)["health check"] == budget.HEALTH_S
+    from fmcluster.errors import ConfigError
+    with pytest.raises(ConfigError, match="deep_dcgm"):
+        config.parse(text + "health:\n  deep_dcgm_diagnostics: true\n")
