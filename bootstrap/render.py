@@ -127,6 +127,9 @@ def render_files(ctx: BootstrapContext) -> dict[str, str]:
     if ctx.options.exporters:
         files["files/prometheus-agent.yml"] = render_node_agent_config(ctx.project, gpu=ctx.gpu,
                                                                        slurm=ctx.slurm_metrics)
+        if ctx.gpu:  # for a node whose DCGM has no exporter release: no dcgm-exporter target to stay down forever
+            files["files/prometheus-agent-no-dcgm.yml"] = render_node_agent_config(ctx.project, gpu=False,
+                                                                                   slurm=ctx.slurm_metrics)
     if ctx.gpu and ctx.options.exporters:
         if not DCGM_COUNTERS_FILE.is_file():
             raise BootstrapError(
