@@ -183,9 +183,9 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
     #   plugstack.conf with the rest from the controller, whose files PCS generates and which has no plugstack
     #   setting (custom Slurm settings: slurm.conf, slurmdbd.conf and cgroup.conf parameters), so a node-local
     #   plugstack.conf is ignored and pyxis cannot be loaded.
-    # - Health: our bundle runs before slurmd has fetched its configuration, so it cannot drain its own node; it
-    #   tags the instance (fmcluster:health=unhealthy; no source says PCS uses an Auto Scaling group, so the group
-    #   lookup is best effort). PCS's own instance health checks (ComputeNodeGroup InstanceHealthChecks, PCS API
+    # - Health: our bundle runs before slurmd has fetched its configuration, so it cannot drain its own node at
+    #   once; it tags the instance (fmcluster:health=unhealthy; no source says PCS uses an Auto Scaling group, so the
+    #   group lookup is best effort), and the periodic node health check (below) drains it once slurmd registers. PCS's own instance health checks (ComputeNodeGroup InstanceHealthChecks, PCS API
     #   reference "HealthMonitoring": repair action AUTO | REPLACE | ISOLATE | NONE) watch the node once it runs.
     # - Reboot: none; a scheduler waits on the node (how long is unconfirmed: boot_limit).
     # - IMEX: as self-managed (EC2 instance topology at boot); GB200 under PCS: no source found.
