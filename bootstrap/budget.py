@@ -157,6 +157,8 @@ class Estimate:
     limit: Limit
     margin: Phase | None
     deadline: int | None
+    rerun: int | None = None
+    """Seconds a re-run (an update's OnNodeUpdated) has from its own start (:func:`rerun_s`)."""
 
     @property
     def bundle_seconds(self) -> int:
@@ -201,6 +203,9 @@ class Estimate:
         tail = (f"; the entry script stops the steps {self.deadline} s after the kernel starts, naming the step"
                 if self.deadline is not None else "")
         out.append(f"  with every retry failing to its bound the bundle could take {self.retried_seconds} s{tail}")
+        if self.rerun is not None:
+            out.append(f"  a re-run (an update's OnNodeUpdated, or by hand) has {self.rerun} s from its own start; the "
+                       "first boot's deadline does not apply to it")
         return out
 
 
@@ -249,7 +254,7 @@ def estimate(ctx: BootstrapContext, profile: ImageProfile | None = None,
                                              "slurmdbd and slurmctld waits"))
     return Estimate(image=profile.name if profile else "the bare OS", before=ctx.traits.boot_before,
                     lines=lines, retried_seconds=retry_total + fixed, calls=calls, limit=ctx.boot_limit,
-                    margin=ctx.traits.boot_margin, deadline=deadline_s(ctx))
+                    margin=ctx.traits.boot_margin, deadline=deadline_s(ctx), rerun=rerun_s(ctx))
 
 
 def _download_s(ctx: BootstrapContext, d: Download) -> int:

@@ -167,6 +167,7 @@ def test_render_shows_the_budget_only_for_the_images_the_flavour_boots(tmp_path:
     assert "on parallelcluster-" in result.output and "within Slurm ResumeTimeout" in result.output
     assert "from launch" in result.output and "EC2 launch: 120 s (assumed" in result.output
     assert "on the bare OS" not in result.output  # a ParallelCluster node never boots the bare OS
+    assert "a re-run (an update's OnNodeUpdated, or by hand) has " in result.output
 
 
 def test_the_deep_dcgm_diagnostic_is_a_project_key_off_by_default_whose_time_the_budget_counts():
