@@ -80,6 +80,16 @@ def test_a_healthy_node_is_left_alone(node):
     assert (sb.root / "var/lib/fmcluster/node-health").read_text() == "healthy\n"
 
 
+def test_a_passing_hw_slowdown_reading_is_not_a_fault(node):
+    """nvidia-smi may report HW Slowdown during a PState or clock change (nvidia-smi --help-query-gpu): one reading
+    that a second one 5 s later does not repeat leaves the node alone."""
+    orchestrator, ctx, sb = node
+    (sb.path / "state/hw-slowdown-once").touch()
+    proc, updates = _check(sb)
+    assert proc.returncode == 0 and updates == [], proc.stderr
+    assert "sleep 5" in (sb.path / "calls.log").read_text().splitlines()
+
+
 @pytest.mark.parametrize("fault", FAULTS)
 def test_each_fault_drains_the_node_with_its_reason(node, fault):
     orchestrator, ctx, sb = node

@@ -380,8 +380,9 @@ case " $* " in
       else echo "00000000:5${g}:00.0, No, No"; fi; done ;;
   *pcie.link.width*) for ((g = 0; g < T_GPUS; g++)); do  # state/pcie-x8: GPU 3's link trained at x8 of x16
       if [[ -e "${state}/pcie-x8" && ${g} == 3 ]]; then echo "00000000:53:00.0, 8, 16"; else echo "00000000:5${g}:00.0, 16, 16"; fi; done ;;
-  *hw_slowdown*) for ((g = 0; g < T_GPUS; g++)); do  # state/hw-slowdown: GPU 5 is held in HW Slowdown
-      if [[ -e "${state}/hw-slowdown" && ${g} == 5 ]]; then echo "00000000:55:00.0, Active"; else echo "00000000:5${g}:00.0, Not Active"; fi; done ;;
+  *hw_slowdown*) once=0; [[ -e "${state}/hw-slowdown-once" ]] && once=1; rm -f "${state}/hw-slowdown-once"
+    for ((g = 0; g < T_GPUS; g++)); do  # state/hw-slowdown: GPU 5 is held in HW Slowdown; -once: one reading only
+      if [[ ( -e "${state}/hw-slowdown" || ${once} == 1 ) && ${g} == 5 ]]; then echo "00000000:55:00.0, Active"; else echo "00000000:5${g}:00.0, Not Active"; fi; done ;;
   *retired_pages*) for ((g = 0; g < T_GPUS; g++)); do
       if [[ -e "${state}/retired-pending" && ${g} == 1 ]]; then echo "00000000:51:00.0, Yes"; else echo "00000000:5${g}:00.0, [N/A]"; fi; done ;;
   " -q ") for ((g = 0; g < T_GPUS; g++)); do
