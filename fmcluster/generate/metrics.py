@@ -83,6 +83,9 @@ NODE_EXPORTER_DIMENSIONS: dict[str, Dimension] = {
     "node_network_transmit_bytes_total": "netdev",
     "node_disk_read_bytes_total": "disk",
     "node_disk_written_bytes_total": "disk",
+    # our own, through node_exporter's textfile collector: monitoring components the exporters step could not
+    # install (templates/bootstrap/exporters.sh.j2; alert MonitoringComponentMissing)
+    "fmcluster_monitoring_missing": "node",
 }
 """What each node_exporter metric of the table has one series per."""
 
@@ -209,20 +212,13 @@ SLURM = Exporter(
     port=NODE.port, job=NODE.job, gpu_only=False, metrics=SLURM_METRICS, slurm_only=True,
     roles=tuple(dict.fromkeys(f.slurm_metrics_role for f in FLAVOURS.values() if f.slurm_metrics_role)),
 )
-MONITORING = Exporter(
-    name="monitoring-status",
-    source="the exporters step (templates/bootstrap/exporters.sh.j2) writes fmcluster-monitoring.prom for node_exporter's "
-           "textfile collector: how many monitoring components it could not install (the node joins without them)",
-    port=NODE.port, job=NODE.job, roles=ALL_ROLES, gpu_only=False,
-    metrics=frozenset({"fmcluster_monitoring_missing"}),
-)
 PROMETHEUS = Exporter(
     name="prometheus-agent",
     source="the collector itself: Prometheus writes `up` for every target it scrapes",
     port=NODE.port, job=NODE.job, roles=ALL_ROLES, gpu_only=False, metrics=PROMETHEUS_METRICS,
 )
 
-EXPORTERS: tuple[Exporter, ...] = (NODE, EFA, DCGM, SLURM, MONITORING, PROMETHEUS)
+EXPORTERS: tuple[Exporter, ...] = (NODE, EFA, DCGM, SLURM, PROMETHEUS)
 """THE table."""
 
 
@@ -286,7 +282,6 @@ def dimensions() -> dict[str, Dimension]:
     dims.update({name: "efa_device" for name in EFA_EXPORTER_METRICS})
     dims.update({name: "gpu" for name in dcgm_metrics()})
     dims.update(SLURM_METRICS_DIMENSIONS)
-    dims["fmcluster_monitoring_missing"] = "node"
     dims["up"] = "target"
     return dims
 
