@@ -148,3 +148,23 @@ def test_a_pcs_node_whose_fsx_mount_failed_is_drained_with_the_reason(tmp_path: 
     assert updates[0].startswith("scontrol update nodename=gpu-st-gpu-1 state=drain reason=fmcluster-health: "
                                  "bootstrap failed: 70-lustre: ")
 
+
+
+def test_the_node_is_named_as_slurmd_or_parallelcluster_names_it(node):
+    """slurmd's SLURMD_NODENAME first, then ParallelCluster's record of the node's name (the cookbook's
+    slurm_nodename file), before any lookup by host name."""
+    orchestrator, ctx, sb = node
+    (sb.path / "state/remap-failed").touch()
+    record = sb.root / "etc/parallelcluster/slurm_plugin/slurm_nodename"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text("train-st-gpu-7\n")
+    try:
+        _, recorded = _check(sb)
+        sb.env["SLURMD_NODENAME"] = "train-st-gpu-9"
+        _, given = _check(sb)
+    finally:
+        sb.env.pop("SLURMD_NODENAME", None)
+        record.unlink()
+        (sb.path / "state/remap-failed").unlink()
+    assert recorded and recorded[0].startswith("scontrol update nodename=train-st-gpu-7 ")
+    assert given and given[0].startswith("scontrol update nodename=train-st-gpu-9 ")
