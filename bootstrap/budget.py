@@ -83,7 +83,10 @@ REFRESH_S = 90
 VERIFY_S = 10
 """Per step: version queries (nvidia-smi, dpkg-query, fi_info), markers, unit checks."""
 HEALTH_S = 60
-"""The health check's queries (nvidia-smi, fi_info, NVLink, exporter probes); the deep DCGM diagnostic is off."""
+"""The health check's queries (nvidia-smi, fi_info, NVLink, exporter probes)."""
+DEEP_HEALTH_S = 120
+"""``dcgmi diag -r 2`` when ``health.deep_dcgm_diagnostic`` is on: NVIDIA DCGM documentation, ``dcgmi diag``: level 2
+"normally lasting approximately two minutes"."""
 
 ALWAYS_DOWNLOADED = ("node_exporter", "prometheus")
 """No image profile carries our node_exporter or Prometheus agent."""
@@ -121,10 +124,24 @@ def deadline_s(ctx: BootstrapContext) -> int | None:
     """Seconds after the kernel starts at which the entry script stops the steps (``FMC_DEADLINE``): the scheduler's
     limit less the time it counts before the kernel and the margin after the bundle. None where no limit applies."""
     traits = ctx.traits
-    limit = traits.boot_limit.seconds
+    limit = ctx.boot_limit.seconds
     if limit is None or traits.boot_before_kernel is None or traits.boot_margin is None:
         return None
     return limit - traits.boot_before_kernel.seconds - traits.boot_margin.seconds
+
+
+def rerun_s(ctx: BootstrapContext) -> int | None:
+    """Seconds a re-run of the bundle on a node that already booted (ParallelCluster's OnNodeUpdated after a cluster
+    update, or an operator's re-run) may take, counted from its own start: the share of the limit the bundle has at
+    the first boot (the limit less everything before the bundle and the margin). The first boot's deadline is long
+    past by then; ParallelCluster waits for an update with a new wait condition of the full head-node timeout
+    (:attr:`fmcluster.flavours.Flavour.head_boot_limit`), and its own update recipes run before ours. None where no
+    limit applies."""
+    traits = ctx.traits
+    limit = ctx.boot_limit.seconds
+    if limit is None or traits.boot_margin is None:
+        return None
+    return limit - sum(p.seconds for p in traits.boot_before) - traits.boot_margin.seconds
 
 
 @dataclass(frozen=True)
@@ -140,6 +157,8 @@ class Estimate:
     limit: Limit
     margin: Phase | None
     deadline: int | None
+    rerun: int | None = None
+    """Seconds a re-run (an update's OnNodeUpdated) has from its own start (:func:`rerun_s`)."""
 
     @property
     def bundle_seconds(self) -> int:
@@ -184,6 +203,9 @@ class Estimate:
         tail = (f"; the entry script stops the steps {self.deadline} s after the kernel starts, naming the step"
                 if self.deadline is not None else "")
         out.append(f"  with every retry failing to its bound the bundle could take {self.retried_seconds} s{tail}")
+        if self.rerun is not None:
+            out.append(f"  a re-run (an update's OnNodeUpdated, or by hand) has {self.rerun} s from its own start; the "
+                       "first boot's deadline does not apply to it")
         return out
 
 
@@ -223,7 +245,7 @@ def estimate(ctx: BootstrapContext, profile: ImageProfile | None = None,
         retry_total += sum(retried(ctx, o.key_download_timeout_s if d.key else o.download_timeout_s)
                            for d in cost.downloads)
     lines.append(("verify and reuse", VERIFY_S * len(ctx.steps())))
-    lines.append(("health check", HEALTH_S))
+    lines.append(("health check", HEALTH_S + (DEEP_HEALTH_S if ctx.gpu and o.deep_health_check else 0)))
     if ctx.slurm_policy:  # bounded waits of the slurm-policy step (slurmdbd, then slurmctld)
         lines.append(("slurmdbd and slurmctld waits", o.slurmdbd_wait_s + o.slurmctld_wait_s))
     elif ctx.slurm_teams_step:  # the slurm-teams step's bounded wait for slurmdbd (after the policy step's: none)
@@ -231,8 +253,8 @@ def estimate(ctx: BootstrapContext, profile: ImageProfile | None = None,
     fixed = sum(s for n, s in lines if n in ("package lock", "verify and reuse", "health check",
                                              "slurmdbd and slurmctld waits"))
     return Estimate(image=profile.name if profile else "the bare OS", before=ctx.traits.boot_before,
-                    lines=lines, retried_seconds=retry_total + fixed, calls=calls, limit=ctx.traits.boot_limit,
-                    margin=ctx.traits.boot_margin, deadline=deadline_s(ctx))
+                    lines=lines, retried_seconds=retry_total + fixed, calls=calls, limit=ctx.boot_limit,
+                    margin=ctx.traits.boot_margin, deadline=deadline_s(ctx), rerun=rerun_s(ctx))
 
 
 def _download_s(ctx: BootstrapContext, d: Download) -> int:

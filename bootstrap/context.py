@@ -22,7 +22,7 @@ from fmcluster.bootstrap.versions import (
 )
 from pydantic import Field, field_validator, model_validator
 
-from fmcluster.flavours import FLAVOURS as FLAVOUR_TRAITS, Flavour as FlavourTraits
+from fmcluster.flavours import FLAVOURS as FLAVOUR_TRAITS, Flavour as FlavourTraits, Limit
 from fmcluster.bootstrap.nodefacts import FSX_BOOT_ENV, FsxMount, InstanceFacts, Options, SlurmTeam
 from fmcluster.orchestrators import ORCHESTRATORS
 from fmcluster.facts import OPERATING_SYSTEMS as _OS_FACTS
@@ -160,8 +160,21 @@ class BootstrapContext(_Frozen):
         return FLAVOUR_TRAITS[self.flavour]
 
     @property
+    def boot_limit(self) -> Limit:
+        """How long the orchestrator waits for this node: the head node's own limit where its flavour has one
+        (ParallelCluster's head node: its CloudFormation wait condition, not the compute nodes' ResumeTimeout)."""
+        t = self.traits
+        return t.head_boot_limit if self.role == "head" and t.head_boot_limit is not None else t.boot_limit
+
+    @property
     def slurm(self) -> bool:
         return self.options.slurm_prefix is not None
+
+    @property
+    def node_health(self) -> bool:
+        """A Slurm GPU node checked while jobs run (trait ``periodic_health``): ``files/fmcluster-node-health`` drains
+        it (or hands it to HyperPod's recovery) when a GPU or EFA device degrades or its bootstrap failed."""
+        return self.gpu and self.slurm and self.traits.periodic_health is not None
 
     @property
     def slurm_metrics(self) -> bool:
@@ -271,6 +284,7 @@ class Step(_Frozen):
     needs_slurm_policy: bool = False
     needs_slurm_teams: bool = False
     needs_data_volume: bool = False
+    needs_node_health: bool = False
 
     def applies(self, ctx: BootstrapContext) -> bool:
         return not (
@@ -283,6 +297,7 @@ class Step(_Frozen):
             or (self.needs_slurm_policy and not ctx.slurm_policy)
             or (self.needs_slurm_teams and not ctx.slurm_teams_step)
             or (self.needs_data_volume and ctx.data_volume is None)
+            or (self.needs_node_health and not ctx.node_health)
         )
 
 
@@ -308,6 +323,9 @@ STEPS: tuple[Step, ...] = (
          description="slurmctld's node, teams: accounts, users and QoS caps in Slurm accounting, kept in step",
          needs_slurm_teams=True),
     Step(name="90-exporters", template="exporters.sh.j2", description="node_exporter, dcgm-exporter, EFA counters, Slurm metrics", needs_exporters=True),
+    Step(name="95-node-health", template="node_health_install.sh.j2",
+         description="the periodic node health check: drains a GPU node that degrades while jobs run",
+         needs_node_health=True),
     Step(name="99-healthcheck", template="healthcheck.sh.j2", description="prove the node before it takes jobs"),
 )
 
@@ -352,7 +370,8 @@ def context_for(
         raise BootstrapError("a compute bundle needs a compute group name")
     traits = FLAVOUR_TRAITS[flavour]
     opts = {"containers": traits.slurm and traits.pyxis_loadable, "slurm_prefix": traits.slurm_prefix,
-            "scratch": cluster.scratch, "scratch_path": cluster.scratch_path} | options
+            "scratch": cluster.scratch, "scratch_path": cluster.scratch_path,
+            "deep_health_check": cluster.deep_dcgm_diagnostic} | options
     try:
         return BootstrapContext(
             project=cluster.project,

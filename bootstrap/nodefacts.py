@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from fmcluster.bootstrap.versions import Arch, _Frozen
+from fmcluster.flavours import NODE_HEALTH_INTERVAL_S
 from fmcluster.plan.slurm_teams import SlurmAssociation, SlurmTeam  # noqa: F401 (the contexts' field types)
 from fmcluster.plan import GroupPlan
 
@@ -89,7 +90,11 @@ class Options(_Frozen):
 
     containers: bool = Field(description="Install enroot (+ pyxis where Slurm runs). Default: on for Slurm flavours.")
     exporters: bool = Field(default=True, description="Install node_exporter, dcgm-exporter and the EFA counters.")
-    deep_health_check: bool = Field(default=False, description="Run `dcgmi diag -r 2` in the health check (minutes).")
+    deep_health_check: bool = Field(default=False, description="Run `dcgmi diag -r 2` in the boot health check "
+                                    "(health.deep_dcgm_diagnostic: about two minutes, DEEP_HEALTH_S).")
+    health_check_interval_s: int = Field(default=NODE_HEALTH_INTERVAL_S, ge=60, le=3600,
+                                         description="How often the periodic node health check runs on a Slurm GPU "
+                                                     "node (HealthCheckInterval, or the timer's period).")
     min_root_free_gb: int = Field(default=20, ge=1, description="Free space the root file system needs.")
     pkg_lock_timeout_s: int = Field(default=300, ge=10, description="How long one boot may wait, in all, for another "
                                     "apt/dnf to release its locks (every package-manager call draws on it).")

@@ -127,6 +127,9 @@ def render_files(ctx: BootstrapContext) -> dict[str, str]:
     if ctx.options.exporters:
         files["files/prometheus-agent.yml"] = render_node_agent_config(ctx.project, gpu=ctx.gpu,
                                                                        slurm=ctx.slurm_metrics)
+        if ctx.gpu:  # for a node whose DCGM has no exporter release: no dcgm-exporter target to stay down forever
+            files["files/prometheus-agent-no-dcgm.yml"] = render_node_agent_config(ctx.project, gpu=False,
+                                                                                   slurm=ctx.slurm_metrics)
     if ctx.gpu and ctx.options.exporters:
         if not DCGM_COUNTERS_FILE.is_file():
             raise BootstrapError(
@@ -151,6 +154,8 @@ def render_files(ctx: BootstrapContext) -> dict[str, str]:
                                                          step_name="88-slurm-policy")
     if "89-slurm-teams" in names:
         files["files/fmcluster-slurm-teams"] = _render("partials/slurm_teams.sh.j2", ctx, step_name="89-slurm-teams")
+    if ctx.node_health:
+        files["files/fmcluster-node-health"] = _render("partials/node_health.sh.j2", ctx)
     if "60-nvme" in names:
         files["files/fmcluster-scratch"] = _render("partials/scratch.sh.j2", ctx)
     return files
@@ -188,9 +193,10 @@ def entry_script(ctx: BootstrapContext, sums_sha256: str, boot_env: dict[str, st
     for key, value in boot_env.items():
         if not re.fullmatch(r"FMC_[A-Z0-9_]+", key) or not BOOT_ENV_VALUE.match(value):
             raise BootstrapError(f"boot_env {key}={value!r}: keys are FMC_*, values plain IDs or names")
-    limit = ctx.traits.boot_limit
+    limit = ctx.boot_limit
     text = _render("entry.sh.j2", ctx, steps=ctx.steps(), sums_sha256=sums_sha256, boot_env=sorted(boot_env.items()),
-                   deadline_s=budget.deadline_s(ctx), limit_s=limit.seconds, limit_name=limit.name)
+                   deadline_s=budget.deadline_s(ctx), rerun_s=budget.rerun_s(ctx), limit_s=limit.seconds,
+                   limit_name=limit.name)
     if len(text.encode()) > USER_DATA_LIMIT:
         raise BootstrapError(f"the entry script is {len(text.encode())} bytes; EC2 user data holds {USER_DATA_LIMIT}")
     return text

@@ -13,6 +13,14 @@ from typing import Literal
 ImexMembers = Literal["ec2-topology", "hyperpod-api", "job-prolog"]
 SlurmctldRole = Literal["head"]
 SlurmMetricsRole = Literal["head", "login"]
+PeriodicHealth = Literal["slurm.conf", "timer"]
+
+NODE_HEALTH_PROGRAM = "/usr/local/sbin/fmcluster-node-health"
+"""Where the bundle installs the periodic node health check (``templates/bootstrap/partials/node_health.sh.j2``)."""
+NODE_HEALTH_INTERVAL_S = 300
+"""How often it runs: Slurm's HealthCheckInterval, or the timer's period (our choice: a degraded GPU keeps taking jobs
+for at most five minutes; each run is a few nvidia-smi queries)."""
+UnhealthyAction = Literal["drain", "hyperpod-replace"]
 
 
 @dataclass(frozen=True)
@@ -80,9 +88,20 @@ class Flavour:
     which image should have carried it. Empty: what the image lacks is installed."""
     operating_systems: tuple[str, ...] = ()
     """The ``os`` values its image exists for (empty: every OS fmcluster knows)."""
+    periodic_health: PeriodicHealth | None = None
+    """How the periodic node health check (``files/fmcluster-node-health``) runs on GPU nodes while jobs run: Slurm's
+    own ``HealthCheckProgram``, which fmcluster sets in slurm.conf ("slurm.conf"), or a systemd timer of ours
+    ("timer": where slurm.conf is not fmcluster's to set); None: no scheduler to drain a node in."""
+    unhealthy_action: UnhealthyAction = "drain"
+    """What the check does with a faulty node: drain it with the reason ("drain": the orchestrator replaces drained
+    nodes or an operator does), or HyperPod's own replace contract ("hyperpod-replace": ``state=fail
+    reason=Action:Replace``)."""
 
     boot_limit: Limit = Limit(None, "none", "no scheduler waits on the node")
     """How long the orchestrator waits for the node (seconds None: no limit, or none known)."""
+    head_boot_limit: Limit | None = None
+    """How long the orchestrator waits for the head node's bundle, where that differs from ``boot_limit`` (None:
+    ``boot_limit``)."""
     boot_before: tuple[Phase, ...] = ()
     """What the limit counts before the bundle starts (none: no limit, or the bundle starts the clock)."""
     boot_before_kernel: Phase | None = None
@@ -114,6 +133,11 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
                         "\"internal directories\"); the cookbook ships the files only as examples under "
                         "/opt/parallelcluster/examples (aws-parallelcluster-cookbook recipes/install/install_pyxis.rb)",
         imex_members="job-prolog", slurmctld_role="head", slurm_metrics_role="head",
+        # HealthCheckProgram is not on ParallelCluster's deny list for CustomSlurmSettings (aws-parallelcluster
+        # 3.16.1 pcluster/validators/slurm_settings_validator.py SLURM_SETTINGS_DENY_LIST) and its cookbook sets none
+        # (aws-parallelcluster-cookbook@f75d84c3 slurm.conf.erb); clustermgtd replaces a static node that is DRAIN or
+        # DOWN (ParallelCluster user guide, "Slurm Workload Manager (slurm)", cluster capacity size and update).
+        periodic_health="slurm.conf",
         boot_limit=Limit(
             1800, "Slurm ResumeTimeout (ParallelCluster DevSettings/Timeouts/ComputeNodeBootstrapTimeout)",
             "aws/aws-parallelcluster-cookbook@f75d84c38ecfac1891e5f3e8fe2d424cc3e7448d cookbooks/aws-parallelcluster-"
@@ -128,6 +152,12 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
                   "RHEL/Rocky, to join the scheduler (aws/aws-parallelcluster#6761, tests/integration-tests/tests/"
                   "common/hit_common.py wait_for_num_nodes_in_scheduler); the larger is assumed"),
         ),
+        head_boot_limit=Limit(
+            2100, "CloudFormation HeadNodeWaitCondition (ParallelCluster DevSettings/Timeouts/HeadNodeBootstrapTimeout)",
+            "aws-parallelcluster 3.16.1 pcluster/templates/cluster_stack.py _add_wait_condition: a new "
+            "HeadNodeWaitCondition<timestamp> on every create and update, its timeout dev_settings.timeouts."
+            "head_node_bootstrap_timeout, default pcluster/constants.py NODE_BOOTSTRAP_TIMEOUT = 2100; so an update "
+            "(OnNodeUpdated) has the whole timeout again, from the update's start"),
         boot_before_kernel=PARALLELCLUSTER_LAUNCH,
         boot_margin=Phase("after the bundle", 120, "ParallelCluster finishes the node after OnNodeConfigured returns "
                                                    "and slurmd registers with slurmctld")),
@@ -137,6 +167,11 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
         plugstack_where="HyperPod's slurmd runs configless and fetches plugstack.conf from the controller, ignoring "
                         "a compute-local one",
         imex_members="hyperpod-api", slurmctld_role="head", slurm_metrics_role="head",
+        # slurm.conf is HyperPod's (SlurmConfigStrategy): a timer runs the check, and a faulty node is handed to
+        # HyperPod's own recovery: `scontrol update node=<node> state=fail reason="Action:Replace"` (SageMaker
+        # developer guide, "Manually replace or reboot a node using Slurm",
+        # sagemaker-hyperpod-resiliency-slurm-replace-faulty-instance.html)
+        periodic_health="timer", unhealthy_action="hyperpod-replace",
         boot_limit=Limit(
             None, "HyperPod lifecycle script limit", "unconfirmed: no public source states how long HyperPod waits "
             "for OnInitComplete before it fails the node", unconfirmed=True)),
@@ -154,17 +189,21 @@ FLAVOURS: dict[str, Flavour] = {f.name: f for f in (
     #   plugstack.conf with the rest from the controller, whose files PCS generates and which has no plugstack
     #   setting (custom Slurm settings: slurm.conf, slurmdbd.conf and cgroup.conf parameters), so a node-local
     #   plugstack.conf is ignored and pyxis cannot be loaded.
-    # - Health: our bundle runs before slurmd has fetched its configuration, so it cannot drain its own node; it
-    #   tags the instance (fmcluster:health=unhealthy; no source says PCS uses an Auto Scaling group, so the group
-    #   lookup is best effort). PCS's own instance health checks (ComputeNodeGroup InstanceHealthChecks, PCS API
+    # - Health: our bundle runs before slurmd has fetched its configuration, so it cannot drain its own node at
+    #   once; it tags the instance (fmcluster:health=unhealthy; no source says PCS uses an Auto Scaling group, so the
+    #   group lookup is best effort), and the periodic node health check (below) drains it once slurmd registers. PCS's own instance health checks (ComputeNodeGroup InstanceHealthChecks, PCS API
     #   reference "HealthMonitoring": repair action AUTO | REPLACE | ISOLATE | NONE) watch the node once it runs.
     # - Reboot: none; a scheduler waits on the node (how long is unconfirmed: boot_limit).
     # - IMEX: as self-managed (EC2 instance topology at boot); GB200 under PCS: no source found.
     # - Slurm metrics: slurmctld runs on a controller AWS manages, which runs nothing of ours; the login nodes run
     #   sackd, through which Slurm's client commands reach it (PCS user guide, "Login nodes"), so the Slurm metrics
     #   script (squeue, sinfo) runs on the login node group's nodes. Without login nodes, none is collected.
+    # - Periodic health: HealthCheckProgram is not among the custom Slurm settings the PCS sources we found list
+    #   (PCS API reference SlurmCustomSetting), so a timer of ours runs the check and drains the node; a bootstrap that
+    #   failed before the timer was installed installs it from the entry script, and its first run drains the node
+    #   with the bootstrap's reason once slurmd has registered it.
     Flavour("pcs", slurm_prefix="/opt/aws/pcs/scheduler/slurm-24.11", mounts_fsx=True, marks_unhealthy=True,
-            pyxis_loadable=False, slurm_metrics_role="login",
+            pyxis_loadable=False, slurm_metrics_role="login", periodic_health="timer",
             boot_limit=Limit(
                 None, "PCS node registration/boot limit", "unconfirmed: the PCS user guide says when user data runs "
                 "(shell parts after the instance registers, before slurmd starts: \"Working with Amazon EC2 user "

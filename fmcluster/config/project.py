@@ -81,6 +81,18 @@ class Orchestrator(Model):
 
 
 
+class Health(Model):
+    """Node health beyond what every GPU node always checks (at boot, and periodically while jobs run on Slurm)."""
+
+    deep_dcgm_diagnostic: bool = Field(
+        default=False,
+        description="Run DCGM's medium diagnostic (`dcgmi diag -r 2`: PCIe, memory and compute tests under load) in "
+                    "every GPU node's boot health check, failing the node on any failure. It adds about two minutes "
+                    "to every GPU node's boot (NVIDIA DCGM documentation, `dcgmi diag`: level 2 \"normally lasting "
+                    "approximately two minutes\"), inside the orchestrator's boot limit; it loads the GPUs, so it "
+                    "never runs while jobs do.")
+
+
 class Project(Model):
     """One training effort: one file under ``projects/``, one set of stacks."""
 
@@ -101,6 +113,7 @@ class Project(Model):
     storage: Storage = Field(default_factory=Storage, description="Shared storage.")
     orchestrator: Orchestrator = Field(default_factory=Orchestrator, description="Job scheduler.")
     observability: Observability = Field(default_factory=Observability, description="Metrics and alerts.")
+    health: Health = Field(default_factory=Health, description="Node health checks beyond the defaults.")
     teams: list[Team] = Field(
         default_factory=list, max_length=100,
         description="Teams sharing the cluster: members, fair-share weight, and each team's guaranteed and "

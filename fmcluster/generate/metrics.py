@@ -83,6 +83,9 @@ NODE_EXPORTER_DIMENSIONS: dict[str, Dimension] = {
     "node_network_transmit_bytes_total": "netdev",
     "node_disk_read_bytes_total": "disk",
     "node_disk_written_bytes_total": "disk",
+    # our own, through node_exporter's textfile collector: monitoring components the exporters step could not
+    # install (templates/bootstrap/exporters.sh.j2; alert MonitoringComponentMissing)
+    "fmcluster_monitoring_missing": "node",
 }
 """What each node_exporter metric of the table has one series per."""
 

@@ -26,6 +26,7 @@ from fmcluster.contracts import (
     StorageContract,
 )
 from fmcluster.facts import PROJECT_TAG
+from fmcluster.flavours import NODE_HEALTH_INTERVAL_S, NODE_HEALTH_PROGRAM
 from fmcluster.orchestrators import DiagramPart, SlurmTarget
 from fmcluster.plan import ClusterPlan, GroupPlan, Plan
 from fmcluster.plan.parallelcluster import min_count
@@ -245,6 +246,11 @@ def _slurm_settings(settings: ParallelClusterSettings, *, imex: bool = False,
         # user) and sacct name gres/gpu only when AccountingStorageTRES lists it (slurm.conf(5)), and
         # ParallelCluster's slurm.conf does not (aws-parallelcluster-cookbook slurm.conf.erb: GresTypes=gpu only)
         "AccountingStorageTRES": ",".join(DEFAULT_TRES)}
+    # The periodic node health check every GPU node's bundle installs (FLAVOURS["parallelcluster"].periodic_health):
+    # slurmd runs it on every node, whatever its state, while jobs run too (slurm.conf(5): HealthCheckProgram,
+    # HealthCheckInterval, HealthCheckNodeState ANY); it drains a node whose GPU or EFA device degrades.
+    defaults = {"HealthCheckProgram": NODE_HEALTH_PROGRAM, "HealthCheckInterval": NODE_HEALTH_INTERVAL_S,
+                "HealthCheckNodeState": "ANY", **defaults}
     if accounting is not None:
         out["Database"] = database(accounting)
     for key, value in defaults.items():

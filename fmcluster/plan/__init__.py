@@ -122,6 +122,7 @@ def make_plan(project: Project) -> Plan:
         accounting=project.orchestrator.accounting,
         hyperpod_eks=project.orchestrator.eks,
         teams=tuple(project.teams),
+        deep_dcgm_diagnostic=project.health.deep_dcgm_diagnostic,
     )
     other_ips, notes = 0, ()
     if cluster.driver.pod_addresses:  # EKS: EFA interfaces and the VPC CNI's pod addresses, per instance group

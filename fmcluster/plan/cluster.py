@@ -49,6 +49,8 @@ class ClusterPlan:
     """HyperPod-on-EKS settings (their defaults unless ``orchestrator.hyperpod_eks`` sets them)."""
     teams: tuple[Team, ...] = ()
     """The project's teams (``teams``), in file order."""
+    deep_dcgm_diagnostic: bool = False
+    """Every GPU node's boot health check runs DCGM's medium diagnostic (``health.deep_dcgm_diagnostic``)."""
     control_plane_subnet_cidrs: tuple[str, ...] | None = ()
     """The control plane's two /28s where the orchestrator has one (:attr:`fmcluster.orchestrators.Orchestrator.
     control_plane_subnets`): the VPC's last two, as the accounting database's. Empty without; None where they

@@ -13,7 +13,7 @@ import subprocess
 import zipfile
 from pathlib import Path
 
-from fmcluster.bootstrap import bundles, render
+from fmcluster.bootstrap import budget, bundles, render
 from fmcluster.config import parse
 from fmcluster.plan import make_plan
 from support.sandbox import Image, Sandbox, build_sandbox, context_for, install_slurm_controller, make_project
@@ -122,3 +122,24 @@ def test_an_update_naming_another_digest_runs_nothing(tmp_path: Path) -> None:
     rc, out, calls = _launch(sb, "update", POINTER, stale)
     assert rc == 1 and f"this update expects {stale}" in out
     assert not (sb.root / "var/log/fmcluster/bootstrap.log").exists()
+
+
+def test_an_update_re_run_long_after_the_first_boot_has_its_own_budget_and_waits_for_a_held_lock(tmp_path) -> None:
+    """The first boot's deadline counts from the kernel's start; ParallelCluster's update of the head node comes days
+    later with a wait condition of its own. The re-run gets the bundle's share of the limit from its own start, so a
+    package lock held for a while is waited for, not failed at once (as it was: no time left of the first boot)."""
+    sb = _head(tmp_path)
+    digest = _publish(sb, _cluster(False), "a")
+    rc, out, _ = _launch(sb, "configure", POINTER)
+    assert rc == 0, out[-4000:]
+    (sb.root / "proc/uptime").write_text("864000.25 1000.00\n")  # ten days since boot
+    (sb.path / "state/lock-held").write_text("3\n")  # another apt holds the lock for three polls
+    rc, out, calls = _launch(sb, "update", POINTER, digest)
+    assert rc == 0, out[-4000:]
+    assert "a re-run" in out and "waiting for the package manager lock" in out
+    assert [c for c in calls if c == "sleep 5"] == ["sleep 5"] * 3
+    # the re-run's budget is the bundle's share of the head node's limit (its wait condition), not ResumeTimeout's
+    ctx = context_for(make_project("p5.48xlarge", "ubuntu-22.04", "parallelcluster"), None, "head", "parallelcluster")
+    assert ctx.boot_limit.seconds == 2100 and "HeadNodeWaitCondition" in ctx.boot_limit.name
+    m = re.search(r"the steps must finish within (\d+)s of its start", out)
+    assert m and int(m.group(1)) == budget.rerun_s(ctx) > 0

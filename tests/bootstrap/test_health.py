@@ -55,10 +55,8 @@ CASES = {
     "persistence-off": ("persistence-off", "", "gpu: persistence mode is Disabled (nvidia-persistenced not running?)"),
     "fabric-training": ("fabric-bad", "", "fabric: GPU fabric state is not Completed/Success: 8 GPUs In Progress/Success"),
     "fabric-manager-down": ("inactive-nvidia-fabricmanager.service", "", "nvlink: nvidia-fabricmanager is not running"),
-    "node-exporter-down": ("inactive-fmcluster-node-exporter.service", "", "exporters: node_exporter is not running"),
-    "node-exporter-silent": (f"down-{NODE_PORT}", "", f"exporters: node_exporter does not answer on port {NODE_PORT}"),
-    "dcgm-exporter-down": (f"inactive-{DCGM_SERVICE}", "", "exporters: dcgm-exporter is not running"),
-    "dcgm-exporter-silent": (f"down-{DCGM_PORT}", "", f"exporters: dcgm-exporter does not answer on port {DCGM_PORT}"),
+    "pcie-x8": ("pcie-x8", "", "gpu 00000000:53:00.0: PCIe link x8, expected x16"),
+    "hw-slowdown": ("hw-slowdown", "", "gpu 00000000:55:00.0: HW Slowdown is active"),
     "fsx-unmounted": ("mounted", None, "fsx: fs-0123456789abcdef0 is not mounted at /fsx"),
 }
 
@@ -83,6 +81,28 @@ def test_each_problem_fails_the_health_check(p5, case):
     assert reason in res.out, res.out
     assert (p5.root / "var/lib/fmcluster/health").read_text().startswith("unhealthy: ")
     assert reason in (p5.root / "var/lib/fmcluster/health").read_text()
+
+
+MONITORING_CASES = {
+    # monitoring is not what training needs: a warning (and its alert), never a reason to replace the node
+    "node-exporter-down": ("inactive-fmcluster-node-exporter.service", "exporters: node_exporter is not running"),
+    "node-exporter-silent": (f"down-{NODE_PORT}", f"exporters: node_exporter does not answer on port {NODE_PORT}"),
+    "dcgm-exporter-down": (f"inactive-{DCGM_SERVICE}", "exporters: dcgm-exporter is not running"),
+    "dcgm-exporter-silent": (f"down-{DCGM_PORT}", f"exporters: dcgm-exporter does not answer on port {DCGM_PORT}"),
+}
+
+
+@pytest.mark.parametrize("case", MONITORING_CASES)
+def test_a_silent_exporter_warns_and_keeps_the_node(p5, case):
+    name, warning = MONITORING_CASES[case]
+    (p5.path / "state" / name).write_text("")
+    try:
+        res = p5.run(script="steps/99-healthcheck.sh")
+    finally:
+        (p5.path / "state" / name).unlink()
+    assert res.rc == 0, res.out
+    assert f"WARNING: {warning}" in res.out
+    assert (p5.root / "var/lib/fmcluster/health").read_text() == "healthy\n"
 
 
 @pytest.mark.parametrize("log", [XID_13, SXID_NONFATAL], ids=["xid-13-application", "sxid-non-fatal"])

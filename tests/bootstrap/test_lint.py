@@ -175,6 +175,43 @@ def test_shellcheck_has_no_findings(chunk: int, tmp_path: Path):
             (cache / digest).touch()
 
 
+def _example_scripts() -> list[tuple[str, tuple[str, str]]]:
+    """Every distinct script of every bundle each example project deploys (with an FSx mount where the bundle mounts
+    one): the matrix's representatives share code paths by structure, and a script whose code differs only by a
+    catalog figure (B200's nvlsm modules: SC2043 on a one-word loop) would not be linted otherwise."""
+    from fmcluster import config
+    from fmcluster.bootstrap import bundles
+    from fmcluster.plan import make_plan
+    from support import ROOT
+
+    contexts = []
+    for example in sorted((ROOT / "examples").glob("*.yaml")):
+        cluster = make_plan(config.load(str(example)).project).cluster
+        contexts += [(f"{example.name}/{name}", ctx) for name, ctx in bundles.deployed_contexts(cluster, FSX).items()]
+    return sorted(_unique(contexts).items())
+
+
+def test_shellcheck_has_no_findings_over_every_example_s_scripts(tmp_path: Path):
+    cache = _clean_cache()
+    mine = [(d, nc) for d, nc in _example_scripts() if cache is None or not (cache / d).exists()]
+    if not mine:
+        return
+    paths = []
+    for digest, (name, content) in mine:
+        path = tmp_path / f"{digest}.sh"
+        path.write_text(content)
+        paths.append((path, name))
+    proc = subprocess.run([SHELLCHECK, "-f", "gcc", *[str(p) for p, _ in paths]], capture_output=True, text=True,
+                          timeout=300)
+    names = {str(p): n for p, n in paths}
+    findings = [names.get(line.split(":", 1)[0], "?") + ": " + line for line in proc.stdout.splitlines()]
+    assert proc.returncode == 0 and not findings, "\n".join(findings[:40]) + proc.stderr
+    if cache is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        for digest, _ in mine:
+            (cache / digest).touch()
+
+
 def test_no_obsolete_nccl_or_libfabric_variables_anywhere():
     for _, (name, content) in _unique_matrix().items():
         for var in FORBIDDEN:

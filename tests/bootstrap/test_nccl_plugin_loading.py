@@ -163,3 +163,51 @@ def test_aws_ofi_nccl_tuner_loads_from_2_21_through_the_net_plugin_and_never_on_
     # the file path the templates used to export is lost on 2.27.3 (neither lib*.so nor a name)
     path_env = env | {"NCCL_TUNER_PLUGIN": files[1]}
     assert nccl_loader.tuner(_v("2.27.3"), path_env | {"NCCL_NET_PLUGIN": files[0]}, loader, set(files)) is None
+
+
+CONTAINER_LAYOUTS = {
+    # aws-ofi-nccl as a container image may carry it (versions.yaml aws_ofi_nccl.plugin_files: every layout the
+    # bundle searches). The DLC images the first job and acceptance name (versions.yaml first_job_image) carry one of
+    # the first two (EFA installer >= 1.44 on x86_64; 1.42 on aarch64); which one exactly is unconfirmed, so all are.
+    "efa-1.44+": ("/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", "/opt/amazon/ofi-nccl/lib/libnccl-ofi-tuner.so"),
+    "efa-<1.44, both names": ("/opt/amazon/ofi-nccl/lib/{arch}-linux-gnu/libnccl-net.so",
+                              "/opt/amazon/ofi-nccl/lib/{arch}-linux-gnu/libnccl-net-ofi.so"),
+    "aws-ofi-nccl <1.15, libnccl-net.so only": ("/opt/amazon/ofi-nccl/lib/{arch}-linux-gnu/libnccl-net.so",),
+}
+
+
+def _pyxis(job: dict[str, str], container: dict[str, str]) -> dict[str, str]:
+    """The environment of a pyxis task: the job's, then every variable of the container's own environment (the
+    image's /etc/environment and what enroot hooks wrote) overwriting it (NVIDIA/pyxis pyxis_slurmstepd.c
+    spank_import_container_env: spank_setenv(..., overwrite=1) over /proc/<pid>/environ)."""
+    return job | container
+
+
+@pytest.mark.parametrize("layout", CONTAINER_LAYOUTS)
+def test_a_container_loads_its_own_plugin_whatever_the_host_profile_exports(tmp_path, layout):
+    """A job submitted from a login shell carries the host profile's NCCL variables (sbatch exports the submitting
+    environment); pyxis passes every one the container does not set. The enroot hook pins the container's own, so
+    every NCCL from 2.18 loads the container's aws-ofi-nccl, never nothing."""
+    arch = "x86_64"
+    host_files = ("/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so",)  # the host's 1.44+ layout: it exports ofi
+    host_env = _environments(tmp_path / "host", "parallelcluster-ubuntu-22.04", arch,
+                             _root(tmp_path / "host", host_files))["profile.d (bash)"]
+    assert host_env.get("NCCL_NET_PLUGIN") == "ofi"
+    files = tuple(f.format(arch=arch) for f in CONTAINER_LAYOUTS[layout])
+    (tmp_path / "c").mkdir()
+    root = _root(tmp_path / "c", files)
+    p, project = _project("parallelcluster-ubuntu-22.04", arch)
+    hook_text = render.render_files(context_for(make_plan(project).cluster, "gpu", "compute", p.flavour))[
+        "files/fmcluster-enroot-nccl.sh"]
+    hook, environ = tmp_path / "hook.sh", tmp_path / "environ"
+    hook.write_text(hook_text)
+    environ.write_text("")
+    subprocess.run(["bash", str(hook)], check=True, env={"ENROOT_ROOTFS": str(root), "ENROOT_ENVIRON": str(environ),
+                                                          "PATH": "/usr/bin:/bin"})
+    env = _pyxis(host_env, dict(line.split("=", 1) for line in environ.read_text().splitlines()))
+    loader = Loader(root, env.get("LD_LIBRARY_PATH", ""))
+    plugins = {f for f in files if f.rsplit("/", 1)[1].startswith("libnccl-net")}
+    failures = [f"NCCL {v.label}: NCCL_NET_PLUGIN={env.get('NCCL_NET_PLUGIN', '(unset)')} loads "
+                f"{nccl_loader.net_plugin(v, env, loader) or 'nothing (sockets)'}"
+                for v in VERSIONS if nccl_loader.net_plugin(v, env, loader) not in plugins]
+    assert not failures, "\n".join(failures)

@@ -77,8 +77,9 @@ def test_no_script_requires_the_pre_1_44_directory():
      "NCCL_NET_PLUGIN=ofi\nLD_LIBRARY_PATH=/opt/amazon/ofi-nccl/lib:/usr/local/cuda/lib64\n"),
     (("/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so",), "LD_LIBRARY_PATH=/opt/amazon/ofi-nccl/lib:/usr/lib\n",
      "NCCL_NET_PLUGIN=ofi\n"),
+    # older naming: a link of the name every NCCL opens, pinned, so the host's NCCL_NET_PLUGIN=ofi never decides
     (("/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu/libnccl-net.so",), "",
-     "LD_LIBRARY_PATH=/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu\n"),
+     "NCCL_NET_PLUGIN=ofi\nLD_LIBRARY_PATH=/usr/local/lib/fmcluster-nccl:/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu\n"),
     ((), "", ""),
     (("/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so",), "NCCL_NET_PLUGIN=ofi\n", ""),
 ], ids=["1.44+", "1.44+-image-path", "1.44+-already-on-path", "pre-1.44", "no-plugin", "image-sets-its-own"])

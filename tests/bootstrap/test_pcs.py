@@ -22,7 +22,7 @@ def _files(itype: str, role: str = "compute", **options) -> dict[str, str]:
 
 def test_a_pcs_compute_node_mounts_fsx_and_runs_no_container_step():
     steps = {k.split("/")[1].split("-")[0] for k in _files("p5.48xlarge") if k.startswith("steps/")}
-    assert steps == {"10", "20", "30", "40", "50", "60", "70", "90", "99"}
+    assert steps == {"10", "20", "30", "40", "50", "60", "70", "90", "95", "99"}
 
 
 def test_a_pcs_gb200_node_finds_its_imex_peers_from_ec2_and_asks_slurm_where_pcs_installs_it():

@@ -66,15 +66,15 @@ def test_bad_checksum_aborts_before_anything_is_installed(p5_context, make_sandb
     sb = make_sandbox(p5_context, Image(node_exporter=False))
     sb.serve("node_exporter-1.9.1.linux-amd64.tar.gz", b"tampered")
     res = sb.run()
-    assert res.rc != 0
     assert "sha256 mismatch for node_exporter 1.9.1" in res.out
     assert "nothing was installed" in res.out
     assert not (sb.root / "usr/local/bin/node_exporter").exists()
-    assert not calls_of(res, "useradd")
+    assert not [c for c in calls_of(res, "useradd") if "node_exporter" in c]
     assert not [c for c in res.calls if "fmcluster-node-exporter" in c]
     assert not (sb.root / "var/cache/fmcluster/node_exporter-1.9.1.tar.gz").exists()
-    last = res.out.strip().splitlines()[-1]
-    assert "FAILED: 90-exporters: sha256 mismatch for node_exporter" in last
+    # monitoring is not what training needs: the node joins without it (tests/bootstrap/test_monitoring_degrades.py)
+    assert res.rc == 0, res.out[-2000:]
+    assert "monitoring degraded: node_exporter is not installed (90-exporters: sha256 mismatch" in res.out
 
 
 def test_bad_signature_aborts_before_the_efa_installer_runs(p5_context, make_sandbox):
@@ -195,8 +195,8 @@ def test_a_required_pin_left_out_stops_before_downloading(make_sandbox):
     sb = make_sandbox(ctx, Image(node_exporter=False))
     assert sb.manifest.placeholders == ["node_exporter.tarball.sha256.x86_64"]
     res = sb.run(script="steps/90-exporters.sh")
-    assert res.rc != 0
     assert "no sha256 pinned for node_exporter 1.9.1" in res.out
+    assert res.rc == 0 and "monitoring degraded: node_exporter is not installed" in res.out  # monitoring only
     assert not [c for c in res.calls if c.startswith("curl") and "node_exporter" in c]
 
 

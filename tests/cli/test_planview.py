@@ -234,22 +234,22 @@ def test_the_slurm_controller_s_exporter_and_series_are_shown_where_a_node_of_ou
     text = _flat(render(ROOT / "projects" / "default.yaml"))  # ParallelCluster: the head node runs slurmctld
     assert ("Slurm controller node_exporter, slurm-metrics (port 9100), and a Prometheus agent "
             "remote-writing to the workspace") in text
-    # node_exporter's 55 without CPUs + 1 `up` + the Slurm metrics: 7 cluster-wide (the timestamp among them), 9 per
+    # node_exporter's 56 without CPUs (fmcluster_monitoring_missing among them) + 1 `up` + the Slurm metrics: 7 cluster-wide (the timestamp among them), 9 per
     # partition (one group), one per Slurm command (2); per-user, per-reason and per-drained-node series are not
     # counted
-    assert "series, Slurm ~74 on the Slurm controller's node (+ 8 per vCPU)" in text
+    assert "series, Slurm ~75 on the Slurm controller's node (+ 8 per vCPU)" in text
     # AWS runs PCS's slurmctld: its login node collects them
     pcs = _flat(render(ROOT / "examples" / "p5-pcs.yaml"))
     assert "Slurm controller" not in pcs and "login nodes node_exporter, slurm-metrics (port 9100)" in pcs
-    assert "series, Slurm ~74 on each login node" in pcs
+    assert "series, Slurm ~75 on each login node" in pcs
 
 
 def test_the_plan_estimates_active_series_against_the_workspace_quota(monkeypatch: pytest.MonkeyPatch) -> None:
     text = _flat(render(ROOT / "examples" / "p5-odcr.yaml"))
     # One p5.48xlarge by hand: 192 vCPUs x 8 CPU modes, 32 EFA devices x 18 counters, 8 GPUs x the
-    # 34 metric rows of the DCGM counters file, 5 per-node metrics, 2 `up`, assumed 8 mounts x 5,
-    # 3 network devices x 2, (8 NVMe + 2) disks x 2.
-    p5 = 192 * 8 + 32 * 18 + 8 * 34 + 5 + 2 + 8 * 5 + 3 * 2 + 10 * 2
+    # 34 metric rows of the DCGM counters file, 6 per-node metrics (fmcluster_monitoring_missing among them), 2 `up`,
+    # assumed 8 mounts x 5, 3 network devices x 2, (8 NVMe + 2) disks x 2.
+    p5 = 192 * 8 + 32 * 18 + 8 * 34 + 6 + 2 + 8 * 5 + 3 * 2 + 10 * 2
     assert f"~{p5:,} active series per node" in text
     assert "10,000,000 active series" in text and "OVER" not in text
     # GB200's vCPUs and drives are unconfirmed: the plan says what it left out instead of guessing.

@@ -190,17 +190,27 @@ def test_mixed_architectures_are_refused():
                     "compute_groups[1].instance_type", "one architecture")
 
 
+HEALTH = [{"HealthCheckProgram": "/usr/local/sbin/fmcluster-node-health"}, {"HealthCheckInterval": 300},
+          {"HealthCheckNodeState": "ANY"}]
+"""The periodic node health check every GPU node installs, run by slurmd (tests/bootstrap/test_node_health.py)."""
+
+
 def test_slurm_settings_pass_through():
     cfg = generated(project_dict(orchestrator={"type": "parallelcluster", "parallelcluster": {"slurm": {
         "queue_update_strategy": "TERMINATE", "custom_settings": {"SchedulerParameters": "nohold_on_prolog_fail"}}}}))
     assert cfg["Scheduling"]["SlurmSettings"] == {
         "QueueUpdateStrategy": "TERMINATE", "ScaledownIdletime": 10,
-        "CustomSlurmSettings": [{"SchedulerParameters": "nohold_on_prolog_fail"},
+        "CustomSlurmSettings": [{"SchedulerParameters": "nohold_on_prolog_fail"}, *HEALTH,
                                 # GPUs tracked even without accounting (squeue's tres-alloc names them only then)
                                 {"AccountingStorageTRES": "gres/gpu"}]}
     own = generated(project_dict(orchestrator={"type": "parallelcluster", "parallelcluster": {"slurm": {
         "custom_settings": {"accountingstoragetres": "gres/gpu:h100"}}}}))
-    assert own["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] == [{"accountingstoragetres": "gres/gpu:h100"}]
+    assert own["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] == [{"accountingstoragetres": "gres/gpu:h100"},
+                                                                         *HEALTH]
+    mine = generated(project_dict(orchestrator={"type": "parallelcluster", "parallelcluster": {"slurm": {
+        "custom_settings": {"HealthCheckProgram": "/opt/nhc/nhc"}}}}))  # the project's own health check wins
+    assert mine["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"][:3] == [
+        {"HealthCheckProgram": "/opt/nhc/nhc"}, {"HealthCheckInterval": 300}, {"HealthCheckNodeState": "ANY"}]
 
 
 def test_tags_carry_the_project():
@@ -252,10 +262,10 @@ def test_ultraserver_queues_run_the_imex_prolog_at_allocation():
     assert {"PrologFlags": "Alloc,NoHold"} in settings["CustomSlurmSettings"]
     own = generated(project_dict(os="ubuntu-24.04", compute_groups=groups, orchestrator={
         "type": "parallelcluster", "parallelcluster": {"slurm": {"custom_settings": {"PrologFlags": "Alloc"}}}}))
-    assert own["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] == [{"PrologFlags": "Alloc"},
+    assert own["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] == [{"PrologFlags": "Alloc"}, *HEALTH,
                                                                          {"AccountingStorageTRES": "gres/gpu"}]
     plain = generated(project_dict())["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"]
-    assert plain == [{"AccountingStorageTRES": "gres/gpu"}]  # no IMEX: no PrologFlags
+    assert plain == [*HEALTH, {"AccountingStorageTRES": "gres/gpu"}]  # no IMEX: no PrologFlags
 
 
 def test_accounting_writes_the_database_and_its_defaults_and_the_projects_settings_win():
@@ -269,11 +279,11 @@ def test_accounting_writes_the_database_and_its_defaults_and_the_projects_settin
     assert slurm["Database"]["PasswordSecretArn"].startswith("arn:aws:secretsmanager:")
     custom = {k: v for item in slurm["CustomSlurmSettings"] for k, v in item.items()}
     assert custom == {"PriorityWeightFairshare": 500, "PriorityType": "priority/multifactor",
-                      "AccountingStorageTRES": "gres/gpu"}
+                      "AccountingStorageTRES": "gres/gpu", **{k: v for item in HEALTH for k, v in item.items()}}
     # slurmdbd runs on the head node: it alone joins the database's client group
     head = config["HeadNode"]["Networking"]["SecurityGroups"]
     assert len(head) == len(without["HeadNode"]["Networking"]["SecurityGroups"]) + 1
     assert all(head[-1] not in q["Networking"]["SecurityGroups"] for q in config["Scheduling"]["SlurmQueues"])
     off = generated(project_dict(orchestrator={
         "type": "parallelcluster", "accounting": {"enabled": True, "fair_share": False, "tres": []}}))
-    assert "CustomSlurmSettings" not in off["Scheduling"]["SlurmSettings"]
+    assert off["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] == HEALTH

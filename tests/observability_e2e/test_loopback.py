@@ -202,6 +202,7 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
         for counter in metrics.EFA_COUNTERS:
             (counters / counter).write_text("0\n")
         textfile = tmp_path / "var/lib/fmcluster/textfile"
+        _monitoring_status(textfile, missing=0)
 
         procfs = _procfs_with_lustre(tmp_path)
 
@@ -273,6 +274,16 @@ def _empty_panels(port: int, queries: Iterable[tuple[str, str]]) -> list[tuple[s
 
 def _names(port: int) -> set[str]:
     return set(_get(port, "/api/v1/label/__name__/values")["data"])
+
+
+def _monitoring_status(textfile: Path, missing: int) -> None:
+    """fmcluster-monitoring.prom as the exporters step writes it (its printf line, run by bash)."""
+    step = render.render_files(context_for(make_project(), "gpu", "compute"))["steps/90-exporters.sh"]
+    (line,) = [ln for ln in step.splitlines() if ln.lstrip().startswith("printf '# HELP fmcluster_monitoring_missing")]
+    textfile.mkdir(parents=True, exist_ok=True)
+    out = subprocess.run(["bash", "-c", line.strip().replace('"${n}"', str(missing)).rstrip(" \\")],
+                         capture_output=True, text=True, check=True).stdout
+    (textfile / "fmcluster-monitoring.prom").write_text(out)
 
 
 def test_every_table_metric_arrives_and_injected_faults_fire_their_alerts(stack: Stack):

@@ -139,7 +139,10 @@ class Loader:
         dirs = [d for d in self.ld_library_path.split(":") if d]
         dirs += list(self.cache_dirs) + ["/lib64", "/usr/lib64", "/lib", "/usr/lib"]
         for d in dirs:
-            if (self.root / d.lstrip("/") / name).is_file():
+            path = self.root / d.lstrip("/") / name
+            if path.is_file():
+                if path.is_symlink():  # dlopen loads the link's target (relative links only: the root is not /)
+                    return "/" + str(path.resolve().relative_to(self.root.resolve()))
                 return os.path.normpath(f"{d}/{name}")
         return None
 

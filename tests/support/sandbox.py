@@ -170,7 +170,7 @@ echo $((n - 1)) >"${f}"
 exit 0
 """,
     "getent": "exit 2",
-    "mount": r'mkdir -p "${state}/mounted"; t=${!#}; : >"${state}/mounted/${t//\//_}"',
+    "mount": r'[[ -e "${state}/lustre-mount-fails" && " $* " == *" -t lustre "* ]] && { echo "mount.lustre: mount ${1:-} at ${!#} failed: Input/output error" >&2; exit 5; }; mkdir -p "${state}/mounted"; t=${!#}; : >"${state}/mounted/${t//\//_}"',
     "mountpoint": r't=${!#}; [[ -e "${state}/mounted/${t//\//_}" ]]',
     "findmnt": r't=${!#}; [[ -e "${state}/mounted/${t//\//_}" ]] && echo "${t} fs@tcp:/x lustre rw"',
     "mdadm": r"""
@@ -378,6 +378,11 @@ case " $* " in
       if [[ -e "${state}/remap-pending" && ${g} == 0 ]]; then echo "00000000:53:00.0, Yes, No"
       elif [[ -e "${state}/remap-failed" && ${g} == 2 ]]; then echo "00000000:52:00.0, No, Yes"
       else echo "00000000:5${g}:00.0, No, No"; fi; done ;;
+  *pcie.link.width*) for ((g = 0; g < T_GPUS; g++)); do  # state/pcie-x8: GPU 3's link trained at x8 of x16
+      if [[ -e "${state}/pcie-x8" && ${g} == 3 ]]; then echo "00000000:53:00.0, 8, 16"; else echo "00000000:5${g}:00.0, 16, 16"; fi; done ;;
+  *hw_slowdown*) once=0; [[ -e "${state}/hw-slowdown-once" ]] && once=1; rm -f "${state}/hw-slowdown-once"
+    for ((g = 0; g < T_GPUS; g++)); do  # state/hw-slowdown: GPU 5 is held in HW Slowdown; -once: one reading only
+      if [[ ( -e "${state}/hw-slowdown" || ${once} == 1 ) && ${g} == 5 ]]; then echo "00000000:55:00.0, Active"; else echo "00000000:5${g}:00.0, Not Active"; fi; done ;;
   *retired_pages*) for ((g = 0; g < T_GPUS; g++)); do
       if [[ -e "${state}/retired-pending" && ${g} == 1 ]]; then echo "00000000:51:00.0, Yes"; else echo "00000000:5${g}:00.0, [N/A]"; fi; done ;;
   " -q ") for ((g = 0; g < T_GPUS; g++)); do
