@@ -108,7 +108,9 @@ def test_the_head_node_creates_the_teams_in_the_order_slurm_needs(tmp_path) -> N
     db = _db(sb)
     assert {"research-gpu", "prod-gpu"} <= set(db["qos"])
     assert db["tres"] == {"research-gpu": "node=3", "prod-gpu": "node=2"}
-    assert db["accounts"]["research"] == {"fairshare": "3"} and db["accounts"]["prod"] == {"fairshare": "1"}
+    assert db["accounts"]["research"] == {"fairshare": "3", "organization": "fmcluster"}
+    assert db["accounts"]["prod"] == {"fairshare": "1", "organization": "fmcluster"}
+    assert db["flags"] == {"research-gpu": "DenyOnLimit", "prod-gpu": "DenyOnLimit"}
     assert _assocs(sb) == {("alice", "research", "gpu", "research-gpu"), ("bob", "research", "gpu", "research-gpu"),
                            ("carol", "prod", "gpu", "prod-gpu"), ("bob", "prod", "gpu", "prod-gpu")}
     assert {a["defqos"] for a in db["assocs"] if a["user"] != "root"} == {"research-gpu", "prod-gpu"}
@@ -143,7 +145,7 @@ def test_an_update_applies_only_what_changed(tmp_path) -> None:
     res = sb.run()
     assert res.rc == 0, res.out[-3000:]
     assert sorted(_changes(res.calls)) == sorted([
-        "sacctmgr -i modify qos where name=research-gpu set GrpTRES=node=4",
+        "sacctmgr -i modify qos where name=research-gpu set GrpTRES=node=4 Flags+=DenyOnLimit",
         "sacctmgr -i modify account where name=research set Fairshare=5",
         "sacctmgr -i add user dan Account=prod Partition=gpu QOS=prod-gpu DefaultQOS=prod-gpu DefaultAccount=prod",
         "sacctmgr -i delete user where name=bob account=prod partition=gpu"])
@@ -159,7 +161,7 @@ def test_check_reports_drift_and_the_drop_in_s_apply_repairs_it(tmp_path) -> Non
                     "GrpTRES=node=4"], env=sb.env, check=True, capture_output=True)
     check = subprocess.run([script, "check", "0"], env=sb.env, capture_output=True, text=True, timeout=30,
                            check=False)
-    assert check.returncode == 1 and "differs: set QoS prod-gpu GrpTRES=node=2 (was 'node=4')" in check.stderr
+    assert check.returncode == 1 and "differs: set QoS prod-gpu GrpTRES=node=2 Flags+=DenyOnLimit (was 'node=4' 'DenyOnLimit')" in check.stderr
     assert _db(sb)["tres"]["prod-gpu"] == "node=4"  # check changes nothing
     fix = subprocess.run([script, "apply", "0"], env=sb.env, capture_output=True, text=True, timeout=30, check=False)
     assert fix.returncode == 0, fix.stderr
