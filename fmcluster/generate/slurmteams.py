@@ -17,24 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from fmcluster.plan.slurm_teams import SlurmAssociation, SlurmTeam
 from fmcluster.orchestrators import SlurmTarget
 from fmcluster.plan import ClusterPlan
+from fmcluster.plan.slurm_teams import ENFORCE, SlurmAssociation, SlurmTeam, applies
 
-ENFORCE = "associations,limits,qos"
-"""``AccountingStorageEnforce`` (slurm.conf(5)): ``associations`` refuses a job with no association, ``limits``
-enforces the QoS's GrpTRES, ``qos`` refuses a QoS the association does not allow."""
+__all__ = ["ENFORCE", "applies", "qos_name", "refusal_hint", "slurm_settings", "slurm_teams"]
+
 FAIR_SHARE_WEIGHT = 10000
 """``PriorityWeightFairshare`` (slurm.conf(5) leaves every weight at 0, so fair share would count for nothing)."""
 QOS_WEIGHT = 1000
 """``PriorityWeightQOS``: the QoS priorities fmcluster makes are all 0, so this orders nothing yet; it is set so a
 QoS priority an administrator gives (``sacctmgr modify qos ... set Priority=``) counts."""
-
-
-def applies(cluster: ClusterPlan) -> bool:
-    """Teams are applied: the project has some, the orchestrator enforces them and accounting is on (the
-    teams-need-accounting check refuses teams without it)."""
-    return bool(cluster.teams) and bool(cluster.driver.teams) and cluster.accounting_store is not None
 
 
 def qos_name(team: str, partition: str) -> str:

@@ -106,9 +106,11 @@ def test_a_hand_added_user_is_removed_and_check_fails_until_then(tmp_path, slurm
     assert _run(slurm, script).returncode == 0
     slurm.add_user("eve")
     slurm.sacctmgr("-i", "add", "user", "eve", "Account=research", "Partition=gpu", "QOS=research-gpu")
+    slurm.sacctmgr("-i", "add", "user", "bob", "Account=prod")  # a member, by hand, in no partition
     check = _run(slurm, script, "check")
     assert check.returncode == 1
     assert "differs: remove user eve in research partition gpu (not in the project)" in check.stderr
+    assert "differs: remove user bob in prod (not in the project)" in check.stderr
     fix = _run(slurm, script)
     assert fix.returncode == 0, fix.stderr
     assert set(_assocs(slurm)) == WANTED
