@@ -83,6 +83,8 @@ class Orchestrator:
     at validate (teams-supported), with ``teams_why``; empty: no teams at all."""
     teams_why: str = "fmcluster does not apply teams on it"
     """Why the parts not in ``teams`` cannot be enforced (the teams-supported check says it)."""
+    teams_how: tuple[tuple[str, str], ...] = field(default=())
+    """How it enforces each part in ``teams`` (part, how), in the same order: docs/teams.md's table."""
     control_plane_subnets: bool = False
     """The cluster stack puts a control plane in two /28 subnets of two Availability Zones (EKS needs two zones),
     carved as the accounting database's are (the VPC's last two /28s: :attr:`fmcluster.plan.ClusterPlan.
@@ -149,9 +151,22 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  # whose default QoS caps the team there (GrpTRES=node=guaranteed+borrow), made by the head node's
                  # bootstrap; AccountingStorageEnforce and the priority weights through CustomSlurmSettings (none on
                  # ParallelCluster 3.16.1's deny list, pcluster/validators/slurm_settings_validator.py)
-                 teams=("members", "fair_share", "guaranteed", "borrow"),
-                 teams_why="on Slurm a team's guaranteed + borrow is a cap on its nodes, not a reservation: fmcluster "
-                           "configures no preemption, so lend: false and preempt cannot be enforced"),
+                 # without borrowing the caps add up to at most each group's count, so every team can always get
+                 # its guaranteed nodes: a guarantee without preemption
+                 teams=("members", "fair_share", "guaranteed", "lend"),
+                 teams_how=(
+                     ("members", "an association per member with the team's account in each partition of its "
+                                 "groups; `AccountingStorageEnforce=associations,limits,qos` refuses anyone else "
+                                 "(\"Invalid account or account/partition combination specified\")"),
+                     ("fair_share", "the account's `Fairshare=`, weighed by `PriorityType=priority/multifactor`"),
+                     ("guaranteed", "a QoS per team and partition, `GrpTRES=node=N Flags=DenyOnLimit`: the team's "
+                                    "jobs hold at most N nodes there and a job asking for more alone is refused at "
+                                    "submit; no team borrows, so the caps add up to at most the group's count"),
+                     ("lend", "nobody borrows on Slurm, so `lend` has nothing to lend: `true` and `false` both "
+                              "hold")),
+                 teams_why="on Slurm fmcluster configures no preemption: nothing takes borrowed nodes back from a job "
+                           "(so a team that borrowed could keep another team from its guaranteed nodes) and there "
+                           "are no priority classes within a team"),
     Orchestrator("hyperpod", "SageMaker HyperPod with Slurm", "hyperpod", slurm=True,
                  capacity_types=frozenset({"on-demand", "training-plan"}), unbounded_groups=False,
                  ultraserver_warning=False,
@@ -200,6 +215,14 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  # ComputeQuotaResources (guaranteed), ResourceSharingConfig.BorrowLimit/Strategy (borrow, lend),
                  # PreemptTeamTasks (preempt). Members would need a namespace RBAC binding per user: not mapped.
                  teams=("fair_share", "guaranteed", "borrow", "lend", "preempt"),
+                 teams_how=(
+                     ("fair_share", "`ComputeQuotaTarget.FairShareWeight` (the scheduler config's `FairShare: "
+                                    "Enabled`)"),
+                     ("guaranteed", "`ComputeQuotaConfig.ComputeQuotaResources` (count per instance type)"),
+                     ("borrow", "`ResourceSharingConfig.AbsoluteBorrowLimits`, `Strategy: LendAndBorrow`; "
+                                "borrowed pods are evicted when the lender asks for its quota back"),
+                     ("lend", "`ResourceSharingConfig.Strategy`: `Lend` or `LendAndBorrow`; `false`: `DontLend`"),
+                     ("preempt", "`ComputeQuotaConfig.PreemptTeamTasks`: `LowerPriority` or `Never`")),
                  teams_why="task governance shares instances between teams' namespaces; who may submit to a team's "
                            "namespace is Kubernetes RBAC, which fmcluster does not write",
                  control_plane_subnets=True, nodes=("compute",)),

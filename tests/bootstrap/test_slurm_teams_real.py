@@ -1,7 +1,7 @@
 """The rendered fmcluster-slurm-teams script against a real Slurm (Debian's slurmdbd, slurmctld and slurmd with
 MariaDB on loopback: the session's ``real_slurm``, support.real_slurm): what an administrator sees on the head node
-of examples/p5-slurm-accounting.yaml (teams research: alice, bob, cap 3 nodes; prod: carol, bob, cap 2) when the
-teams are created, applied again, changed while jobs run, hand-edited, and when a member's Linux account comes
+of examples/p5-slurm-accounting.yaml (teams research: alice, bob; prod: carol, bob; each guaranteed 2 of the gpu
+partition's 4 nodes) when the teams are created, applied again, changed while jobs run, hand-edited, and when a member's Linux account comes
 late; and what a member sees when a job asks for more than the team's cap."""
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def test_create_then_apply_again_changes_nothing_and_members_submit_as_their_tea
     assert first.returncode == 0, first.stderr + slurm.logs()
     assert set(_assocs(slurm)) == WANTED
     qos = slurm.sacctmgr("-n", "-P", "show", "qos", "format=name,grptres,flags")
-    assert "research-gpu|node=3|DenyOnLimit" in qos.splitlines() and "prod-gpu|node=2|DenyOnLimit" in qos.splitlines()
+    assert "research-gpu|node=2|DenyOnLimit" in qos.splitlines() and "prod-gpu|node=2|DenyOnLimit" in qos.splitlines()
     assert "research|fmcluster" in slurm.sacctmgr("-n", "-P", "show", "account", "format=account,organization")
     again = _run(slurm, script)
     assert again.returncode == 0 and again.stderr == "fmcluster-slurm-teams: slurmdbd already holds every team\n"

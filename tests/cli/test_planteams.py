@@ -31,12 +31,12 @@ def test_the_plan_shows_each_team_s_account_members_shares_and_caps() -> None:
     slurm = json.loads(result.stdout)["teams"]["slurm"]
     accounts = {a["account"]: a for a in slurm["accounts"]}
     assert accounts["research"]["members"] == ["alice", "bob"] and accounts["research"]["fair_share"] == 3
-    assert accounts["research"]["caps"] == [{"partition": "gpu", "qos": "research-gpu", "nodes": 3}]
+    assert accounts["research"]["caps"] == [{"partition": "gpu", "qos": "research-gpu", "nodes": 2}]
     assert accounts["prod"]["caps"] == [{"partition": "gpu", "qos": "prod-gpu", "nodes": 2}]
     assert accounts["prod"]["default_account_of"] == ["carol"]  # bob's default is research, his first team
     assert slurm["settings"]["AccountingStorageEnforce"] == "associations,limits,qos"
     text = _text(EXAMPLE)
-    assert "research Slurm account, fair share 3; alice, bob; at most 3 nodes in gpu (QoS research-gpu)" in text
+    assert "research Slurm account, fair share 3; alice, bob; at most 2 nodes in gpu (QoS research-gpu)" in text
     assert "not a reservation" in text and "Invalid account or account/partition combination specified" in text
     assert "sacctmgr -i add user USER Account=research Partition=gpu QOS=research-gpu" in text
 
