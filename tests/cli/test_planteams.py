@@ -37,7 +37,8 @@ def test_the_plan_shows_each_team_s_account_members_shares_and_caps() -> None:
     assert slurm["settings"]["AccountingStorageEnforce"] == "associations,limits,qos"
     text = _text(EXAMPLE)
     assert "research Slurm account, fair share 3; alice, bob; at most 2 nodes in gpu (QoS research-gpu)" in text
-    assert "not a reservation" in text and "Invalid account or account/partition combination specified" in text
+    assert "every team can always get its guaranteed nodes" in text
+    assert "Invalid account or account/partition combination specified" in text
     assert "sacctmgr -i add user USER Account=research Partition=gpu QOS=research-gpu" in text
 
 
@@ -57,3 +58,14 @@ def test_the_plan_of_a_pcs_accounting_project_says_the_records_end_with_the_clus
     assert "cannot be turned off again" in text
     result = CliRunner().invoke(app, ["plan", str(path), "-o", "json"])
     assert "deletes them" in json.loads(result.stdout)["accounting"]["kept"]
+
+
+def test_the_plan_of_an_eks_teams_project_says_how_task_governance_enforces_each_key() -> None:
+    path = ROOT / "examples" / "p5-hyperpod-eks-teams.yaml"
+    result = CliRunner().invoke(app, ["plan", str(path), "-o", "json"])
+    teams = json.loads(result.stdout)["teams"]
+    assert teams["enforced_by"] == "hyperpod-eks"
+    assert {e["key"] for e in teams["enforced"]} == {"fair_share", "guaranteed", "borrow", "lend", "preempt"}
+    text = _text(path)
+    assert "not enforced" not in text
+    assert "teams research, inference: enforced by hyperpod-eks" in text and "ComputeQuotaResources" in text
