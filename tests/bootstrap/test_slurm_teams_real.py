@@ -37,7 +37,7 @@ def _script(tmp_path: Path, slurm, text: str | None = None) -> Path:
     root = tmp_path / "root"
     bindir = root / ctx.options.slurm_prefix.lstrip("/") / "bin"
     bindir.mkdir(parents=True, exist_ok=True)
-    for tool in ("sacctmgr", "scontrol"):
+    for tool in ("sacctmgr", "scontrol", "strigger"):
         if not (bindir / tool).exists():
             (bindir / tool).symlink_to(f"/usr/bin/{tool}")
     path = tmp_path / "fmcluster-slurm-teams"
@@ -186,3 +186,36 @@ def test_a_member_whose_linux_account_comes_late_is_named_then_let_in(tmp_path, 
     job = _sbatch(slurm, "lena")
     assert job.returncode == 0, job.stderr
     assert _run(slurm, late, "check").returncode == 0
+
+
+def test_the_partition_s_qos_comes_back_after_scontrol_reconfigure(tmp_path, slurm) -> None:
+    """The slurm-policy step's fmcluster-partition-qos sets partition gpu's QoS and a permanent reconfig trigger
+    that sets it again: `scontrol reconfigure` rebuilds the partitions from slurm.conf, without it."""
+    _script(tmp_path, slurm)  # Slurm's clients under FMC_ROOT
+    cluster = make_plan(parse(EXAMPLE.read_text()).project).cluster
+    ctx = bundles.dispatched_contexts(cluster)[render.HEAD_NODE_BUNDLE]
+    sbin = tmp_path / "root/usr/local/sbin"
+    sbin.mkdir(parents=True)
+    real = sbin / "fmcluster-partition-qos.real"
+    real.write_text(render.render_files(ctx)["files/fmcluster-partition-qos"])
+    real.chmod(0o755)
+    # slurmctld runs a trigger's program with an environment of its own: the wrapper gives it this Slurm's
+    env = " ".join(f"{k}={v}" for k, v in slurm.env.items() if k != "PATH")
+    (sbin / "fmcluster-partition-qos").write_text(f"#!/bin/bash\nexec env {env} PATH=/usr/bin:/bin {real}\n")
+    (sbin / "fmcluster-partition-qos").chmod(0o755)
+    slurm.sacctmgr("-i", "add", "qos", "gpu")  # what the step does before it runs the script
+
+    def partition_qos() -> str:
+        out = slurm.run("scontrol", "show", "partition", "gpu").stdout
+        return next(w for w in out.split() if w.startswith("QoS="))
+    assert partition_qos() == "QoS=N/A"
+    slurm.run("scontrol", "update", "PartitionName=gpu", "QOS=gpu", check=True)  # the premise: reconfigure drops it
+    slurm.run("scontrol", "reconfigure", check=True)
+    assert partition_qos() == "QoS=N/A"
+    first = slurm.run(str(sbin / "fmcluster-partition-qos"))
+    assert first.returncode == 0, first.stderr
+    assert partition_qos() == "QoS=gpu" and "PERM" in slurm.run("strigger", "--get").stdout
+    again = slurm.run(str(sbin / "fmcluster-partition-qos"))  # the trigger is set once
+    assert again.returncode == 0 and len(slurm.run("strigger", "--get").stdout.splitlines()) == 2
+    slurm.run("scontrol", "reconfigure", check=True)
+    slurm.wait("the reconfig trigger to set the partition's QoS again", lambda: partition_qos() == "QoS=gpu")

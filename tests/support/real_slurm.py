@@ -29,7 +29,8 @@ from support.loopback import free_port, spawn, stop
 PACKAGES = "slurmdbd slurmctld slurmd slurm-client mariadb-server munge libnss-wrapper"
 INSTALL_HINT = f"a real Slurm needs root and `apt-get install {PACKAGES}` (Debian/Ubuntu)"
 NSS_WRAPPER = "/usr/lib/x86_64-linux-gnu/libnss_wrapper.so"
-PROGRAMS = ("mariadb-install-db", "mariadbd", "slurmdbd", "slurmctld", "slurmd", "sacctmgr", "sbatch", "scontrol")
+PROGRAMS = ("mariadb-install-db", "mariadbd", "slurmdbd", "slurmctld", "slurmd", "sacctmgr", "sbatch", "scontrol",
+            "strigger", "setpriv")
 WAIT_S = 60.0
 FIRST_UID = 42001
 """The test users' uids: far above any this machine's users are likely to have."""
@@ -106,7 +107,11 @@ class RealSlurm:
         pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}\n{self.logs()}")
 
     def reset(self) -> None:
-        """Back to a fresh accounting database: no jobs, no users but root, no accounts or QoS but Slurm's own."""
+        """Back to a fresh accounting database: no jobs, no users but root, no accounts or QoS but Slurm's own; no
+        triggers, and the partition without a QoS."""
+        for line in self.run("strigger", "--get").stdout.splitlines()[1:]:
+            self.run("strigger", "--clear", f"--id={line.split()[0]}", check=True)
+        self.run("scontrol", "update", "PartitionName=gpu", "QOS=", check=True)
         jobs = self.run("squeue", "-h", "-o", "%i").stdout.split()
         if jobs:
             self.run("scancel", *jobs, check=True)
