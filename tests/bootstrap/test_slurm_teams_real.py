@@ -219,3 +219,22 @@ def test_the_partition_s_qos_comes_back_after_scontrol_reconfigure(tmp_path, slu
     assert again.returncode == 0 and len(slurm.run("strigger", "--get").stdout.splitlines()) == 2
     slurm.run("scontrol", "reconfigure", check=True)
     slurm.wait("the reconfig trigger to set the partition's QoS again", lambda: partition_qos() == "QoS=gpu")
+
+
+def test_acceptance_as_a_team_is_admitted_and_as_the_whole_group_refused(tmp_path, slurm) -> None:
+    """`acceptance render --account prod`'s jobs ask for what prod's cap admits; the same job for the group's every
+    node (what acceptance asked before teams) is refused at submit. The GPU options are left out: this Slurm's
+    nodes have no GPUs."""
+    from fmcluster.bootstrap.acceptance import render_acceptance
+    assert _run(slurm, _script(tmp_path, slurm)).returncode == 0
+    cluster = make_plan(parse(EXAMPLE.read_text()).project).cluster
+    render_acceptance(cluster, tmp_path / "acceptance", account="prod")
+    header = [line.split(" ", 1)[1] for line in (tmp_path / "acceptance/gpu/node-checks.sbatch").read_text()
+              .splitlines() if line.startswith("#SBATCH ")]
+    options = [o for o in header if not o.startswith(("--gpus-per-node", "--ntasks-per-node", "--output"))]
+    assert "--account=prod" in options and "--nodes=2" in options
+    admitted = slurm.run("sbatch", "--parsable", *options, "--wrap", "true", user="carol")
+    assert admitted.returncode == 0, admitted.stderr
+    whole = [o if o != "--nodes=2" else "--nodes=4" for o in options]
+    refused = slurm.run("sbatch", "--parsable", *whole, "--wrap", "true", user="carol")
+    assert refused.returncode != 0 and "QOSGrpNodeLimit" in refused.stderr
