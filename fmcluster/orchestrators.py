@@ -202,12 +202,18 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  accounting_defaults_why="AWS PCS takes no PriorityType or AccountingStorageTRES among its custom "
                                          "settings, and fmcluster cannot create a QoS in PCS's managed "
                                          "accounting",
-                 # AccountingStorageEnforce is a PCS custom setting, but the accounts, users and QoS live in PCS's
-                 # managed accounting, and whether (and from where) sacctmgr may write to it is unconfirmed; turning
-                 # enforcement on without them would refuse every job
-                 teams_why="fmcluster cannot create accounts, users or QoS in AWS PCS's managed accounting (who may "
-                           "run sacctmgr against it is unconfirmed), and enforcing limits without them refuses "
-                           "every job; PriorityType is not a PCS custom setting"),
+                 # PCS user guide, "Slurm accounting in AWS PCS" (docs.aws.amazon.com/pcs/latest/userguide/
+                 # slurm-accounting.html): accounting can "enforce resource limits, and manage fine-grained access
+                 # control to specific queues", its functions run from "the Linux shell of a login node"; "Custom
+                 # Slurm settings for AWS PCS clusters" (.../slurm-custom-settings-cluster.html): "AWS PCS supports a
+                 # subset of the options for AccountingStorageEnforce". So teams could be applied from a login node;
+                 # fmcluster's PCS login bundle has no such step yet, and PriorityType is not a PCS custom setting
+                 teams_why="fmcluster does not apply teams on AWS PCS yet: PCS takes AccountingStorageEnforce (a "
+                           "subset of its options) and its accounting commands run on a login node (PCS user guide, "
+                           "\"Slurm accounting in AWS PCS\" and \"Custom Slurm settings for AWS PCS clusters\"), but "
+                           "fmcluster's login-node bundle has no step that creates the accounts, users and QoS, and "
+                           "enforcing without them refuses every job; PriorityType (fair share) is not a PCS custom "
+                           "setting"),
     Orchestrator("hyperpod-eks", "SageMaker HyperPod orchestrated by Amazon EKS (Kubernetes)", "hyperpod-eks",
                  slurm=False, capacity_types=frozenset({"on-demand", "training-plan"}), unbounded_groups=False,
                  ultraserver_warning=False,

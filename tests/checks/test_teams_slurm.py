@@ -60,7 +60,7 @@ def test_teams_without_accounting_are_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("orchestrator, words", [
     ("hyperpod", "cannot set AccountingStorageEnforce"),
-    ("pcs", "cannot create accounts, users or QoS in AWS PCS's managed accounting")])
+    ("pcs", "fmcluster's login-node bundle has no step that creates the accounts, users and QoS")])
 def test_hyperpod_and_pcs_say_why_they_take_no_teams(tmp_path: Path, orchestrator: str, words: str) -> None:
     example = {"hyperpod": "p5en-hyperpod.yaml", "pcs": "p5-pcs.yaml"}[orchestrator]
     text = (ROOT / "examples" / example).read_text()
