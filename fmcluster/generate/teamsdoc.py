@@ -52,6 +52,11 @@ def render() -> str:
         "account with the same UID on every node (fmcluster does not create users): the script names a member with",
         "no account on slurmctld's node, and runs `scontrol reconfigure` when slurmctld does not yet know a member's",
         "UID (Slurm refuses such a member with the same \"Invalid account\" message as a user in no team).",
+        "",
+        "A job asking for more nodes than its team's cap is refused at submit (`QOSGrpNodeLimit`, the QoS's",
+        "`Flags=DenyOnLimit`) instead of waiting for ever. `fmcluster acceptance render` and `acceptance first-job`",
+        "on a project with Slurm teams need `--account TEAM`: the jobs run as that team (`#SBATCH --account`) on its",
+        "nodes of each group, submitted by one of its members.",
     ]
     return "\n".join(lines) + "\n"
 
