@@ -69,3 +69,13 @@ def test_the_plan_of_an_eks_teams_project_says_how_task_governance_enforces_each
     text = _text(path)
     assert "not enforced" not in text
     assert "teams research, inference: enforced by hyperpod-eks" in text and "ComputeQuotaResources" in text
+
+
+def test_the_plan_says_whether_the_partition_qos_limits_are_enforced() -> None:
+    """slurm.conf(5): a QoS's limits bite only with AccountingStorageEnforce=limits, which teams bring."""
+    for example, enforced in (("p5-slurm-accounting", True), ("p5en-slurm-accounting", False)):
+        path = ROOT / "examples" / f"{example}.yaml"
+        result = CliRunner().invoke(app, ["plan", str(path), "-o", "json"])
+        assert json.loads(result.stdout)["accounting"]["qos_limits_enforced"] is enforced, example
+        words = "its limits enforced" if enforced else "its limits not enforced: AccountingStorageEnforce comes with"
+        assert f"a QoS per partition ({words}" in _text(path), example
