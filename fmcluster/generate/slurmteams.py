@@ -4,8 +4,9 @@
 - per partition the team may use (its groups' partitions, :func:`fmcluster.generate.schedulers.scheduler`'s
   ``slurm_targets``), a QoS ``<team>-<partition>`` with ``GrpTRES=node=N``, N the sum of ``guaranteed + borrow``
   over the team's groups in that partition: "GrpTRES: maximum number of TRES running jobs are able to be allocated
-  in aggregate for this QOS" (sacctmgr(1)). On Slurm that is a cap, not a reservation: another team may hold
-  "guaranteed" nodes while they are free, and nothing preempts it (no PreemptType is configured);
+  in aggregate for this QOS" (sacctmgr(1)), and ``Flags=DenyOnLimit`` so a job asking for more alone is refused
+  at submit. ``borrow`` is refused on Slurm (teams-supported: nothing preempts a borrower), so the caps of a group
+  add up to at most its count and every team can always get its guaranteed nodes (docs/teams.md);
 - each member gets an association per such partition (``Account=<team> Partition=<p> QOS=<qos> DefaultQOS=<qos>``),
   so their jobs there run under the team's QoS without ``--qos``; a member's first team is their
   ``DefaultAccount``. A partition the team has no instances in has no association: Slurm refuses the team's jobs
