@@ -38,8 +38,9 @@ plan: setup
 prices: setup  ## regenerate fmcluster/prices.json from the AWS Price List API (needs credentials; OFFLINE=1: without)
 	$(PY) -m fmcluster.aws.pricetable $(if $(OFFLINE),--offline,)
 
-docs: setup  ## regenerate docs/project-file.md, the reference of every key, from the pydantic models
+docs: setup  ## regenerate docs/project-file.md (every key, from the pydantic models) and docs/teams.md (what teams mean)
 	$(PY) -m fmcluster.generate.reference
+	$(PY) -m fmcluster.generate.teamsdoc
 
 test: setup pcluster-venv  ## the full test suite: unit tests, cfn-lint, cdk-nag, shellcheck, promtool, ParallelCluster schema, deploy rehearsal
 	$(PY) -m pytest -n auto --dist worksteal  # a worker per core; an idle one takes half of a busy one's queue

@@ -27,7 +27,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from fmcluster import catalog, templates
 from fmcluster.acceptance.pairs import DEFAULT_MARGIN
 from fmcluster.generate import hyperpod as hp
-from fmcluster.generate import schedulers
+from fmcluster.generate import schedulers, slurmteams
 from fmcluster.plan import ClusterPlan, GroupPlan
 
 TEMPLATES_DIR = templates.ROOT / "acceptance"
@@ -81,6 +81,14 @@ class Target:
     gres: bool
     domain_size: int | None
     """Instances per NVLink domain (GB200 UltraServer); None without one."""
+    account: str | None = None
+    """The Slurm account (team) the jobs run as (``--account``); None: the user's default."""
+    nodes: int | None = None
+    """How many of the group's nodes the jobs use: the team's guaranteed nodes of the group; None: all of them."""
+
+    @property
+    def count(self) -> int:
+        return self.group.count if self.nodes is None else self.nodes
 
     @property
     def gpus(self) -> int:
@@ -91,16 +99,47 @@ class Target:
         return catalog.get(self.group.instance_type).nvlinks_per_gpu
 
 
-def targets(cluster: ClusterPlan) -> list[Target]:
+class AccountError(ValueError):
+    """``--account`` does not fit the project's teams; the message says what to pass."""
+
+
+def team_shares(cluster: ClusterPlan, account: str | None) -> dict[str, int] | None:
+    """Compute group -> the nodes ``account``'s jobs may hold there (its guaranteed + borrow: Slurm caps the team at
+    that, :mod:`fmcluster.generate.slurmteams`); None where Slurm enforces no teams. :class:`AccountError` when the
+    project has teams and ``account`` is not one of them: Slurm refuses a job of a user in no team."""
+    names = [t.name for t in cluster.teams]
+    if not slurmteams.applies(cluster):
+        if account is not None:
+            raise AccountError(f"--account {account}: the project has no teams Slurm enforces; leave --account out")
+        return None
+    if account not in names:
+        given = "no --account" if account is None else f"--account {account} is not a team"
+        raise AccountError(f"{given}: the project has teams ({', '.join(names)}) and Slurm refuses a job of a user in "
+                           "no team and one larger than the team's guaranteed nodes; pass --account TEAM and submit "
+                           "as one of its members: the jobs use the team's nodes of each group")
+    team = next(t for t in cluster.teams if t.name == account)
+    return {g: s.guaranteed + s.borrow for g, s in team.instances.items()}
+
+
+def targets(cluster: ClusterPlan, account: str | None = None) -> list[Target]:
+    """Each compute group's target; on a project whose teams Slurm enforces, as ``account`` (see
+    :func:`team_shares`): only the groups the team has nodes in, sized to them."""
     out = []
     driver = cluster.driver
     slurm = schedulers.scheduler(cluster).slurm_targets(cluster)  # empty without Slurm: per-node scripts
+    shares = team_shares(cluster, account) if slurm else None
     for group in cluster.groups:
         membership = hp.ultraserver(cluster, group)
         size = membership.instances_per_server if membership else None
         where = slurm.get(group.name)
+        nodes = None if shares is None else min(group.count, shares.get(group.name, 0))
+        if nodes == 0:
+            continue  # the team has no node of the group: Slurm refuses its jobs there
         out.append(Target(group, driver.flavour, where.partition if where else None,
-                          where.constraint if where else None, where.gres if where else False, size))
+                          where.constraint if where else None, where.gres if where else False, size,
+                          account if shares is not None else None, nodes))
+    if not out:
+        raise AccountError(f"--account {account}: the team has no nodes in any compute group")
     return out
 
 
@@ -126,6 +165,8 @@ class Job:
     tests: tuple[str, ...] = TESTS
     setup: str | None = None
     """The group's setup job that builds nccl-tests (None: the binaries come from an image or a given folder)."""
+    account: str | None = None
+    """``#SBATCH --account`` (the team the jobs run as); None: the user's default account."""
 
     @property
     def tasks_per_node(self) -> int:
@@ -147,25 +188,25 @@ def _jobs(t: Target, image: str | None, nccl_tests_dir: str | None) -> list[Job]
     def job(file: str, scope: str, nodes: int, description: str, tests: tuple[str, ...] = TESTS) -> Job:
         return Job(file, g.name, g.instance_type, t.flavour, t.gpus, scope, nodes, t.partition, t.constraint,
                    t.gpus if t.gres else None, description, image, nccl_tests_dir or BUILT_NCCL_TESTS_DIR,
-                   t.nvlinks_per_gpu, t.domain_size, tests, setup)
+                   t.nvlinks_per_gpu, t.domain_size, tests, setup, t.account)
 
     jobs = [job(setup, "setup", 1, "build nccl-tests on one node", ())] if setup else []
-    jobs.append(job("node-checks.sbatch" if slurm else "node-checks.sh", "node", g.count, "per-node checks"))
+    jobs.append(job("node-checks.sbatch" if slurm else "node-checks.sh", "node", t.count, "per-node checks"))
     if not slurm:
-        jobs.append(job("nccl-mpirun.sh", "group", g.count, "nccl-tests through mpirun"))
+        jobs.append(job("nccl-mpirun.sh", "group", t.count, "nccl-tests through mpirun"))
         return jobs
-    if g.count < 2:
+    if t.count < 2:
         return jobs
     if t.domain_size is None:
-        jobs.append(job("nccl.sbatch", "group", g.count, f"all {g.count} nodes at once"))
+        jobs.append(job("nccl.sbatch", "group", t.count, f"all {t.count} nodes at once"))
     else:
         jobs.append(job("nccl-in-domain.sbatch", "in-domain", t.domain_size,
                         f"the {t.domain_size} nodes of one UltraServer (NVLink domain)"))
-        if g.count >= 2 * t.domain_size:
+        if t.count >= 2 * t.domain_size:
             jobs.append(job("nccl-cross-domain.sbatch", "cross-domain", 2 * t.domain_size,
                             f"the nodes of two UltraServers ({2 * t.domain_size} nodes)"))
     # Pairs run all_reduce only: the slow-node judgement and the published figure (2 nodes) need no more.
-    jobs.append(job("nccl-pairs.sbatch", "pair", g.count, "a ring of node pairs, for slow nodes", TESTS[:1]))
+    jobs.append(job("nccl-pairs.sbatch", "pair", t.count, "a ring of node pairs, for slow nodes", TESTS[:1]))
     return jobs
 
 
@@ -194,7 +235,8 @@ class Rendered:
 
 
 def render_acceptance(cluster: ClusterPlan, out: Path, *, image: str | None = None,
-                      nccl_tests_dir: str | None = None, fsx: FsxMount | None = None) -> Rendered:
+                      nccl_tests_dir: str | None = None, fsx: FsxMount | None = None,
+                      account: str | None = None) -> Rendered:
     """Write every group's job scripts, the bootstrap's health check beside them, README.md and
     acceptance.json into ``out``; return the files and what to run. Without ``image`` or ``nccl_tests_dir``,
     each group gets a setup job that builds nccl-tests into ``out`` (:data:`BUILT_NCCL_TESTS_DIR`)."""
@@ -205,7 +247,7 @@ def render_acceptance(cluster: ClusterPlan, out: Path, *, image: str | None = No
     (out / "logs" / "README.txt").write_text("Slurm's output of the jobs (sbatch --output) and the acceptance logs.\n",
                                              encoding="utf-8")
     files, manifest, steps, all_jobs = [], [], [], []
-    for t in targets(cluster):
+    for t in targets(cluster, account):
         folder = out / t.group.name
         folder.mkdir(exist_ok=True)
         jobs = _jobs(t, image, nccl_tests_dir)
@@ -225,7 +267,7 @@ def render_acceptance(cluster: ClusterPlan, out: Path, *, image: str | None = No
         health.write_text(render_files(_context(cluster, t.group.name, t.flavour, fsx))[HEALTHCHECK_STEP], encoding="utf-8")
         health.chmod(0o755)
         files.append(health)
-        manifest.append({"group": t.group.name, "instance_type": t.group.instance_type, "nodes": t.group.count,
+        manifest.append({"group": t.group.name, "instance_type": t.group.instance_type, "nodes": t.count,
                          "gpus_per_node": t.gpus, "efa_devices": t.group.efa_interfaces,
                          "nvlinks_per_gpu": t.nvlinks_per_gpu, "partition": t.partition, "constraint": t.constraint,
                          "ultraserver_nodes": t.domain_size, "jobs": [asdict(j) | {"tests": list(j.tests)} for j in jobs]})
@@ -244,7 +286,9 @@ def _as_script(job: Job) -> Job:
 
 def _steps(t: Target, jobs: list[Job]) -> str:
     g = t.group
-    lines = [f"## {g.name}: {g.count} x {g.instance_type}" + (f" (partition {t.partition})" if t.partition else ""), ""]
+    lines = [f"## {g.name}: {t.count} x {g.instance_type}" + (f" (partition {t.partition})" if t.partition else "")
+             + (f", as team {t.account} (its {t.count} of the group's {g.count} nodes; submit as one of its "
+                "members)" if t.account else ""), ""]
     setup = next((j for j in jobs if j.scope == "setup"), None)
     if t.partition is not None:
         lines.append("```")
@@ -255,9 +299,9 @@ def _steps(t: Target, jobs: list[Job]) -> str:
         else:
             lines += [f"sbatch {g.name}/{j.file}" for j in jobs]
         lines.append("```")
-        if g.count < 2:
+        if t.count < 2:
             lines.append("One node: no NCCL run across nodes.")
-        if t.domain_size is not None and g.count < 2 * t.domain_size:
+        if t.domain_size is not None and t.count < 2 * t.domain_size:
             lines.append(f"One UltraServer ({t.domain_size} nodes) in this group: no cross-domain run (it needs two).")
     else:
         lines += ["No Slurm (orchestrator none): run these yourself (SSM, pdsh), from this folder on shared storage.",

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from fmcluster.bootstrap.acceptance import (
     FIRST_JOB_WORK_DIR_NAME,
+    AccountError,
     TEMPLATES_DIR,
     Target,
     _context,
@@ -61,6 +62,8 @@ class FirstJob:
     work_dir: str
     peak_tflops: float | None
     """Dense BF16 TFLOPS of one GPU (the catalog's); None where the catalog has no figure."""
+    account: str | None = None
+    """``#SBATCH --account``: the team the job runs as (a project with teams); None: the user's default account."""
 
     @property
     def file(self) -> str:
@@ -96,11 +99,17 @@ def containers(cluster: ClusterPlan, group: str) -> bool:
     return bool(_context(cluster, group, cluster.driver.flavour, None).options.containers)
 
 
-def first_jobs(cluster: ClusterPlan, image: str | None = None) -> list[FirstJob]:
-    """One first job per compute group that Slurm runs; :class:`FirstJobError` without Slurm, or for an image where
-    the nodes cannot run containers."""
-    slurm = [t for t in targets(cluster) if t.partition is not None]
-    if not cluster.driver.slurm or not slurm:
+def first_jobs(cluster: ClusterPlan, image: str | None = None, account: str | None = None) -> list[FirstJob]:
+    """One first job per compute group that Slurm runs (with teams: per group ``account`` has nodes in, on those
+    nodes); :class:`FirstJobError` without Slurm, or for an image where the nodes cannot run containers."""
+    if not cluster.driver.slurm:
+        raise FirstJobError(f"orchestrator.type {cluster.orchestrator} runs no Slurm: the first job is a Slurm batch "
+                            "job (use a Slurm orchestrator, or run first_job_train.py with torchrun yourself)")
+    try:
+        slurm = [t for t in targets(cluster, account) if t.partition is not None]
+    except AccountError as exc:
+        raise FirstJobError(str(exc)) from None
+    if not slurm:
         raise FirstJobError(f"orchestrator.type {cluster.orchestrator} runs no Slurm: the first job is a Slurm batch "
                             "job (use a Slurm orchestrator, or run first_job_train.py with torchrun yourself)")
     try:
@@ -117,11 +126,12 @@ def _job(t: Target, cluster: ClusterPlan, image: str | None) -> FirstJob:
     arch = KERNEL_ARCH[t.group.architecture]
     pinned = default_versions().first_job_image
     pyxis = containers(cluster, t.group.name)
-    return FirstJob(group=t.group.name, instance_type=t.group.instance_type, nodes=t.group.count, gpus=t.gpus,
+    return FirstJob(group=t.group.name, instance_type=t.group.instance_type, nodes=t.count, gpus=t.gpus,
                     partition=t.partition or "", constraint=t.constraint, gpus_per_node=t.gpus if t.gres else None,
                     image=enroot_reference(image or pinned.for_arch(arch)) if pyxis else None,
                     image_untested_efa=pyxis and image is None and arch in pinned.untested_efa,
-                    work_dir=work_dir(cluster), peak_tflops=peak_tflops_per_gpu(t.group.instance_type))
+                    work_dir=work_dir(cluster), peak_tflops=peak_tflops_per_gpu(t.group.instance_type),
+                    account=t.account)
 
 
 def render_job(job: FirstJob, cluster: ClusterPlan, fsx: FsxMount | None = None) -> str:
@@ -136,9 +146,9 @@ class RenderedFirstJob:
 
 
 def render_first_job(cluster: ClusterPlan, out: Path, *, image: str | None = None,
-                     fsx: FsxMount | None = None) -> RenderedFirstJob:
+                     fsx: FsxMount | None = None, account: str | None = None) -> RenderedFirstJob:
     """Write ``out/first-job/``: a batch script per Slurm compute group and the training scripts."""
-    jobs = first_jobs(cluster, image)
+    jobs = first_jobs(cluster, image, account)
     folder = out / FOLDER
     files = []
     # sbatch --output=logs/...: Slurm opens it before the script runs, so the folder must exist on FSx; `aws s3 sync`

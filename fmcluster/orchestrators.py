@@ -96,6 +96,8 @@ class Orchestrator:
     at validate (teams-supported), with ``teams_why``; empty: no teams at all."""
     teams_why: str = "fmcluster does not apply teams on it"
     """Why the parts not in ``teams`` cannot be enforced (the teams-supported check says it)."""
+    teams_how: tuple[tuple[str, str], ...] = field(default=())
+    """How it enforces each part in ``teams`` (part, how), in the same order: docs/teams.md's table."""
     control_plane_subnets: bool = False
     """The cluster stack puts a control plane in two /28 subnets of two Availability Zones (EKS needs two zones),
     carved as the accounting database's are (the VPC's last two /28s: :attr:`fmcluster.plan.ClusterPlan.
@@ -166,9 +168,22 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  # whose default QoS caps the team there (GrpTRES=node=guaranteed+borrow), made by the head node's
                  # bootstrap; AccountingStorageEnforce and the priority weights through CustomSlurmSettings (none on
                  # ParallelCluster 3.16.1's deny list, pcluster/validators/slurm_settings_validator.py)
-                 teams=("members", "fair_share", "guaranteed", "borrow"),
-                 teams_why="on Slurm a team's guaranteed + borrow is a cap on its nodes, not a reservation: fmcluster "
-                           "configures no preemption, so lend: false and preempt cannot be enforced"),
+                 # without borrowing the caps add up to at most each group's count, so every team can always get
+                 # its guaranteed nodes: a guarantee without preemption
+                 teams=("members", "fair_share", "guaranteed", "lend"),
+                 teams_how=(
+                     ("members", "an association per member with the team's account in each partition of its "
+                                 "groups; `AccountingStorageEnforce=associations,limits,qos` refuses anyone else "
+                                 "(\"Invalid account or account/partition combination specified\")"),
+                     ("fair_share", "the account's `Fairshare=`, weighed by `PriorityType=priority/multifactor`"),
+                     ("guaranteed", "a QoS per team and partition, `GrpTRES=node=N Flags=DenyOnLimit`: the team's "
+                                    "jobs hold at most N nodes there and a job asking for more alone is refused at "
+                                    "submit; no team borrows, so the caps add up to at most the group's count"),
+                     ("lend", "nobody borrows on Slurm, so `lend` has nothing to lend: `true` and `false` both "
+                              "hold")),
+                 teams_why="on Slurm fmcluster configures no preemption: nothing takes borrowed nodes back from a job "
+                           "(so a team that borrowed could keep another team from its guaranteed nodes) and there "
+                           "are no priority classes within a team"),
     Orchestrator("hyperpod", "SageMaker HyperPod with Slurm", "hyperpod", slurm=True,
                  capacity_types=frozenset({"on-demand", "training-plan"}), unbounded_groups=False,
                  placement_groups=False,
@@ -205,12 +220,18 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  accounting_defaults_why="AWS PCS takes no PriorityType or AccountingStorageTRES among its custom "
                                          "settings, and fmcluster cannot create a QoS in PCS's managed "
                                          "accounting",
-                 # AccountingStorageEnforce is a PCS custom setting, but the accounts, users and QoS live in PCS's
-                 # managed accounting, and whether (and from where) sacctmgr may write to it is unconfirmed; turning
-                 # enforcement on without them would refuse every job
-                 teams_why="fmcluster cannot create accounts, users or QoS in AWS PCS's managed accounting (who may "
-                           "run sacctmgr against it is unconfirmed), and enforcing limits without them refuses "
-                           "every job; PriorityType is not a PCS custom setting"),
+                 # PCS user guide, "Slurm accounting in AWS PCS" (docs.aws.amazon.com/pcs/latest/userguide/
+                 # slurm-accounting.html): accounting can "enforce resource limits, and manage fine-grained access
+                 # control to specific queues", its functions run from "the Linux shell of a login node"; "Custom
+                 # Slurm settings for AWS PCS clusters" (.../slurm-custom-settings-cluster.html): "AWS PCS supports a
+                 # subset of the options for AccountingStorageEnforce". So teams could be applied from a login node;
+                 # fmcluster's PCS login bundle has no such step yet, and PriorityType is not a PCS custom setting
+                 teams_why="fmcluster does not apply teams on AWS PCS yet: PCS takes AccountingStorageEnforce (a "
+                           "subset of its options) and its accounting commands run on a login node (PCS user guide, "
+                           "\"Slurm accounting in AWS PCS\" and \"Custom Slurm settings for AWS PCS clusters\"), but "
+                           "fmcluster's login-node bundle has no step that creates the accounts, users and QoS, and "
+                           "enforcing without them refuses every job; PriorityType (fair share) is not a PCS custom "
+                           "setting"),
     Orchestrator("hyperpod-eks", "SageMaker HyperPod orchestrated by Amazon EKS (Kubernetes)", "hyperpod-eks",
                  slurm=False, capacity_types=frozenset({"on-demand", "training-plan"}), unbounded_groups=False,
                  ultraserver_warning=False, placement_groups=False,
@@ -221,6 +242,14 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  # ComputeQuotaResources (guaranteed), ResourceSharingConfig.BorrowLimit/Strategy (borrow, lend),
                  # PreemptTeamTasks (preempt). Members would need a namespace RBAC binding per user: not mapped.
                  teams=("fair_share", "guaranteed", "borrow", "lend", "preempt"),
+                 teams_how=(
+                     ("fair_share", "`ComputeQuotaTarget.FairShareWeight` (the scheduler config's `FairShare: "
+                                    "Enabled`)"),
+                     ("guaranteed", "`ComputeQuotaConfig.ComputeQuotaResources` (count per instance type)"),
+                     ("borrow", "`ResourceSharingConfig.AbsoluteBorrowLimits`, `Strategy: LendAndBorrow`; "
+                                "borrowed pods are evicted when the lender asks for its quota back"),
+                     ("lend", "`ResourceSharingConfig.Strategy`: `Lend` or `LendAndBorrow`; `false`: `DontLend`"),
+                     ("preempt", "`ComputeQuotaConfig.PreemptTeamTasks`: `LowerPriority` or `Never`")),
                  teams_why="task governance shares instances between teams' namespaces; who may submit to a team's "
                            "namespace is Kubernetes RBAC, which fmcluster does not write",
                  control_plane_subnets=True, pod_addresses=True, nodes=("compute",)),

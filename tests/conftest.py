@@ -7,6 +7,8 @@ import os
 import shutil
 import socket
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 import support
@@ -122,7 +124,8 @@ def promtool() -> str:
     return path
 
 
-SLOW_FIRST = ("tests/rehearsal/", "tests/observability_e2e/", "tests/aws/test_failures.py::test_an_endpoint_that")
+SLOW_FIRST = ("tests/rehearsal/", "tests/observability_e2e/", "tests/bootstrap/test_slurm_teams_real.py",
+              "tests/aws/test_failures.py::test_an_endpoint_that")
 """Tests that take tens of seconds each: started first, so that with pytest-xdist they run beside the many short
 ones instead of after them (collection order would leave them for last and the run would end on one busy worker).
 `make test` runs `--dist worksteal`: each worker starts on half of the collection (the first half holds these, in
@@ -133,3 +136,28 @@ with a long test: the first worker carried every slow test and about 300 others 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: not any(item.nodeid.startswith(prefix) for prefix in SLOW_FIRST))
+
+
+@pytest.fixture(scope="session")
+def real_slurm(tmp_path_factory: pytest.TempPathFactory):
+    """A real Slurm on loopback (MariaDB, slurmdbd, slurmctld, one slurmd: support.real_slurm), started once per
+    session (per xdist worker) and shared; each test that takes it starts from an empty accounting database
+    (``real_slurm.reset()``, by the ``slurm`` fixture). CI (CI=true) must be able to start it; a workstation that
+    cannot (not root, or the packages missing) skips these tests."""
+    from support import real_slurm as rs
+    why = rs.missing()
+    if why is not None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{rs.INSTALL_HINT} ({why}) -- CI must install it (.ci/run)", pytrace=False)
+        pytest.skip(f"{rs.INSTALL_HINT} ({why})")
+    # not under pytest's 0700 tmp: the members' sbatch reads slurm.conf there
+    tmp = Path(tempfile.mkdtemp(prefix="fmcluster-slurm-"))
+    tmp.chmod(0o755)
+    try:
+        sl = rs.start(tmp)
+        try:
+            yield sl
+        finally:
+            sl.stop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

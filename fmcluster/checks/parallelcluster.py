@@ -16,6 +16,7 @@ from fmcluster.config.loader import LoadedProject
 from fmcluster.contracts import STACKS, stack_name
 from fmcluster.facts import OPERATING_SYSTEMS
 from fmcluster.plan import Plan
+from fmcluster.plan import slurm_teams as slurmteams
 
 PC = ("orchestrator", "parallelcluster")
 
@@ -225,3 +226,55 @@ def retained_cluster_network(loaded: LoadedProject, plan: Plan) -> Iterator[Find
                       "ParallelCluster requires a retained cluster's network and storage to be kept",
                       "use deletion_policy: Delete (the cluster goes with its stack; data stays in FSx and S3), or "
                       "run the cluster in a network you own (network.existing)")
+
+
+@check("teams-one-share-per-queue", "error")
+def _one_share_per_queue(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """Slurm caps a team per partition (its QoS ``GrpTRES=node=`` counts nodes of the whole partition,
+    :mod:`fmcluster.generate.slurmteams`), so where several compute groups share a queue the caps add up and a team
+    could hold its whole sum on any group of the queue, another team's instance type included. A team's share must
+    then be the same in every group of the queue: the cap then means what the file says of each group, held in
+    any mix of them."""
+    cluster = plan.cluster
+    if not _active(loaded) or not slurmteams.applies(cluster):  # the only orchestrator with several groups a queue
+        return
+    queues = loaded.project.orchestrator.pcluster.queue_mapping([g.name for g in loaded.project.compute_groups])
+    for queue, groups in queues.items():
+        if len(groups) < 2:
+            continue
+        for i, team in enumerate(loaded.project.teams):
+            shares = {g: (s.guaranteed, s.borrow) if (s := team.instances.get(g)) else (0, 0) for g in groups}
+            if len(set(shares.values())) > 1:
+                said = ", ".join(f"{g} {gu} + {b}" for g, (gu, b) in shares.items())
+                yield Finding(("teams", i, "instances"),
+                              f"team {team.name!r} has different shares of the groups in queue {queue!r} ({said}): "
+                              "Slurm caps a team per queue, so it could hold the sum on any of them",
+                              f"give team {team.name!r} the same guaranteed and borrow in every group of queue "
+                              f"{queue!r}, or put the groups in queues of their own")
+
+
+@check("teams-slurm-settings", "error")
+def _slurm_settings(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """``custom_settings`` win over what fmcluster puts in slurm.conf, so one that weakens what teams need
+    (:func:`fmcluster.generate.slurmteams.slurm_settings`: ``AccountingStorageEnforce`` with at least
+    associations,limits,qos; ``PriorityType=priority/multifactor``) is refused: the caps and memberships would not
+    be enforced while the plan says they are."""
+    cluster = plan.cluster
+    if not _active(loaded) or not slurmteams.applies(cluster):
+        return
+    custom = loaded.project.orchestrator.pcluster.slurm.custom_settings
+    for key, value in custom.items():
+        at = ("orchestrator", "parallelcluster", "slurm", "custom_settings", key)
+        if key.lower() == "accountingstorageenforce":
+            have = {v.strip().lower() for v in str(value).split(",")}
+            need = slurmteams.ENFORCE.split(",")
+            if missing := [n for n in need if n not in have]:
+                yield Finding(at, f"custom_settings {key}={value} drops {','.join(missing)}, which `teams` need "
+                                  f"(AccountingStorageEnforce={slurmteams.ENFORCE}: without it Slurm enforces "
+                                  "neither a team's members nor its caps)",
+                              f"remove {key} from custom_settings, or include {slurmteams.ENFORCE} in it; or "
+                              "remove `teams`")
+        elif key.lower() == "prioritytype" and str(value) != "priority/multifactor":
+            yield Finding(at, f"custom_settings {key}={value} turns off the fair share `teams` weigh "
+                              "(teams[].fair_share needs PriorityType=priority/multifactor)",
+                          f"remove {key} from custom_settings, or remove `teams`")

@@ -9,6 +9,7 @@ from fmcluster.checks.registry import Finding, check
 from fmcluster.config.loader import LoadedProject
 from fmcluster.config.teams import Team
 from fmcluster.plan import Plan
+from fmcluster.plan import slurm_teams as slurmteams
 
 
 def asked_for(team: Team) -> Iterator[tuple[str, tuple]]:
@@ -96,3 +97,14 @@ def _accounting(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
     if loaded.project.teams and cluster.driver.slurm and cluster.driver.teams and cluster.accounting_store is None:
         yield Finding(("teams",), "on Slurm teams are accounts and limits in Slurm accounting, which is off",
                       "set orchestrator.accounting.enabled: true, or remove `teams`")
+
+
+@check("teams-fair-share", "error")
+def _fair_share(loaded: LoadedProject, plan: Plan) -> Iterator[Finding]:
+    """On Slurm teams weigh each other by fair share (the accounts' ``Fairshare=``, ``PriorityType=priority/
+    multifactor``): ``orchestrator.accounting.fair_share: false`` beside teams cannot be honoured."""
+    if slurmteams.applies(plan.cluster) and loaded.project.orchestrator.accounting.fair_share is False:
+        yield Finding(("orchestrator", "accounting", "fair_share"),
+                      "accounting.fair_share is false, but `teams` weigh each other by fair share on Slurm "
+                      "(teams[].fair_share: the accounts' Fairshare= and the multifactor priority)",
+                      "remove `fair_share: false` (teams turn it on), or remove `teams`")

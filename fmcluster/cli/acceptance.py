@@ -15,7 +15,7 @@ import typer
 
 from fmcluster.acceptance import DEFAULT_MARGIN, AcceptanceError, build_report, to_text
 from fmcluster.bootstrap import kubernetes_jobs
-from fmcluster.bootstrap.acceptance import render_acceptance
+from fmcluster.bootstrap.acceptance import AccountError, render_acceptance
 from fmcluster.bootstrap.context import bundle_mounts_fsx
 from fmcluster.bootstrap.versions import BootstrapError
 from fmcluster.cli.bootstrap import _deployed_fsx
@@ -50,6 +50,9 @@ def render_cmd(
     nccl_tests_dir: Annotated[str | None, typer.Option(
         "--nccl-tests-dir", help="Where the nodes already have nccl-tests binaries (built with MPI=1). Default: "
                                  "a setup job per group builds them into OUT (submit it first).")] = None,
+    account: Annotated[str | None, typer.Option(
+        "--account", help="On a project with teams (Slurm): the team the jobs run as (#SBATCH --account); they use "
+                          "the team's nodes of each group, and a member of the team submits them.")] = None,
 ) -> None:
     """Write the acceptance jobs of PROJECT into OUT: per compute group, the node checks (GPUs, EFA,
     fi_info, the bootstrap's health check, dcgmi diag -r 2) and nccl-tests all_reduce/all_gather runs."""
@@ -61,9 +64,14 @@ def render_cmd(
     cluster = plan.cluster
     out = out or default_out(loaded.project.name, "acceptance")
     fsx = _deployed_fsx(plan.storage.spec) if bundle_mounts_fsx(cluster.driver.flavour) else None
+    extra = {"account": account} if RENDERERS[cluster.orchestrator] is render_acceptance else {}
+    if account is not None and not extra:
+        typer.echo(f"--account {account}: orchestrator.type {cluster.orchestrator} runs no Slurm accounts", err=True)
+        raise typer.Exit(USAGE_EXIT)
     try:
-        rendered = RENDERERS[cluster.orchestrator](cluster, out, image=image, nccl_tests_dir=nccl_tests_dir, fsx=fsx)
-    except (BootstrapError, OSError) as exc:
+        rendered = RENDERERS[cluster.orchestrator](cluster, out, image=image, nccl_tests_dir=nccl_tests_dir, fsx=fsx,
+                                                   **extra)
+    except (BootstrapError, AccountError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(USAGE_EXIT) from None
     typer.echo(f"{out}: {len(rendered.files)} files for {len(cluster.groups)} compute group(s); "

@@ -57,6 +57,9 @@ def first_job_cmd(
     image: Annotated[str | None, typer.Option(
         "--image", help="Container image with PyTorch, EFA and aws-ofi-nccl, run through pyxis. Default: the AWS Deep "
                         "Learning Container bootstrap/versions.yaml pins (first_job_image), by tag.")] = None,
+    account: Annotated[str | None, typer.Option(
+        "--account", help="On a project with teams (Slurm): the team the job runs as (#SBATCH --account); it uses "
+                          "the team's nodes of each group, and a member of the team submits it.")] = None,
 ) -> None:
     """Write the first training job of PROJECT into OUT/first-job: per Slurm compute group, a batch script that runs
     torchrun on all the group's nodes in a PyTorch container (pyxis) and trains a small synthetic transformer with
@@ -66,7 +69,10 @@ def first_job_cmd(
     out = out or default_out(loaded.project.name, "acceptance")
     fsx = _deployed_fsx(plan.storage.spec) if bundle_mounts_fsx(cluster.driver.flavour) else None
     try:
-        count, text = WRITERS[cluster.orchestrator](plan, out, image, fsx)
+        if account is not None and WRITERS[cluster.orchestrator] is not _slurm:
+            raise FirstJobError(f"--account {account}: orchestrator.type {cluster.orchestrator} runs no Slurm accounts")
+        count, text = (_slurm(plan, out, image, fsx, account) if WRITERS[cluster.orchestrator] is _slurm
+                       else WRITERS[cluster.orchestrator](plan, out, image, fsx))
     except (FirstJobError, OSError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(USAGE_EXIT) from None
@@ -74,8 +80,8 @@ def first_job_cmd(
     typer.echo(text)
 
 
-def _slurm(plan: Plan, out: Path, image: str | None, fsx) -> tuple[int, str]:
-    rendered = render_first_job(plan.cluster, out, image=image, fsx=fsx)
+def _slurm(plan: Plan, out: Path, image: str | None, fsx, account: str | None = None) -> tuple[int, str]:
+    rendered = render_first_job(plan.cluster, out, image=image, fsx=fsx, account=account)
     return len(rendered.files), instructions(plan, out, rendered.jobs)
 
 

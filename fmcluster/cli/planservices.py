@@ -18,6 +18,7 @@ from fmcluster.facts import AMP_ACTIVE_SERIES_QUOTA
 from fmcluster.cli import hyperpod, hyperpod_eks, parallelcluster, planpcs, planteams
 from fmcluster.generate import metrics, schedulers
 from fmcluster.plan import Plan
+from fmcluster.plan import slurm_teams
 from fmcluster.plan.associations import plan_associations
 from fmcluster.plan.storage import StoragePlan
 
@@ -56,7 +57,9 @@ def accounting_data(p: Plan) -> dict | None:
     spec = p.cluster.accounting
     policy = p.cluster.slurm_policy  # what fmcluster applies on this orchestrator, not what it would elsewhere
     data: dict = {"store": store, "fair_share": policy.fair_share, "qos_per_partition": policy.qos_per_partition,
-                  "tres": list(policy.tres), "database": None, "kept": STORE_KEPT.get(store)}
+                  "tres": list(policy.tres), "database": None, "kept": STORE_KEPT.get(store),
+                  # Slurm enforces a QoS's limits only with AccountingStorageEnforce=limits, which teams bring
+                  "qos_limits_enforced": policy.qos_per_partition and slurm_teams.applies(p.cluster)}
     if store == "database":
         db = spec.database
         data["database"] = {"engine": "Aurora MySQL Serverless v2", "min_capacity_acu": db.min_capacity_acu,
@@ -80,6 +83,9 @@ STORE_KEPT = {
 """Where the records are not kept apart from the cluster: what ends them."""
 
 
+QOS_WORDS = {True: "its limits enforced", False: "its limits not enforced: AccountingStorageEnforce comes with teams"}
+
+
 def accounting(p: Plan, lines: Table) -> bool:
     """The accounting lines; False when accounting is off."""
     data = accounting_data(p)
@@ -100,7 +106,7 @@ def accounting(p: Plan, lines: Table) -> bool:
         if data["store"] in STORE_KEPT:
             row(lines, "kept", STORE_KEPT[data["store"]])
     policy = [*(["fair share"] if data["fair_share"] else []),
-              *(["a QoS per partition"] if data["qos_per_partition"] else []),
+              *([f"a QoS per partition ({QOS_WORDS[data['qos_limits_enforced']]})"] if data["qos_per_partition"] else []),
               *([f"tracks {', '.join(data['tres'])}"] if data["tres"] else [])]
     row(lines, "Slurm", ", ".join(policy) or "set by fmcluster: nothing (the orchestrator's own Slurm defaults)")
     return True

@@ -9,8 +9,9 @@ from fmcluster.cli.plantext import row
 from fmcluster.generate import schedulers, slurmteams
 from fmcluster.plan import Plan
 
-CAP_WORDS = ("on Slurm a team's guaranteed + borrow nodes are a cap on what its jobs hold at once, not a reservation: "
-             "free nodes go to whoever asks and nothing preempts")
+CAP_WORDS = ("on Slurm a team's guaranteed nodes cap what its jobs hold at once (a job asking for more alone is refused "
+             "at submit); the caps add up to at most each group's count and nobody borrows, so every team can always "
+             "get its guaranteed nodes (docs/teams.md)")
 
 
 def teams_data(p: Plan) -> dict | None:
@@ -23,6 +24,9 @@ def teams_data(p: Plan) -> dict | None:
         out["enforced_by"] = cluster.driver.teams_enforcer  # a ComputeQuota per team (the scheduler section lists them)
         return out
     if not slurmteams.applies(cluster):
+        if cluster.driver.teams and not cluster.driver.slurm:  # HyperPod EKS: task governance
+            out["enforced_by"] = cluster.driver.name
+            out["enforced"] = [{"key": k, "how": how} for k, how in cluster.driver.teams_how]
         return out
     accounts = slurmteams.slurm_teams(cluster, schedulers.scheduler(cluster).slurm_targets(cluster))
     out["enforced_by"] = "slurm-accounting"
@@ -45,8 +49,14 @@ def teams(p: Plan, lines: Table) -> bool:
     data = teams_data(p)
     if data is None:
         return False
-    if data["enforced_by"] is None:
-        row(lines, "teams", ", ".join(t["name"] for t in data["teams"]) + ": not enforced here")
+    names = ", ".join(t["name"] for t in data["teams"])
+    if data["enforced_by"] is None:  # validate refuses teams here (teams-supported, teams-need-accounting)
+        row(lines, "teams", f"{names}: not enforced (validate refuses them here)")
+        return True
+    if "slurm" not in data:
+        row(lines, "teams", f"{names}: enforced by {data['enforced_by']} (docs/teams.md)")
+        for e in data["enforced"]:
+            row(lines, e["key"], e["how"])
         return True
     if data["enforced_by"] == "hyperpod-task-governance":
         row(lines, "teams", ", ".join(t["name"] for t in data["teams"]) + ": enforced by HyperPod task governance "
@@ -59,7 +69,8 @@ def teams(p: Plan, lines: Table) -> bool:
         row(lines, a["account"], f"Slurm account, fair share {a['fair_share']}; {members}; "
                                  f"at most {caps or 'no nodes (no partition: its jobs are refused)'}")
     row(lines, "caps", slurm["cap"])
-    row(lines, "not in a team", f"{slurm['refused']}; add one with `{slurm['accounts'][0]['add_a_user']}` (lost at "
-                                "the next deploy: add them to the team's members instead)")
+    row(lines, "not in a team", f"{slurm['refused']}; add them to a team's members and deploy (one added by hand, "
+                                f"`{slurm['accounts'][0]['add_a_user']}`, is removed at the next run of the teams "
+                                "script)")
     row(lines, "slurm.conf", ", ".join(f"{k}={v}" for k, v in slurm["settings"].items()))
     return True

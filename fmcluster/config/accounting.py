@@ -100,7 +100,11 @@ class Accounting(Model):
     qos_per_partition: bool | None = Field(
         default=None,
         description="A QoS named after each partition and set as the partition's QoS (`sacctmgr add qos`, on the "
-                    "node that runs slurmctld), to cap or prioritise a partition without touching users. Default: "
+                    "node that runs slurmctld, and set again after a restart or `scontrol reconfigure`): a place "
+                    "for a partition's limits (`sacctmgr modify qos P set ...`). Slurm enforces a QoS's limits only "
+                    "with `AccountingStorageEnforce=limits`, which fmcluster sets with `teams` (ParallelCluster); "
+                    "without teams the QoS's limits are not enforced (enforcing them would refuse every user "
+                    "without an association, slurm.conf(5)). Default: "
                     "on where fmcluster can set it (ParallelCluster, HyperPod); `true` elsewhere is an error.")
     tres: list[str] | None = Field(
         default=None,

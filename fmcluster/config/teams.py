@@ -1,16 +1,22 @@
 """The ``teams:`` section: who shares the cluster, and how much of each compute group each team may hold.
 
-One model for every scheduler (the orchestrator's ``teams`` trait, :mod:`fmcluster.orchestrators`, says which
-parts it can enforce; what it cannot is refused at validate):
+One meaning per key on every orchestrator (:data:`MEANING`; docs/teams.md is generated from it and from each
+orchestrator's ``teams`` trait, :mod:`fmcluster.orchestrators`, which says how it enforces each key). A key an
+orchestrator cannot honour with that meaning is refused at validate (teams-supported), never weakened:
 
-- Slurm (ParallelCluster, PCS, HyperPod Slurm): a team is an account, its members are users with an association
-  to it, ``fair_share`` is the account's fair-share shares, and a group's ``guaranteed + borrow`` caps the
-  instances the account may hold in that group's partition (``GrpTRES=node=N`` on the team's QoS).
+- Slurm (ParallelCluster): a team is an account (``Fairshare=<fair_share>``), its members users with an
+  association to it, and its ``guaranteed`` count of a group caps the nodes its jobs hold in that group's partition
+  (a QoS ``GrpTRES=node=N``). The teams' guaranteed counts of a group add up to at most its count and nobody
+  borrows (Slurm here preempts nothing, so borrowed nodes could not be taken back), so every team can always get
+  its guaranteed nodes: a guarantee, kept by caps.
 - HyperPod on EKS with task governance: a team is a ``ComputeQuota`` (botocore's sagemaker
   ``CreateComputeQuota``): ``guaranteed`` is its ``ComputeQuotaResources`` count per instance type, ``borrow``
   its ``AbsoluteBorrowLimits``, ``lend``/``borrow`` its ``ResourceSharingConfig.Strategy`` (``Lend``,
   ``DontLend``, ``LendAndBorrow``), ``fair_share`` its ``FairShareWeight`` (0-100) and ``preempt`` its
-  ``PreemptTeamTasks``; its namespace is ``hyperpod-ns-<name>``.
+  ``PreemptTeamTasks``; its namespace is ``hyperpod-ns-<name>``. Borrowed pods are evicted when the lending team
+  asks for its quota back (SageMaker developer guide, "Task governance for model deployment on HyperPod", resource
+  sharing); ``PreemptTeamTasks`` "allows workloads from within an entity to preempt same-team workloads" (API
+  reference, ComputeQuotaConfig).
 """
 
 from __future__ import annotations
@@ -27,6 +33,19 @@ TEAM_NAME = r"^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$"
 name (``[a-z0-9]([-a-z0-9]*[a-z0-9]){0,39}``) and, after ``hyperpod-ns-``, a Kubernetes namespace (63 at most)."""
 USER_NAME = r"^[a-z_][a-z0-9_-]{0,31}$"
 """A Linux user name as useradd's default NAME_REGEX takes it (32 characters at most): a Slurm user is one."""
+MEANING: dict[str, str] = {
+    "members": "The users who may submit work as the team; a user in no team is refused.",
+    "fair_share": "The team's weight against the other teams when they compete for the same instances: a team "
+                  "that used less than its share goes first.",
+    "guaranteed": "Instances of the group that are the team's: the teams' guaranteed counts of a group add up to at "
+                  "most its count, and the team gets them whenever it asks (from borrowers too, see `borrow`).",
+    "borrow": "Instances beyond `guaranteed` the team may use while their owners leave them idle; borrowed "
+              "instances are given back (the borrowing work preempted) when their owner asks for them.",
+    "lend": "Whether other teams may borrow the team's guaranteed instances while it leaves them idle.",
+    "preempt": "`lower-priority`: the team's higher-priority work may preempt its own lower-priority work; "
+               "`never`: it waits.",
+}
+"""What each key of a team means, the same on every orchestrator (docs/teams.md)."""
 MAX_FAIR_SHARE = 100
 """HyperPod's ``FairShareWeight`` is 0-100 (botocore sagemaker ``FairShareWeight``); Slurm takes any integer, the
 same bound keeps one meaning on both."""
@@ -37,12 +56,10 @@ class GroupShare(Model):
 
     guaranteed: Int = Field(
         ge=0, le=2048,
-        description="Instances of the group that are the team's: the teams' guaranteed counts of a group add up to "
-                    "at most its `count`.")
+        description=MEANING["guaranteed"])
     borrow: Int = Field(
         default=0, ge=0, le=2048,
-        description="Instances more than `guaranteed` the team may use while other teams leave them idle "
-                    "(`guaranteed + borrow` is at most the group's `count`).")
+        description=MEANING["borrow"] + " `guaranteed + borrow` is at most the group's `count`.")
 
 
 class Team(Model):
@@ -52,12 +69,11 @@ class Team(Model):
                                                      "letter: the Slurm account, the HyperPod team.")
     members: list[str] = Field(
         default_factory=list, max_length=1000,
-        description="User names (Linux/Slurm users) who submit as this team. A user may be in more than one team; "
-                    "the first team listed is their default account.")
+        description=MEANING["members"] + " User names (Linux users, the same UID on every node). A user may be in "
+                    "more than one team; the first team listed is their default.")
     fair_share: Int = Field(
         default=1, ge=0, le=MAX_FAIR_SHARE,
-        description="The team's weight against the others when they compete (Slurm fair-share shares; HyperPod's "
-                    "fair-share weight, 0-100).")
+        description=MEANING["fair_share"] + " 0-100.")
     instances: dict[str, GroupShare] = Field(
         default_factory=dict,
         description="Per compute group (by name): the instances the team is guaranteed and may borrow, e.g. "
@@ -65,11 +81,10 @@ class Team(Model):
                     "guaranteed.")
     lend: bool = Field(
         default=True,
-        description="Whether other teams may use the team's guaranteed instances while it leaves them idle.")
+        description=MEANING["lend"])
     preempt: Literal["never", "lower-priority"] = Field(
         default="never",
-        description="`lower-priority`: the team's jobs may preempt lower-priority jobs of teams borrowing its "
-                    "instances; `never`: they wait.")
+        description=MEANING["preempt"])
 
     @field_validator("members")
     @classmethod

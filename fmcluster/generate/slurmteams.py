@@ -4,8 +4,9 @@
 - per partition the team may use (its groups' partitions, :func:`fmcluster.generate.schedulers.scheduler`'s
   ``slurm_targets``), a QoS ``<team>-<partition>`` with ``GrpTRES=node=N``, N the sum of ``guaranteed + borrow``
   over the team's groups in that partition: "GrpTRES: maximum number of TRES running jobs are able to be allocated
-  in aggregate for this QOS" (sacctmgr(1)). On Slurm that is a cap, not a reservation: another team may hold
-  "guaranteed" nodes while they are free, and nothing preempts it (no PreemptType is configured);
+  in aggregate for this QOS" (sacctmgr(1)), and ``Flags=DenyOnLimit`` so a job asking for more alone is refused
+  at submit. ``borrow`` is refused on Slurm (teams-supported: nothing preempts a borrower), so the caps of a group
+  add up to at most its count and every team can always get its guaranteed nodes (docs/teams.md);
 - each member gets an association per such partition (``Account=<team> Partition=<p> QOS=<qos> DefaultQOS=<qos>``),
   so their jobs there run under the team's QoS without ``--qos``; a member's first team is their
   ``DefaultAccount``. A partition the team has no instances in has no association: Slurm refuses the team's jobs
@@ -17,24 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from fmcluster.plan.slurm_teams import SlurmAssociation, SlurmTeam
 from fmcluster.orchestrators import SlurmTarget
 from fmcluster.plan import ClusterPlan
+from fmcluster.plan.slurm_teams import ENFORCE, SlurmAssociation, SlurmTeam, applies
 
-ENFORCE = "associations,limits,qos"
-"""``AccountingStorageEnforce`` (slurm.conf(5)): ``associations`` refuses a job with no association, ``limits``
-enforces the QoS's GrpTRES, ``qos`` refuses a QoS the association does not allow."""
+__all__ = ["ENFORCE", "applies", "qos_name", "refusal_hint", "slurm_settings", "slurm_teams"]
+
 FAIR_SHARE_WEIGHT = 10000
 """``PriorityWeightFairshare`` (slurm.conf(5) leaves every weight at 0, so fair share would count for nothing)."""
 QOS_WEIGHT = 1000
 """``PriorityWeightQOS``: the QoS priorities fmcluster makes are all 0, so this orders nothing yet; it is set so a
 QoS priority an administrator gives (``sacctmgr modify qos ... set Priority=``) counts."""
-
-
-def applies(cluster: ClusterPlan) -> bool:
-    """Teams are applied: the project has some, the orchestrator enforces them and accounting is on (the
-    teams-need-accounting check refuses teams without it)."""
-    return bool(cluster.teams) and bool(cluster.driver.teams) and cluster.accounting_store is not None
 
 
 def qos_name(team: str, partition: str) -> str:

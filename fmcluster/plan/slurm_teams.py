@@ -3,7 +3,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
+
+ENFORCE = "associations,limits,qos"
+"""``AccountingStorageEnforce`` (slurm.conf(5)): ``associations`` refuses a job with no association, ``limits``
+enforces the QoS's GrpTRES, ``qos`` refuses a QoS the association does not allow."""
+
+
+def applies(cluster: Any) -> bool:
+    """Teams are applied on Slurm (``cluster``: a :class:`fmcluster.plan.ClusterPlan`): the project has some, the
+    orchestrator enforces them and accounting is on (the teams-need-accounting check refuses teams without it)."""
+    return (bool(cluster.teams) and bool(cluster.driver.teams) and cluster.driver.slurm
+            and cluster.accounting_store is not None)
 
 
 class _Frozen(BaseModel):

@@ -18,7 +18,7 @@ from fmcluster.bootstrap.context import context_for
 from fmcluster.bootstrap.enroot import enroot_reference
 from fmcluster.bootstrap.first_job import WORK_DIR_NAME, render_first_job
 from fmcluster.bootstrap.render import render_files
-from support import ALL_FILES, ROOT
+from support import ALL_FILES, ROOT, group_nodes, team_account
 from support import enroot as enroot_support
 from support import shellcheck
 from support.enroot import docker_meaning
@@ -46,7 +46,7 @@ def rendered(tmp_path_factory) -> dict[str, tuple[Path, object, object]]:
         project = config.load(str(path)).project
         cluster = make_plan(project).cluster
         target = tmp_path_factory.mktemp(name)
-        render_first_job(cluster, target)
+        render_first_job(cluster, target, account=team_account(cluster))
         out[name] = (target, project, cluster)
     return out
 
@@ -92,7 +92,8 @@ def test_each_group_gets_all_its_nodes_one_torchrun_each_and_every_gpu(rendered)
             itype = catalog.get(group.instance_type)
             text = (target / "first-job" / f"{group.name}.sbatch").read_text()
             opts = sbatch_options(text)
-            assert opts["nodes"] == str(group.count), name
+            count, account = group_nodes(project, cluster, group)
+            assert opts["nodes"] == str(count) and opts.get("account") == account, name
             assert opts["ntasks-per-node"] == "1", name  # torchrun starts the per-GPU processes
             assert "exclusive" in opts
             # ParallelCluster's nodes carry Gres=gpu, PCS autodetects GPUs; HyperPod's jobs ask for whole nodes only

@@ -18,7 +18,7 @@ from fmcluster.bootstrap.bundles import (
 )
 from fmcluster.bootstrap.context import context_for
 from fmcluster.bootstrap.render import render_files
-from support import ALL_FILES
+from support import ALL_FILES, group_nodes, team_account
 from support import shellcheck
 
 from fmcluster import catalog, config
@@ -43,7 +43,7 @@ def rendered(tmp_path_factory) -> dict[str, tuple[Path, object, object]]:
         if RENDERERS[cluster.orchestrator] is not render_acceptance:
             continue  # Kubernetes objects, not scripts: tests/kubernetes/test_render.py
         target = tmp_path_factory.mktemp(path.stem)
-        render_acceptance(cluster, target)
+        render_acceptance(cluster, target, account=team_account(cluster))
         out[path.stem] = (target, loaded.project, cluster)
     return out
 
@@ -95,9 +95,11 @@ def test_slurm_jobs_request_the_right_nodes_gpus_and_partition(rendered):
                 {"nccl-in-domain.sbatch"} | ({"nccl-cross-domain.sbatch"} if group.count >= 2 * ultra else set()))
             assert set(files) == expected_files, name
             for file, opts in files.items():
+                count, account = group_nodes(project, cluster, group)
                 nodes = {"nccl-in-domain.sbatch": ultra, "nccl-cross-domain.sbatch": 2 * (ultra or 0),
-                         "setup-nccl-tests.sbatch": 1}.get(file, group.count)
+                         "setup-nccl-tests.sbatch": 1}.get(file, count)
                 assert opts["nodes"] == str(nodes), (name, file)
+                assert opts.get("account") == account, (name, file)
                 assert opts["ntasks-per-node"] == str(itype.gpus), (name, file)
                 assert opts["partition"] == expected_partition(project, group.name), (name, file)
                 assert "exclusive" in opts

@@ -107,9 +107,11 @@ def test_a_new_head_bundle_on_a_live_head_node_does_its_new_work_and_restarts_no
     assert "[88-slurm-policy] start" in out
     assert "sacctmgr -i add qos gpu" in calls and "scontrol update PartitionName=big QOS=big" in calls
     assert not [c for c in calls if SLURM_DAEMON.search(c)], calls
-    # beyond what only reads: the new archive, the step's QoS, its drop-in for slurmctld's next start
+    # beyond what only reads: the new archive, the step's QoS, its drop-in for slurmctld's next start and its
+    # reconfigure trigger (strigger, set as SlurmUser through runuser)
     assert sorted({c.split()[0] + " " + c.split()[1] for c in calls if not c.startswith(READ_ONLY)}) == [
-        "sacctmgr -i", "sacctmgr -n", "scontrol ping", "scontrol show", "scontrol update", "systemctl daemon-reload"]
+        "runuser -u", "sacctmgr -i", "sacctmgr -n", "scontrol ping", "scontrol show", "scontrol update",
+        "strigger --get", "strigger --set", "systemctl daemon-reload"]
     assert "scontrol reconfigure" not in calls  # plugstack.conf is already right
     # the steps the new bundle shares with the old one had nothing to do
     assert all(f"[{s}] already done" in out for s in ("80-containers", "90-exporters")), out[-4000:]

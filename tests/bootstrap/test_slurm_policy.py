@@ -182,6 +182,11 @@ def test_the_controller_creates_a_qos_per_partition_and_sets_it(tmp_path, orches
     assert (sb.root / INSTALLED).read_bytes() == (sb.bundle / SCRIPT).read_bytes()
     assert os.access(sb.root / INSTALLED, os.X_OK)
     assert "systemctl daemon-reload" in res.calls
+    # scontrol reconfigure rebuilds the partitions too: a permanent reconfig trigger, set as SlurmUser, runs it again
+    triggers = (sb.path / "state/slurm/triggers").read_text().splitlines()
+    assert len(triggers) == 1 and triggers[0].split()[3:] == ["reconfig", "0", "slurm", "PERM", f"{sb.root}/{INSTALLED}"]
+    assert f"runuser -u slurm -- {sb.root}/opt/slurm/bin/strigger --set --reconfig --flags=PERM " \
+           f"--program={sb.root}/{INSTALLED}" in res.calls
 
 
 def test_a_second_boot_changes_nothing(tmp_path) -> None:

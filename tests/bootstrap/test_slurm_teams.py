@@ -86,7 +86,7 @@ def test_no_teams_or_no_accounting_means_no_step(change: str) -> None:
 
 def test_the_example_s_teams_as_slurm_holds_them() -> None:
     research, prod = bundles.slurm_teams(_cluster())
-    assert (research.account, research.fair_share, research.caps) == ("research", 3, (("gpu", "research-gpu", 3),))
+    assert (research.account, research.fair_share, research.caps) == ("research", 3, (("gpu", "research-gpu", 2),))
     assert (prod.account, prod.fair_share, prod.caps) == ("prod", 1, (("gpu", "prod-gpu", 2),))
     assert research.default_of == ("alice", "bob") and prod.default_of == ("carol",)  # bob's first team
 
@@ -107,8 +107,10 @@ def test_the_head_node_creates_the_teams_in_the_order_slurm_needs(tmp_path) -> N
     assert res.rc == 0, res.out[-3000:]
     db = _db(sb)
     assert {"research-gpu", "prod-gpu"} <= set(db["qos"])
-    assert db["tres"] == {"research-gpu": "node=3", "prod-gpu": "node=2"}
-    assert db["accounts"]["research"] == {"fairshare": "3"} and db["accounts"]["prod"] == {"fairshare": "1"}
+    assert db["tres"] == {"research-gpu": "node=2", "prod-gpu": "node=2"}
+    assert db["accounts"]["research"] == {"fairshare": "3", "organization": "fmcluster"}
+    assert db["accounts"]["prod"] == {"fairshare": "1", "organization": "fmcluster"}
+    assert db["flags"] == {"research-gpu": "DenyOnLimit", "prod-gpu": "DenyOnLimit"}
     assert _assocs(sb) == {("alice", "research", "gpu", "research-gpu"), ("bob", "research", "gpu", "research-gpu"),
                            ("carol", "prod", "gpu", "prod-gpu"), ("bob", "prod", "gpu", "prod-gpu")}
     assert {a["defqos"] for a in db["assocs"] if a["user"] != "root"} == {"research-gpu", "prod-gpu"}
@@ -138,17 +140,17 @@ def test_an_update_applies_only_what_changed(tmp_path) -> None:
     sb = _sandbox(tmp_path)
     assert sb.run().rc == 0
     text = EXAMPLE.read_text().replace("fair_share: 3", "fair_share: 5").replace(
-        "guaranteed: 2, borrow: 1", "guaranteed: 2, borrow: 2").replace("members: [carol, bob]", "members: [carol, dan]")
+        "{gpu: {guaranteed: 2}}", "{gpu: {guaranteed: 1}}", 1).replace("members: [carol, bob]", "members: [carol, dan]")
     _rerender(sb, _cluster(text))
     res = sb.run()
     assert res.rc == 0, res.out[-3000:]
     assert sorted(_changes(res.calls)) == sorted([
-        "sacctmgr -i modify qos where name=research-gpu set GrpTRES=node=4",
+        "sacctmgr -i modify qos where name=research-gpu set GrpTRES=node=1 Flags+=DenyOnLimit",
         "sacctmgr -i modify account where name=research set Fairshare=5",
         "sacctmgr -i add user dan Account=prod Partition=gpu QOS=prod-gpu DefaultQOS=prod-gpu DefaultAccount=prod",
         "sacctmgr -i delete user where name=bob account=prod partition=gpu"])
     assert ("bob", "prod", "gpu", "prod-gpu") not in _assocs(sb) and ("dan", "prod", "gpu", "prod-gpu") in _assocs(sb)
-    assert _db(sb)["tres"]["research-gpu"] == "node=4"
+    assert _db(sb)["tres"]["research-gpu"] == "node=1"
 
 
 def test_check_reports_drift_and_the_drop_in_s_apply_repairs_it(tmp_path) -> None:
@@ -159,7 +161,8 @@ def test_check_reports_drift_and_the_drop_in_s_apply_repairs_it(tmp_path) -> Non
                     "GrpTRES=node=4"], env=sb.env, check=True, capture_output=True)
     check = subprocess.run([script, "check", "0"], env=sb.env, capture_output=True, text=True, timeout=30,
                            check=False)
-    assert check.returncode == 1 and "differs: set QoS prod-gpu GrpTRES=node=2 (was 'node=4')" in check.stderr
+    assert check.returncode == 1
+    assert "differs: set QoS prod-gpu GrpTRES=node=2 Flags+=DenyOnLimit (was 'node=4' 'DenyOnLimit')" in check.stderr
     assert _db(sb)["tres"]["prod-gpu"] == "node=4"  # check changes nothing
     fix = subprocess.run([script, "apply", "0"], env=sb.env, capture_output=True, text=True, timeout=30, check=False)
     assert fix.returncode == 0, fix.stderr

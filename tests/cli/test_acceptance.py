@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 from fmcluster.bootstrap import kubernetes_jobs
-from support import ALL_FILES, ROOT
+from support import ALL_FILES, ROOT, team_account
 from typer.testing import CliRunner
 
 from fmcluster import config, orchestrators
 from fmcluster.cli import app
 from fmcluster.cli.acceptance import RENDERERS
+from fmcluster.plan import make_plan
 
 FIXTURES = Path(__file__).resolve().parents[1] / "acceptance" / "fixtures"
 runner = CliRunner()
@@ -22,7 +23,9 @@ runner = CliRunner()
 def test_render_writes_the_jobs_and_says_what_to_run(path: Path, tmp_path: Path):
     kube = RENDERERS[config.load(path).project.orchestrator.type] is kubernetes_jobs.render_acceptance
     image = ["--image", "nccl-tests:1"] if kube else []  # Kubernetes jobs run in containers: an image is required
-    result = runner.invoke(app, ["acceptance", "render", str(path), "--out", str(tmp_path / "acc"), *image])
+    cluster = make_plan(config.load(path).project).cluster
+    account = ["--account", team_account(cluster)] if team_account(cluster) else []  # Slurm teams: run as one
+    result = runner.invoke(app, ["acceptance", "render", str(path), "--out", str(tmp_path / "acc"), *image, *account])
     assert result.exit_code == 0, result.output
     readme = (tmp_path / "acc" / "README.md").read_text()
     assert readme in result.output

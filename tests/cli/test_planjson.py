@@ -112,8 +112,10 @@ def test_hyperpod_json_names_the_controller_and_the_nvlink_domains() -> None:
 
 @pytest.mark.parametrize(("orchestrator", "store", "words", "policy"), [
     ("parallelcluster", None, "Aurora MySQL Serverless v2 in demo-accounting, 0.5-4 ACU",
-     "fair share, a QoS per partition, tracks gres/gpu"),
-    ("hyperpod", "controller", "on the controller node", "a QoS per partition"),
+     "fair share, a QoS per partition (its limits not enforced: AccountingStorageEnforce comes with teams), tracks "
+     "gres/gpu"),
+    ("hyperpod", "controller", "on the controller node",
+     "a QoS per partition (its limits not enforced: AccountingStorageEnforce comes with teams)"),
 ])
 def test_accounting_says_where_the_records_live_and_what_is_kept(orchestrator: str, store: str | None, words: str,
                                                                  policy: str, tmp_path: Path) -> None:

@@ -270,3 +270,19 @@ def jsii_package_cache() -> Path:
     if sys.platform == "darwin":
         return Path.home() / "Library" / "Caches" / "com.amazonaws.jsii" / "package-cache"
     return Path.home() / ".cache" / "aws" / "jsii" / "package-cache"
+
+
+def team_account(cluster) -> str | None:
+    """The ``--account`` acceptance and the first job need on a project whose teams Slurm enforces (its first
+    team); None elsewhere."""
+    from fmcluster.generate import slurmteams
+    return cluster.teams[0].name if slurmteams.applies(cluster) else None
+
+
+def group_nodes(project, cluster, group) -> tuple[int, str | None]:
+    """The nodes a group's jobs use and the account they run as, from the project file: on a project whose teams
+    Slurm enforces, the first team's (the fixture's --account) guaranteed + borrow nodes of the group."""
+    if team_account(cluster) is None:
+        return group.count, None
+    share = project.teams[0].instances[group.name]
+    return min(group.count, share.guaranteed + share.borrow), project.teams[0].name

@@ -44,7 +44,7 @@ STUBS = (
     "mount", "umount", "mountpoint", "findmnt", "mdadm", "mkfs.xfs", "blkid", "lsblk", "modprobe",
     "modinfo", "lsmod", "ldconfig", "systemctl", "fi_info", "lnetctl", "ip", "gdrcopy_sanity",
     "dcgmi", "docker", "aws", "useradd", "getent", "make", "sleep", "chown", "apt-mark", "gpgconf",
-    "update-initramfs", "dracut", "mknod", "journalctl",
+    "update-initramfs", "dracut", "mknod", "journalctl", "runuser",
 )
 """Stubs always present. nvidia-smi, nv-fabricmanager, nvidia-imex and enroot are present only
 when the image 'has' them (see Image), or after a fake installer puts them in dynbin/."""
@@ -170,6 +170,10 @@ echo $((n - 1)) >"${f}"
 exit 0
 """,
     "getent": "exit 2",
+    # runuser -u USER -- CMD...: CMD as USER (RUNUSER=USER in its environment, for the stubs that care)
+    "runuser": r'u=""; while [[ $# -gt 0 && "$1" != -- ]]; do [[ "$1" == -u ]] && u=$2; shift; done; shift; '
+               r'RUNUSER=${u} exec "$@"',
+
     "mount": r'[[ -e "${state}/lustre-mount-fails" && " $* " == *" -t lustre "* ]] && { echo "mount.lustre: mount ${1:-} at ${!#} failed: Input/output error" >&2; exit 5; }; mkdir -p "${state}/mounted"; t=${!#}; : >"${state}/mounted/${t//\//_}"',
     "mountpoint": r't=${!#}; [[ -e "${state}/mounted/${t//\//_}" ]]',
     "findmnt": r't=${!#}; [[ -e "${state}/mounted/${t//\//_}" ]] && echo "${t} fs@tcp:/x lustre rw"',
@@ -859,6 +863,10 @@ case "${1:-} ${2:-}" in
     if [[ -e "${s}/ctld-down" ]]; then echo "Slurmctld(primary) at ip-10-1-2-3 is DOWN"; exit 1; fi
     echo "Slurmctld(primary) at ip-10-1-2-3 is UP" ;;
   "reconfigure "*) ;;
+  "show config")
+    printf 'Configuration data as of 2026-01-01T00:00:00\n'
+    printf 'SlurmUser               = slurm(401)\n'
+    printf 'SlurmctldPort           = 6817\n' ;;
   "show partition")
     p=${3:-}
     [[ -n "${p}" && -f "${s}/partitions/${p}" ]] || { echo "Partition ${p} not found"; exit 1; }
@@ -888,6 +896,27 @@ esac
 `update` fails for an unknown partition ("Invalid partition name specified") or QoS ("Invalid qos specification"),
 as the real one does (exit 1; the messages are slurm_strerror's as recalled, their wording UNCONFIRMED)."""
 
+STRIGGER_STUB = r"""
+s="${state}/slurm"
+[[ -e "${s}/ctld-down" ]] && { echo "strigger: error: Unable to contact slurm controller" >&2; exit 1; }
+case " $* " in
+  *" --get "*)
+    printf 'TRIG_ID RES_TYPE   RES_ID TYPE                                OFFSET USER     FLAGS PROGRAM\n'
+    [[ -f "${s}/triggers" ]] && cat "${s}/triggers" ;;
+  *" --set "*)
+    [[ "${RUNUSER:-root}" == slurm ]] || { echo "strigger: error: Access/permission denied" >&2; exit 1; }
+    prog=""
+    for a in "$@"; do [[ "${a}" == --program=* ]] && prog=${a#--program=}; done
+    n=$(( $( [[ -f "${s}/triggers" ]] && wc -l <"${s}/triggers" || echo 0) + 1 ))
+    printf '%7s node            * reconfig                                 0 slurm    PERM  %s\n' "${n}" "${prog}" \
+      >>"${s}/triggers" ;;
+  *) echo "strigger: error: unrecognized option" >&2; exit 1 ;;
+esac
+"""
+"""strigger(1) as slurmctld answers it: ``--get`` lists the triggers (its column layout as Slurm 22.05's strigger
+prints it); ``--set`` is refused unless run as SlurmUser (``slurm`` here, through the runuser stub), as strigger(1)
+says."""
+
 SLURMCTLD_UNIT = ("[Unit]\nDescription=Slurm controller daemon\nAfter=network.target munge.service\n"
                   "Wants=network-online.target\nConditionPathExists=/opt/slurm/etc/slurm.conf\n\n[Service]\n"
                   "Type=simple\nEnvironmentFile=-/etc/sysconfig/slurmctld\n"
@@ -909,6 +938,7 @@ def install_slurm_controller(sb: Sandbox, partitions: tuple[str, ...], *, prefix
     bindir.mkdir(parents=True, exist_ok=True)
     _write_stub(bindir / "sacctmgr", SACCTMGR_STUB)
     _write_stub(bindir / "scontrol", SCONTROL_STUB)
+    _write_stub(bindir / "strigger", STRIGGER_STUB)
     state = sb.path / "state/slurm"
     (state / "partitions").mkdir(parents=True, exist_ok=True)
     for p in partitions:

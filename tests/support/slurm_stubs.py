@@ -189,14 +189,18 @@ def _pairs(words: list[str]) -> tuple[dict[str, str], dict[str, str], list[str]]
 def _show(data: dict, entity: str, args: dict[str, str], parsable: bool, header: bool) -> int:
     fmt = [f.lower() for f in args.get("format", "").split(",") if f]
     if entity == "qos":
-        rows = [{"name": q, "grptres": data["tres"].get(q, "")} for q in data["qos"]]
+        rows = [{"name": q, "grptres": data["tres"].get(q, ""), "flags": data.setdefault("flags", {}).get(q, "")}
+                for q in data["qos"]]
         if "name" in args:
             rows = [r for r in rows if r["name"] == args["name"].lower()]
+    elif entity == "account":
+        rows = [{"account": a, "organization": v.get("organization", a)} for a, v in data["accounts"].items()]
     elif entity in ("association", "associations", "assoc"):
         rows = [{"account": a, "user": "", "partition": "", "fairshare": v["fairshare"], "qos": "normal",
-                 "defaultqos": ""} for a, v in data["accounts"].items()]
+                 "defaultqos": "", "maxsubmitjobs": ""} for a, v in data["accounts"].items()]
         rows += [{"account": s["account"], "user": s["user"], "partition": s["partition"], "fairshare": "1",
-                  "qos": s["qos"], "defaultqos": s["defqos"]} for s in data["assocs"]]
+                  "qos": s["qos"], "defaultqos": s["defqos"], "maxsubmitjobs": s.get("maxsubmitjobs", "")}
+                 for s in data["assocs"]]
     elif entity in ("user", "users"):
         rows = [{"user": u, "defaultaccount": d} for u, d in data["users"].items()]
     else:
@@ -226,13 +230,16 @@ def _add(data: dict, entity: str, words: list[str]) -> int:
         data["qos"].append(name)
         if "grptres" in opts:
             data["tres"][name] = opts["grptres"]
+        if "flags" in opts:
+            data.setdefault("flags", {})[name] = opts["flags"]
         print(f" Adding QOS(s)\n  {name}")
         return 0
     if entity == "account":
         if name in data["accounts"]:
             print(" Nothing new added.")
             return 0
-        data["accounts"][name] = {"fairshare": opts.get("fairshare", "1")}
+        data["accounts"][name] = {"fairshare": opts.get("fairshare", "1"),
+                                  "organization": opts.get("organization", name).lower()}
         print(f" Adding Account(s)\n  {name}")
         return 0
     # user
@@ -274,11 +281,17 @@ def _modify(data: dict, entity: str, words: list[str]) -> int:
             print(" Nothing modified")
             return 1
         data["tres"][name] = sets.get("grptres", data["tres"].get(name, ""))
+        flags = data.setdefault("flags", {})
+        for flag in [f for f in sets.get("flags+", "").split(",") if f]:
+            if flag.lower() not in flags.get(name, "").lower().split(","):
+                flags[name] = ",".join(f for f in (flags.get(name, ""), flag) if f)
     elif entity == "account":
         if name not in data["accounts"]:
             print(" Nothing modified")
             return 1
         data["accounts"][name]["fairshare"] = sets.get("fairshare", data["accounts"][name]["fairshare"])
+        if "organization" in sets:
+            data["accounts"][name]["organization"] = sets["organization"].lower()
     else:
         match = [s for s in data["assocs"] if s["user"] == name
                  and all(s[k] == where[k].lower() for k in ("account", "partition") if k in where)]
@@ -297,6 +310,8 @@ def _modify(data: dict, entity: str, words: list[str]) -> int:
         for s in match:
             s["qos"] = sets.get("qos", s["qos"]).lower()
             s["defqos"] = sets.get("defaultqos", s["defqos"]).lower()
+            if "maxsubmitjobs" in sets:
+                s["maxsubmitjobs"] = "" if sets["maxsubmitjobs"] == "-1" else sets["maxsubmitjobs"]
     print(f" Modified {entity}...\n  {name}")
     return 0
 
