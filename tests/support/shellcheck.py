@@ -96,7 +96,9 @@ def interface(prelude: str, step: str) -> str:
     while i < len(lines):
         m = _FUNCTION.match(lines[i])
         if not m:
-            out.append(lines[i])
+            line = lines[i]
+            if line.strip() and (not line.lstrip().startswith("#") or line.lstrip().startswith("# shellcheck")):
+                out.append(line)  # comments other than shellcheck's directives say nothing to its analysis
             i += 1
             continue
         name, rest = m.groups()
@@ -114,8 +116,8 @@ def interface(prelude: str, step: str) -> str:
         local = {w for line in body if line.lstrip().startswith("local ")
                  for w in re.findall(r"(?:^|\s)([A-Za-z_][A-Za-z0-9_]*)(?==|\s|$)", line.split("local ", 1)[1])}
         reads = [v for v in dict.fromkeys(_READ.findall(text)) if v not in local and not v.isdigit()]
-        stub = [f"  : {' '.join(_token(p) for p in positional)}" if positional else "  :"]
-        stub += [f'  : "${{{v}-}}"' for v in reads]
+        words = [_token(p) for p in positional] + ['"${' + v + '-}"' for v in reads]
+        stub = ["  : " + " ".join(words) if words else "  :"]
         stub += [f"  {f}" for f in sorted(step_functions) if re.search(rf"(^|[\s;&|(!]){f}($|[\s;)])", text)]
         if any(_EXITS.match(line) for line in body):
             stub.append("  exit 1")
