@@ -15,6 +15,7 @@ shellcheck code is excluded.
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from pathlib import Path
 
@@ -82,6 +83,7 @@ def test_representatives_hold_every_distinct_step_and_file():
     assert linted == rendered
 
 
+@functools.cache
 def _plan() -> shellcheck.Plan:
     """What shellcheck lints: each distinct script of the representatives, a step as its common helpers (once per
     distinct rendering) and its own code (support/shellcheck.py, ``plan``; tests/test_lint_subjects.py counts them)."""
