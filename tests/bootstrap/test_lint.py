@@ -98,7 +98,7 @@ def _findings(units: list[tuple[str, str]], directory: Path) -> list[str]:
         path = directory / f"{i}.sh"
         path.write_text(text)
         names[str(path)] = name
-    proc = subprocess.run([SHELLCHECK, "-f", "gcc", *names], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([SHELLCHECK, "-f", "gcc", *names], capture_output=True, text=True, timeout=300, check=False)
     found = [names.get(line.split(":", 1)[0], "?") + ": " + line for line in proc.stdout.splitlines()]
     assert found or proc.returncode == 0, proc.stderr
     return found
@@ -135,7 +135,7 @@ def test_the_split_finds_what_the_whole_step_finds(tmp_path: Path):
     """Each defect of PLANTED, planted in a step's own code or in its common helpers: the units the plan lints report
     every finding shellcheck reports for the whole step (by code), the planted one among them. The smallest step with
     a ``step_main`` (the helpers call it) takes the plants; two shellcheck processes lint every variant."""
-    name, content, prelude = min((s for s in bootstrap_matrix.representative_subjects()
+    _, content, prelude = min((s for s in bootstrap_matrix.representative_subjects()
                                   if s[2] and "\nstep_main() {" in s[1]), key=lambda s: len(s[1]))
     wholes, units, parts = [], {}, {}
     for where, (lines, _) in PLANTED.items():

@@ -12,9 +12,9 @@ import hashlib
 
 from fmcluster.bootstrap import context, render
 from fmcluster.bootstrap.collector import NODE_REMOTE_WRITE_MARKER
-from support.sandbox import FSX, context_for, make_project
 
 from fmcluster import catalog
+from support.sandbox import FSX, context_for, make_project
 
 
 @functools.cache
