@@ -7,7 +7,9 @@ bundle per *structure* (support/bootstrap_matrix.py): combinations that differ o
 Scripts are deduplicated by content hash; a step is linted as its common helpers (one unit per
 distinct rendering, shared by every step that renders them alike) and its own code with the
 helpers' interface (support/shellcheck.py, ``plan``: the planted-defect test below shows the
-split reports what the whole step reports). The units are split into chunks of about equal size,
+split reports what the whole step reports); units that differ only in their opening comments and
+the plain words of the step list are linted once (``lint_key``: 128 entry scripts, 15 texts).
+The units are split into chunks of about equal size,
 each chunk one shellcheck process; a unit this shellcheck version already found clean
 (remembered by digest in the user's cache, see `_clean_cache`) is not linted again. No
 shellcheck code is excluded.
@@ -157,6 +159,36 @@ def test_the_split_finds_what_the_whole_step_finds(tmp_path: Path):
         theirs = {f.rsplit("[", 1)[1] for f in split if f.split(": ", 1)[0] in parts[where]}
         assert f"{code}]" in mine, (where, whole)
         assert mine <= theirs, (where, mine, theirs)
+
+
+def test_the_lint_key_makes_alike_only_what_changes_no_finding(tmp_path: Path):
+    """Scripts with one :func:`support.shellcheck.lint_key` are linted once: they differ only in their opening comments
+    and in the plain words of the step list (or a step's name). Two real entry scripts with one key, the same defect
+    planted in each, give the same findings at the same places; a directive, a later comment, a quoted or expanded step
+    list or any other byte gives another key."""
+    entries = [c for n, c, _ in bootstrap_matrix.representative_subjects() if n.endswith(":" + render.ENTRY_NAME)]
+    groups: dict[str, list[str]] = {}
+    for entry in entries:
+        groups.setdefault(shellcheck.lint_key(entry), []).append(entry)
+    assert len(groups) < len(entries)
+    first, second = next(g for g in groups.values() if len(g) > 1)[:2]
+    assert first != second
+    planted = "fmc_planted=$(date)\necho $fmc_planted\n"
+    found = [sorted(f.split(":", 2)[2] for f in _findings([(str(i), e + planted)], tmp_path / str(i)))
+             for i, e in enumerate((first, second))]
+    assert found[0] == found[1] and any("SC2086" in f for f in found[0]), found
+    key = shellcheck.lint_key(first)
+    steps_line = next(line for line in first.splitlines(keepends=True) if line.startswith("STEPS=("))
+    opening = first.splitlines(keepends=True)[1]
+    assert opening.startswith("# ") and not opening.startswith("# shellcheck")
+    alike = first.replace(opening, "# another project, another role\n", 1).replace(steps_line, "STEPS=(10-a 20-b)\n")
+    assert alike != first and shellcheck.lint_key(alike) == key
+    for changed in (first.replace(opening, "# shellcheck disable=SC2086\n", 1),
+                    first.replace("\numask 022\n", "\numask 022\n# a comment\n", 1),
+                    first.replace(steps_line, "STEPS=($fmc_planted)\n"),
+                    first.replace(steps_line, "STEPS=('a b')\n"),
+                    first.replace("umask 022", "umask 077", 1)):
+        assert changed != first and shellcheck.lint_key(changed) != key, changed[:400]
 
 
 def test_no_obsolete_nccl_or_libfabric_variables_anywhere():
