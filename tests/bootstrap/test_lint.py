@@ -161,6 +161,16 @@ def test_the_split_finds_what_the_whole_step_finds(tmp_path: Path):
         assert mine <= theirs, (where, mine, theirs)
 
 
+def test_a_helper_laid_out_otherwise_stays_whole_in_the_interface():
+    """The interface replaces a helper's body only where it reads the body's end for sure: a function whose body has
+    a line at column 0 (a here-document) is kept as it is, and so is everything after it."""
+    prelude = ("f() {\n  cat <<EOF\n$1\n}\nEOF\n  echo \"${FMC_X}\"\n}\ng() {\n  echo \"$2\"\n  exit 1\n}\n"
+               "FMC_X=1\n")
+    interface = shellcheck.interface(prelude, prelude)
+    assert interface.startswith("f() {\n  cat <<EOF\n$1\n}\nEOF\n"), interface
+    assert 'g() {\n  : "$2"\n  exit 1\n}\nFMC_X=1\n' in interface, interface
+
+
 def test_the_lint_key_makes_alike_only_what_changes_no_finding(tmp_path: Path):
     """Scripts with one :func:`support.shellcheck.lint_key` are linted once: they differ only in their opening comments
     and in the plain words of the step list (or a step's name). Two real entry scripts with one key, the same defect

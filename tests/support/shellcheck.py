@@ -105,11 +105,17 @@ def interface(prelude: str, step: str) -> str:
         if rest.rstrip().endswith("}"):  # a one-line function
             body = [rest.rstrip()[:-1]]
         else:
-            body = []
-            i += 1
-            while lines[i] != "}":
-                body.append(lines[i])
+            end = i + 1
+            while end < len(lines) and lines[end] != "}" and (not lines[end] or lines[end][0].isspace()):
+                end += 1
+            if end == len(lines) or lines[end] != "}":
+                # not the layout read here (a line at column 0 before the closing brace: a here-document, another
+                # style): the function stays as it is, which is slower to lint, never less
+                out.append(lines[i])
                 i += 1
+                continue
+            body = lines[i + 1:end]
+            i = end
         i += 1
         text = "\n".join(body)
         positional = dict.fromkeys(_POSITIONAL.findall(text))
