@@ -194,6 +194,7 @@ def test_the_lint_key_makes_alike_only_what_changes_no_finding(tmp_path: Path):
     alike = first.replace(opening, "# another project, another role\n", 1).replace(steps_line, "STEPS=(10-a 20-b)\n")
     assert alike != first and shellcheck.lint_key(alike) == key
     for changed in (first.replace(opening, "# shellcheck disable=SC2086\n", 1),
+                    first.replace(opening, "#shellcheck disable=SC2086\n", 1),
                     first.replace("\numask 022\n", "\numask 022\n# a comment\n", 1),
                     first.replace(steps_line, "STEPS=($fmc_planted)\n"),
                     first.replace(steps_line, "STEPS=('a b')\n"),

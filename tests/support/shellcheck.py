@@ -77,6 +77,8 @@ def lint(paths: Iterable[Path], *options: str, timeout: int = 300) -> Linted:
 # SC2119) is still found; tests/bootstrap/test_lint.py plants each kind and compares with the whole script's findings.
 # The split can only add findings (a unit sees fewer call sites), never hide one.
 
+_DIRECTIVE = re.compile(r"#\s*shellcheck\b")
+"""A comment shellcheck reads (``# shellcheck disable=...``, ``#shellcheck source=...``): never dropped."""
 _FUNCTION = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\(\) \{(.*)$")
 _POSITIONAL = re.compile(r"\$(?:\{?[1-9#@*])")
 _READ = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
@@ -97,7 +99,7 @@ def interface(prelude: str, step: str) -> str:
         m = _FUNCTION.match(lines[i])
         if not m:
             line = lines[i]
-            if line.strip() and (not line.lstrip().startswith("#") or line.lstrip().startswith("# shellcheck")):
+            if line.strip() and (not line.lstrip().startswith("#") or _DIRECTIVE.match(line.lstrip())):
                 out.append(line)  # comments other than shellcheck's directives say nothing to its analysis
             i += 1
             continue
@@ -171,7 +173,7 @@ def lint_key(text: str) -> str:
     out = []
     header = True
     for line in text.splitlines(keepends=True):
-        if header and line.startswith("#") and not line.startswith(("#!", "# shellcheck")):
+        if header and line.startswith("#") and not line.startswith("#!") and not _DIRECTIVE.match(line):
             out.append("#\n")
             continue
         header = header and line.startswith("#")
