@@ -59,9 +59,6 @@ class Orchestrator:
     kubernetes_api: bool = False
     """Users reach the cluster through a Kubernetes API (kubectl), not a login node: acceptance and first-job print
     the way in first (:mod:`fmcluster.generate.eks_access`)."""
-    teams_enforcer: str | None = None
-    """What enforces ``teams`` when the orchestrator's own settings turn it on (the plan's teams section), where it is
-    not Slurm accounting."""
     other_nodes: bool = True
     """Nodes besides the GPU nodes (a head, controller or login node) run exporters."""
     accounting: tuple[str, ...] = field(default=())
@@ -237,7 +234,6 @@ ORCHESTRATORS: dict[str, Orchestrator] = {o.name: o for o in (
                  ultraserver_warning=False, placement_groups=False,
                  # HyperPod's EKS AMI: Amazon Linux (FACTS.md 5b.x)
                  image_os="HyperPod's EKS AMI (Amazon Linux)", kubernetes_api=True,
-                 teams_enforcer="hyperpod-task-governance",
                  # task governance's ComputeQuota per team (botocore sagemaker CreateComputeQuota): FairShareWeight,
                  # ComputeQuotaResources (guaranteed), ResourceSharingConfig.BorrowLimit/Strategy (borrow, lend),
                  # PreemptTeamTasks (preempt). Members would need a namespace RBAC binding per user: not mapped.

@@ -7,7 +7,7 @@ The stages, lowest first (a module may import its own unit and any lower stage):
     facts      errors, facts, catalog, pcluster_facts, contracts, templates, orchestrators, flavours, prices
     config     fmcluster.config
     plan       fmcluster.plan
-    node plan  bootstrap.versions, bootstrap.nodefacts, (pure: what a node runs)
+    node plan  bootstrap.versions, bootstrap.nodefacts, bootstrap.pins, (pure: what a node runs)
                bootstrap.context
     checks     fmcluster.checks
     generate   fmcluster.generate, fmcluster.guard,     (pure outputs: cluster.yaml, rules, dashboards,
@@ -36,7 +36,8 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
                "fmcluster.prices")),
     ("config", ("fmcluster.config",)),
     ("plan", ("fmcluster.plan",)),
-    ("node plan", ("fmcluster.bootstrap.versions", "fmcluster.bootstrap.nodefacts", "fmcluster.bootstrap.context")),
+    ("node plan", ("fmcluster.bootstrap.versions", "fmcluster.bootstrap.nodefacts", "fmcluster.bootstrap.context",
+                   "fmcluster.bootstrap.pins")),
     ("checks", ("fmcluster.checks",)),
     ("generate", ("fmcluster.generate", "fmcluster.guard", "fmcluster.acceptance", "fmcluster.kubernetes")),
     ("bootstrap", ("fmcluster.bootstrap",)),

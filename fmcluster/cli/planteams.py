@@ -20,9 +20,6 @@ def teams_data(p: Plan) -> dict | None:
     if not cluster.teams:
         return None
     out: dict = {"enforced_by": None, "teams": [t.model_dump() for t in cluster.teams]}
-    if cluster.driver.teams_enforcer and cluster.hyperpod_eks.task_governance:
-        out["enforced_by"] = cluster.driver.teams_enforcer  # a ComputeQuota per team (the scheduler section lists them)
-        return out
     if not slurmteams.applies(cluster):
         if cluster.driver.teams and not cluster.driver.slurm:  # HyperPod EKS: task governance
             out["enforced_by"] = cluster.driver.name
@@ -54,13 +51,10 @@ def teams(p: Plan, lines: Table) -> bool:
         row(lines, "teams", f"{names}: not enforced (validate refuses them here)")
         return True
     if "slurm" not in data:
-        row(lines, "teams", f"{names}: enforced by {data['enforced_by']} (docs/teams.md)")
+        row(lines, "teams", f"{names}: enforced by {data['enforced_by']}: HyperPod task governance (Kueue), a "
+                            "ComputeQuota each in namespace hyperpod-ns-<team>, listed under scheduler (docs/teams.md)")
         for e in data["enforced"]:
             row(lines, e["key"], e["how"])
-        return True
-    if data["enforced_by"] == "hyperpod-task-governance":
-        row(lines, "teams", ", ".join(t["name"] for t in data["teams"]) + ": enforced by HyperPod task governance "
-                            "(Kueue), a ComputeQuota each in namespace hyperpod-ns-<team> (listed under scheduler)")
         return True
     slurm = data["slurm"]
     for a in slurm["accounts"]:

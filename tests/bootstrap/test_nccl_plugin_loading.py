@@ -20,8 +20,9 @@ from support.nccl_loader import VERSIONS, Loader, Nccl
 from support.sandbox import make_project
 
 from fmcluster.plan import make_plan
+from fmcluster import orchestrators
 
-ORCHESTRATOR = {"parallelcluster": "parallelcluster", "hyperpod": "hyperpod", "pcs": "pcs", "self-managed": "none"}
+ORCHESTRATOR = {o.flavour: o.name for o in orchestrators.ORCHESTRATORS.values()}  # flavour -> orchestrator.type
 INSTANCE = {"x86_64": "p5.48xlarge", "aarch64": "p6e-gb200.36xlarge"}
 BEGIN, END = "# --- begin fmcluster-nccl.sh ---\n", "# --- end fmcluster-nccl.sh ---\n"
 

@@ -28,7 +28,7 @@ def test_the_teams_example_says_what_hyperpod_eks_runs(monkeypatch: pytest.Monke
     assert "OS ubuntu" not in text and "OS HyperPod's EKS AMI (Amazon Linux)" in text
     assert " new " not in text.split("EFA and addresses", 1)[1].split("network", 1)[0]
     assert "takes no placement group" in text
-    assert "not enforced here" not in text and "enforced by HyperPod task governance" in text
+    assert "not enforced here" not in text and "HyperPod task governance (Kueue)" in text
     assert "EKS control plane (Kubernetes 1.35, standard support)" in text
 
 
