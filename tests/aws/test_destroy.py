@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import datetime
-import importlib.util
 import json
 from pathlib import Path
 
@@ -12,8 +11,7 @@ import boto3
 import jmespath
 import pytest
 from botocore.stub import Stubber
-from moto import mock_aws
-from support import BASE, ROOT
+from support import BASE
 from typer.testing import CliRunner
 
 from fmcluster.aws import destroy as api
@@ -23,20 +21,6 @@ from fmcluster.aws.teardown import DeployedStack, delete_order, in_network
 from fmcluster.cli import app
 
 REGION = "us-east-1"
-
-
-@pytest.fixture
-def moto(monkeypatch: pytest.MonkeyPatch):
-    spec = importlib.util.spec_from_file_location("moto_teardown", ROOT / "tests" / "rehearsal" / "moto_teardown.py")
-    patch = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(patch)
-    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
-                        ("AWS_DEFAULT_REGION", REGION)):
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    with mock_aws():
-        patch.install(monkeypatch.setattr)
-        yield
 
 
 def _stack(name: str, resources: dict, outputs: dict | None = None, protect: bool = False) -> None:

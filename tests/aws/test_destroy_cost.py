@@ -5,12 +5,10 @@ functions (:mod:`fmcluster.plan.cost`)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import boto3
 import pytest
-from moto import mock_aws
 from support import ROOT
 
 from fmcluster import config
@@ -22,20 +20,6 @@ from fmcluster.plan import make_plan
 from fmcluster.plan.cost import CostSummary, cost_summary
 
 REGION = "us-east-1"
-
-
-@pytest.fixture
-def moto(monkeypatch: pytest.MonkeyPatch):
-    spec = importlib.util.spec_from_file_location("moto_teardown", ROOT / "tests" / "rehearsal" / "moto_teardown.py")
-    patch = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(patch)
-    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
-                        ("AWS_DEFAULT_REGION", REGION)):
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    with mock_aws():
-        patch.install(monkeypatch.setattr)
-        yield
 
 
 def _network() -> str:

@@ -4,33 +4,15 @@ security group; nothing attached and nothing another requester made. Against mot
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import boto3
-import pytest
-from moto import mock_aws
-from support import ROOT
 
 from fmcluster.aws import destroy as api
 from fmcluster.aws import enisweep
 from fmcluster.aws.session import aws_session
 
 REGION = "us-east-1"
-
-
-@pytest.fixture
-def moto(monkeypatch: pytest.MonkeyPatch):
-    spec = importlib.util.spec_from_file_location("moto_teardown", ROOT / "tests" / "rehearsal" / "moto_teardown.py")
-    patch = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(patch)
-    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
-                        ("AWS_DEFAULT_REGION", REGION)):
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    with mock_aws():
-        patch.install(monkeypatch.setattr)
-        yield
 
 
 def _network() -> tuple[str, str]:
