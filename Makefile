@@ -13,7 +13,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # every test worker rewrites every test module's asserts again (~10 s per worker).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup synth test rehearse bench plan docs prices clean pcluster-venv wheel-check
+.PHONY: setup synth test rehearse bench plan docs prices clean pcluster-venv wheel-check prometheus3
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -42,11 +42,18 @@ docs: setup  ## regenerate docs/project-file.md (every key, from the pydantic mo
 	$(PY) -m fmcluster.generate.reference
 	$(PY) -m fmcluster.generate.teamsdoc
 
-test: setup pcluster-venv  ## the full test suite: unit tests, cfn-lint, cdk-nag, shellcheck, promtool, ParallelCluster schema, deploy rehearsal
+test: setup pcluster-venv prometheus3  ## the full test suite: unit tests, cfn-lint, cdk-nag, shellcheck, promtool, ParallelCluster schema, deploy rehearsal
 	$(PY) -m pytest -n auto --dist worksteal  # a worker per core; an idle one takes half of a busy one's queue
 
 rehearse: setup  ## the deploy rehearsal alone: cdk bootstrap/deploy/destroy against moto on loopback (also in `make test`)
 	$(PY) -m pytest -m rehearsal tests/rehearsal
+
+# The Prometheus 3 LTS line the nodes run as their agent, for the agent tests (Debian's stable package, 2.42, stays the
+# stand-in for Amazon Managed Prometheus): Debian sid's packages unpacked in .tools/ (tools/fetch_prometheus3.sh).
+prometheus3: .tools/prometheus3/usr/bin/prometheus
+
+.tools/prometheus3/usr/bin/prometheus: tools/fetch_prometheus3.sh
+	tools/fetch_prometheus3.sh .tools/prometheus3
 
 # ParallelCluster pins CDK v1 and jsii 1.85: its schema validator lives in a venv of its own.
 pcluster-venv: .venv-pcluster/.installed

@@ -124,6 +124,20 @@ def promtool() -> str:
     return path
 
 
+@pytest.fixture(scope="session")
+def agent_promtool() -> str:
+    """promtool of the Prometheus 3 line the nodes run as their agent (``make prometheus3``): it checks the agent's
+    config as the agent reads it. CI must have it; a workstation without it skips."""
+    from support.loopback import AGENT_PROMTOOL
+
+    if not AGENT_PROMTOOL.is_file():
+        hint = "Prometheus 3's promtool not found; `make prometheus3` fetches it (tools/fetch_prometheus3.sh)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(hint + " -- CI must have it (.ci/run runs make test, which runs it)", pytrace=False)
+        pytest.skip(hint)
+    return str(AGENT_PROMTOOL)
+
+
 SLOW_FIRST = ("tests/rehearsal/", "tests/observability_e2e/", "tests/bootstrap/test_slurm_teams_real.py",
               "tests/aws/test_failures.py::test_an_endpoint_that")
 """Tests that take tens of seconds each: started first, so that with pytest-xdist they run beside the many short

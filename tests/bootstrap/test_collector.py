@@ -64,11 +64,11 @@ def test_template_uses_strict_undefined() -> None:
 
 @pytest.mark.parametrize(("gpu", "slurm"), [(True, False), (False, False), (False, True)])
 def test_node_agent_config_passes_promtool_and_scrapes_only_this_nodes_exporters(
-        promtool: str, tmp_path: Path, gpu: bool, slurm: bool) -> None:
+        agent_promtool: str, tmp_path: Path, gpu: bool, slurm: bool) -> None:
     text = collector.render_node_agent_config("llama", gpu=gpu, slurm=slurm)
     path = tmp_path / "agent.yml"
     path.write_text(text)
-    result = _check(promtool, path)
+    result = _check(agent_promtool, path)  # the agent's own version (Prometheus 3) reads it
     assert result.returncode == 0, result.stdout + result.stderr
     config = yaml.safe_load(text)
     targets = {job["job_name"]: job["static_configs"][0]["targets"] for job in config["scrape_configs"]}
@@ -95,4 +95,6 @@ def test_every_node_bundle_carries_the_agent_and_the_step_installs_it() -> None:
         step = files["steps/90-exporters.sh"]
         assert "install_prometheus_agent" in step and collector.NODE_REMOTE_WRITE_MARKER in step
         assert ctx.artifacts()["prometheus"].sha256 in step
-        assert "--enable-feature=agent,expand-external-labels" in step
+        # Prometheus 3 runs as an agent with --agent only: the 2.x feature flag is ignored there (a warning), and
+        # --storage.agent.path then stops it (tests/observability_e2e run the unit's flags on the real 3.x binary)
+        assert "ExecStart=/usr/local/bin/prometheus --agent " in step and "--enable-feature=agent" not in step

@@ -44,7 +44,7 @@ import pytest
 import yaml
 from fmcluster.bootstrap import render
 from support import replay
-from support.loopback import agent_config, serve_in_thread, spawn_agent
+from support.loopback import AGENT_PROMETHEUS, agent_config, serve_in_thread, spawn_agent
 from support.loopback import free_port as _free_port
 from support.loopback import get as _get
 from support.loopback import spawn as _spawn
@@ -54,7 +54,8 @@ from support.sandbox import context_for, make_project
 
 from fmcluster.generate import dashboards, metrics, rules
 
-PROMETHEUS = shutil.which("prometheus")
+PROMETHEUS = shutil.which("prometheus")  # the receiver: Debian stable's, the stand-in for Amazon Managed Prometheus
+AGENT = str(AGENT_PROMETHEUS) if AGENT_PROMETHEUS.is_file() else None  # the node's agent: Prometheus 3 (make prometheus3)
 PROMTOOL = shutil.which("promtool")
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
 AMTOOL = shutil.which("amtool")
@@ -68,8 +69,9 @@ EFA_DEVICE = "rdmap16s27"
 # Skipped only outside CI: .ci/run sets CI=true and installs the packages, so there a missing one fails.
 IN_CI = bool(os.environ.get("CI"))
 pytestmark = pytest.mark.skipif(
-    not (PROMETHEUS and NODE_EXPORTER) and not IN_CI,
-    reason="needs the Debian packages prometheus and prometheus-node-exporter (.ci/run installs them)",
+    not (PROMETHEUS and AGENT and NODE_EXPORTER) and not IN_CI,
+    reason="needs the Debian packages prometheus and prometheus-node-exporter (.ci/run installs them) and "
+           "Prometheus 3 for the agent (make prometheus3)",
 )
 
 
@@ -224,7 +226,7 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
 
         config = agent_config(ports["receiver"], {metrics.NODE.port: ports["node_exporter"],
                                                   metrics.DCGM.port: ports["dcgm"]}, gpu=True)
-        procs.append(spawn_agent(tmp_path, PROMETHEUS, ports["agent"], config, NODE, INSTANCE_ID, INSTANCE_TYPE))
+        procs.append(spawn_agent(tmp_path, AGENT, ports["agent"], config, NODE, INSTANCE_ID, INSTANCE_TYPE))
 
         result = Stack(tmp_path, ports["receiver"], node_exporter, dcgm, script, procfs, procs)
         result.run_efa_script()

@@ -38,13 +38,14 @@ import pytest
 import yaml
 from fmcluster.bootstrap import render
 from support import replay, slurm_stubs
-from support.loopback import agent_config, free_port, get, spawn, spawn_agent, stop, wait_until
+from support.loopback import AGENT_PROMETHEUS, agent_config, free_port, get, spawn, spawn_agent, stop, wait_until
 from support.sandbox import context_for, make_project
 from support.slurm_stubs import HEALTHY_JOBS, HEALTHY_NODES, Job, Node, gpu_tres
 
 from fmcluster.generate import dashboards, metrics, rules
 
-PROMETHEUS = shutil.which("prometheus")
+PROMETHEUS = shutil.which("prometheus")  # the receiver: Debian stable's, the stand-in for Amazon Managed Prometheus
+AGENT = str(AGENT_PROMETHEUS) if AGENT_PROMETHEUS.is_file() else None  # the node's agent: Prometheus 3 (make prometheus3)
 PROMTOOL = shutil.which("promtool")
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
 
@@ -58,8 +59,9 @@ SLURM_SERIES = '{job="node-exporter", __name__=~"slurm_.+|fmcluster_slurm_.+"}'
 
 IN_CI = bool(os.environ.get("CI"))
 pytestmark = pytest.mark.skipif(
-    not (PROMETHEUS and NODE_EXPORTER) and not IN_CI,
-    reason="needs the Debian packages prometheus and prometheus-node-exporter (.ci/run installs them)",
+    not (PROMETHEUS and AGENT and NODE_EXPORTER) and not IN_CI,
+    reason="needs the Debian packages prometheus and prometheus-node-exporter (.ci/run installs them) and "
+           "Prometheus 3 for the agent (make prometheus3)",
 )
 
 QUEUE_ALERTS = {"SlurmNodesDown", "SlurmNodesDrained", "SlurmJobsStuck", "SlurmPartitionStalled"}
@@ -144,7 +146,7 @@ def controller(tmp_path: Path) -> Iterator[Controller]:
             f"--collector.textfile.directory={textfile}"]))
         # The controller's rendered agent config (Slurm metrics kept), as its unit runs it.
         config = agent_config(ports["receiver"], {metrics.NODE.port: ports["node_exporter"]}, gpu=False, slurm=True)
-        procs.append(spawn_agent(tmp_path, PROMETHEUS, ports["agent"], config, CONTROLLER, INSTANCE_ID, INSTANCE_TYPE))
+        procs.append(spawn_agent(tmp_path, AGENT, ports["agent"], config, CONTROLLER, INSTANCE_ID, INSTANCE_TYPE))
         wait_until("the receiver to load the rules", lambda: get(ports["receiver"], "/api/v1/rules")["data"]["groups"],
                    result.logs)
         yield result

@@ -107,13 +107,36 @@ def agent_config(receiver_port: int, ports: dict[int, int], *, gpu: bool, slurm:
     return yaml.safe_dump(config, sort_keys=False)
 
 
+AGENT_PROMETHEUS = Path(__file__).resolve().parents[2] / ".tools/prometheus3/usr/bin/prometheus"
+"""The Prometheus 3 LTS line the nodes run as their agent (bootstrap/versions.yaml pins 3.5.4 from GitHub): Debian sid's
+package, unpacked by ``make prometheus3`` (tools/fetch_prometheus3.sh). Debian's stable ``prometheus`` (2.42) is the
+receiver that stands in for Amazon Managed Prometheus; it does not know the agent's ``--agent`` flag."""
+AGENT_PROMTOOL = AGENT_PROMETHEUS.with_name("promtool")
+
+
+def agent_unit_flags() -> list[str]:
+    """The flags of the agent's ``ExecStart=`` in the unit the exporters step writes (templates/bootstrap/exporters.sh.j2),
+    rendered for a GPU node: exactly what a node runs."""
+    import shlex
+
+    from fmcluster.bootstrap import render
+    from support.sandbox import context_for, make_project
+
+    step = render.render_files(context_for(make_project(), "gpu", "compute"))["steps/90-exporters.sh"]
+    (line,) = [line for line in step.splitlines() if line.startswith("ExecStart=/usr/local/bin/prometheus ")]
+    return shlex.split(line.removeprefix("ExecStart="))[1:]
+
+
 def spawn_agent(tmp: Path, prometheus: str, agent_port: int, config: str, node: str, instance_id: str,
                 instance_type: str) -> subprocess.Popen:
-    """The node's Prometheus agent with exactly the flags and environment the bootstrap's unit gives it
-    (templates/bootstrap/exporters.sh.j2)."""
+    """The node's Prometheus agent with the flags and environment the bootstrap's unit gives it
+    (:func:`agent_unit_flags`), only its paths and port moved into the test's folder."""
     agent_yml = tmp / "agent.yml"
     agent_yml.write_text(config)
     env = {"PATH": "/usr/bin:/bin", "FMC_NODE": node, "FMC_INSTANCE_ID": instance_id, "FMC_INSTANCE_TYPE": instance_type}
-    return spawn(tmp, "agent", [
-        prometheus, "--enable-feature=agent,expand-external-labels", f"--config.file={agent_yml}",
-        f"--storage.agent.path={tmp / 'agent-wal'}", f"--web.listen-address=127.0.0.1:{agent_port}"], env=env)
+    moved = {"--config.file": str(agent_yml), "--storage.agent.path": str(tmp / "agent-wal"),
+             "--web.listen-address": f"127.0.0.1:{agent_port}"}
+    flags = [f"{flag.split('=', 1)[0]}={moved[flag.split('=', 1)[0]]}" if flag.split("=", 1)[0] in moved else flag
+             for flag in agent_unit_flags()]
+    assert sum(flag.split("=", 1)[0] in moved for flag in flags) == len(moved), flags
+    return spawn(tmp, "agent", [prometheus, *flags], env=env)

@@ -766,7 +766,8 @@ def build_sandbox(
         (root / "usr/local/bin").mkdir(parents=True, exist_ok=True)
         (root / "usr/local/bin/node_exporter").write_text("#!/bin/sh\necho 'node_exporter, version 1.9.1 (branch: HEAD)'\n")
         (root / "usr/local/bin/node_exporter").chmod(0o755)
-        (root / "usr/local/bin/prometheus").write_text("#!/bin/sh\necho 'prometheus, version 2.53.4 (branch: HEAD)'\n")
+        (root / "usr/local/bin/prometheus").write_text(
+            f"#!/bin/sh\necho 'prometheus, version {ctx.versions.prometheus.version} (branch: HEAD)'\n")
         (root / "usr/local/bin/prometheus").chmod(0o755)
     if ctx.slurm_metrics:  # the controller's Slurm clients (support.slurm_stubs: nothing queued, no nodes yet)
         slurm_stubs.install(root / ctx.options.slurm_prefix.lstrip("/") / "bin")
