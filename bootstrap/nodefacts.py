@@ -117,6 +117,16 @@ class Options(_Frozen):
     slurmdbd_wait_s: int = Field(default=600, ge=1, description="How long the slurm-policy step waits for slurmdbd "
                                                                 "to answer sacctmgr before it fails.")
     slurmctld_wait_s: int = Field(
-        default=60, ge=1, le=80,
+        default=60, ge=1, le=600,
         description="How long fmcluster-partition-qos waits for slurmctld to answer `scontrol ping`; it runs as "
-                    "slurmctld.service's ExecStartPost, which systemd's start timeout (default 90s) covers.")
+                    "slurmctld.service's ExecStartPost, bounded by partition_qos_hook_s.")
+    slurm_teams_hook_s: int = Field(
+        default=60, ge=10, le=600,
+        description="How long fmcluster-slurm-teams may run as slurmctld.service's ExecStartPost (timeout(1)): one "
+                    "try at the teams; slurmctld's start timeout is raised by it.")
+
+    @property
+    def partition_qos_hook_s(self) -> int:
+        """How long fmcluster-partition-qos may run as slurmctld.service's ExecStartPost (timeout(1)): its wait for
+        slurmctld, then its scontrol and strigger calls (30 s); slurmctld's start timeout is raised by it."""
+        return self.slurmctld_wait_s + 30

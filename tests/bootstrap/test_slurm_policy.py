@@ -178,7 +178,9 @@ def test_the_controller_creates_a_qos_per_partition_and_sets_it(tmp_path, orches
     assert "scontrol update PartitionName=gpu QOS=gpu" in res.calls
     assert "scontrol update PartitionName=big-q QOS=big-q" in res.calls
     dropin = (sb.root / DROPIN).read_text()
-    assert "ExecStartPost=-/usr/local/sbin/fmcluster-partition-qos\n" in dropin  # "-": never fails the start
+    # "-": never fails the start; timeout(1): never holds it past its share of the start timeout (test_slurmctld_start)
+    assert f"ExecStartPost=-/usr/bin/timeout --kill-after=5 {ctx.options.partition_qos_hook_s} " \
+           "/usr/local/sbin/fmcluster-partition-qos\n" in dropin
     assert (sb.root / INSTALLED).read_bytes() == (sb.bundle / SCRIPT).read_bytes()
     assert os.access(sb.root / INSTALLED, os.X_OK)
     assert "systemctl daemon-reload" in res.calls
@@ -284,7 +286,8 @@ def test_a_changed_drop_in_is_rewritten(tmp_path) -> None:
     (sb.root / DROPIN).write_text("[Service]\nExecStartPost=/bin/false\n")
     res = sb.run()
     assert res.rc == 0, res.out[-3000:]
-    assert "ExecStartPost=-/usr/local/sbin/fmcluster-partition-qos" in (sb.root / DROPIN).read_text()
+    assert "/usr/local/sbin/fmcluster-partition-qos\n" in (sb.root / DROPIN).read_text()
+    assert "ExecStartPost=/bin/false" not in (sb.root / DROPIN).read_text()
     assert "systemctl daemon-reload" in res.calls
 
 
