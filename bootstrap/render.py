@@ -29,7 +29,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from fmcluster.bootstrap import budget
+from fmcluster.bootstrap import budget, staging
 from fmcluster.bootstrap.collector import (
     NODE_REMOTE_WRITE_MARKER,
     render_node_agent_config,
@@ -108,6 +108,9 @@ class Manifest(_Frozen):
     optional_unpinned: list[str] = Field(
         default_factory=list,
         description="Unpinned keys of optional components: skipped with a warning when the image lacks them.")
+    staged: list[dict[str, str]] = Field(
+        default_factory=list,
+        description="Downloads the deployment stages in its asset bucket (fmcluster.bootstrap.staging): name, url, sha256.")
 
 
 def _render(template: str, ctx: BootstrapContext, **extra: Any) -> str:
@@ -250,6 +253,7 @@ def render_bundle(ctx: BootstrapContext, out_dir: Path | str) -> Manifest:
         versions=ctx.versions.summary(),
         placeholders=needed_placeholders(ctx),
         optional_unpinned=optional_unpinned(ctx),
+        staged=staging.staged(ctx),
     )
     (out / "manifest.json").write_text(json.dumps(manifest.model_dump(), indent=2) + "\n", encoding="utf-8")
     return manifest

@@ -17,7 +17,7 @@ from pathlib import Path
 from dataclasses import replace
 
 from aws_cdk import App, Environment, Fn, Stack, Tags, Validations
-from fmcluster.bootstrap import bundles
+from fmcluster.bootstrap import bundles, staging
 from fmcluster.stacks.cluster import ClusterStack
 from fmcluster.stacks.network import NetworkStack
 from fmcluster.stacks.observability import ObservabilityStack
@@ -131,7 +131,7 @@ def build_project(app: App, loaded: LoadedProject, plan: Plan, *, protect: bool 
     runs_slurm = plan.cluster.driver.runs_slurm(plan.cluster)
     cluster = ClusterStack(app, stack_name(name, "cluster"), plan=plan.cluster, bundles=node_bundles,
                            network=network_contract, storage=storage_contract, metrics=metrics,
-                           accounting=accounting, env=env,
+                           accounting=accounting, staged=staging.from_manifests(bundle_dir), env=env,
                            termination_protection=protect and runs_slurm)
     for producer in stacks:  # imports name no stack: deploy network, storage (observability, accounting) first
         cluster.add_stack_dependency(producer)

@@ -9,7 +9,7 @@ the node role (:meth:`ClusterStack.add_launch_templates`); otherwise the orchest
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from aws_cdk import (
@@ -29,6 +29,7 @@ from aws_cdk import (
 from constructs import Construct
 from fmcluster.bootstrap.selfmanaged import GroupBundle
 from fmcluster.stacks.launch_template import camel, efa_launch_template
+from fmcluster.stacks.staging import grant_staged, stage
 from fmcluster.stacks.node_role import add_node_role
 
 from fmcluster.contracts import (
@@ -47,7 +48,8 @@ class ClusterStack(Stack):
 
     def __init__(self, scope: Construct, construct_id: str, *, plan: ClusterPlan, bundles: object,
                  network: NetworkContract, storage: StorageContract, metrics: MetricsContract | None = None,
-                 accounting: AccountingContract | None = None, **kwargs) -> None:
+                 accounting: AccountingContract | None = None, staged: Sequence[dict[str, str]] = (),
+                 **kwargs) -> None:
         super().__init__(scope, construct_id, description=f"fmcluster {plan.project}: compute capacity", **kwargs)
         self.plan = plan
         self.network = network
@@ -55,11 +57,15 @@ class ClusterStack(Stack):
         self.accounting = accounting
         """The Slurm accounting database (``NAME-accounting``), or None: accounting off or kept elsewhere."""
         self.launch_templates: dict[str, ec2.CfnLaunchTemplate] = {}
+        self.staged = stage(self, staged)
+        """The monitoring artefacts the bundles list, staged at deploy (fmcluster.stacks.staging): every node role reads
+        them."""
         BUILDERS[plan.orchestrator](self, bundles, metrics)
 
     def add_launch_templates(self, bundles: dict[str, GroupBundle], metrics: MetricsContract | None) -> None:
         """Self-managed nodes: the node role, and per compute group its launch template (and placement group)."""
         self.role, self.instance_profile = add_node_role(self, self.plan, metrics)
+        grant_staged(self, self.role)
         for group in self.plan.groups:
             self.launch_templates[group.name] = self._add_group(group, bundles[group.name])
 

@@ -30,6 +30,7 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 from fmcluster.stacks.tokens import AWS, block_all_public_access, is_unresolved
+from fmcluster.stacks.staging import staged_of
 from fmcluster.bootstrap.hyperpod import LifecycleBundles
 
 from fmcluster.contracts import (
@@ -82,9 +83,12 @@ class HyperPodCluster(Construct):
                    "is a CloudFormation deployment, recorded there and in CloudTrail.",
         ))
         sources = [s3deploy.Source.asset(str(bundles.root))]
-        if metrics is not None:  # known at deploy time only: a file beside each bundle's entry script
-            sources += [s3deploy.Source.data(f"{group}/fmcluster.env",
-                                             f"FMC_METRICS_REMOTE_WRITE_URL={metrics.remote_write_url}\n")
+        # Known at deploy time only: a file beside each bundle's entry script. The staged monitoring artefacts are in
+        # the asset bucket, not the lifecycle bucket the bundles are copied to (fmcluster.bootstrap.staging).
+        deployed = [*([f"FMC_METRICS_REMOTE_WRITE_URL={metrics.remote_write_url}"] if metrics is not None else []),
+                    *([f"FMC_ARTEFACTS_BUCKET={staged_of(stack).bucket_name}"] if staged_of(stack).bucket_name else [])]
+        if deployed:
+            sources += [s3deploy.Source.data(f"{group}/fmcluster.env", "\n".join(deployed) + "\n")
                         for group in bundles.sums]
         self.upload = s3deploy.BucketDeployment(
             self, "LifecycleScripts", sources=sources,
@@ -172,6 +176,10 @@ class HyperPodCluster(Construct):
             statements.append(iam.PolicyStatement(
                 sid="FindUltraServerMembers", actions=["sagemaker:ListClusterNodes", "sagemaker:DescribeClusterNode"],
                 resources=[clusters]))
+        staged = staged_of(Stack.of(self)).read_arns  # the monitoring artefacts staged at deploy (fmcluster.stacks.staging)
+        if staged:
+            statements.append(iam.PolicyStatement(sid="ReadStagedArtefacts", actions=["s3:GetObject"],
+                                                  resources=list(staged)))
         policy = iam.Policy(self, "ExecutionPolicy", roles=[role], statements=statements)
         bucket = Stack.of(self).get_logical_id(self.bucket.node.default_child)  # type: ignore[arg-type]
         for resource, why in (

@@ -35,6 +35,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 from fmcluster.stacks.tokens import AWS
+from fmcluster.stacks.staging import staged_of
 from fmcluster.bootstrap.parallelcluster import DispatchedBundles
 
 from fmcluster.contracts import (
@@ -265,6 +266,7 @@ def build(stack: Any, bundles: DispatchedBundles, metrics: MetricsContract | Non
     launcher_url, archive_url = launcher.s3_object_url, archive.s3_object_url
     args = [archive_url, *([metrics.remote_write_url] if metrics else [])]
     reads = [a.bucket.arn_for_objects(a.s3_object_key) for a in (launcher, *dispatchers.values(), archive)]
+    reads += staged_of(stack).read_arns  # the monitoring artefacts staged at deploy, beside the archive (staging.py)
     ParallelClusterCluster(
         stack, "ParallelCluster", plan=stack.plan, network=stack.network, storage=stack.storage,
         launcher_uri=launcher_url,

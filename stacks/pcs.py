@@ -32,6 +32,7 @@ from constructs import Construct
 from fmcluster.bootstrap.selfmanaged import LOGIN_BUNDLE, GroupBundle
 from fmcluster.stacks.launch_template import camel, efa_launch_template
 from fmcluster.stacks.node_role import add_node_role
+from fmcluster.stacks.staging import grant_staged
 
 from fmcluster.contracts import (
     PCS_CLUSTER_ARN_OUTPUT,
@@ -69,6 +70,7 @@ class PcsCluster(Construct):
         self.queues: dict[str, pcs.CfnQueue] = {}
 
         self.role, self.instance_profile = add_node_role(self, plan, metrics, path=IAM_PATH)
+        grant_staged(stack, self.role)  # the monitoring artefacts staged at deploy (fmcluster.stacks.staging)
         self._allow_registration()
 
         # Name, Networking and Size are create-only (cfn-lint schema), and CloudFormation refuses to replace a

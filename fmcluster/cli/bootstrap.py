@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from fmcluster import catalog, config, orchestrators
-from fmcluster.bootstrap import budget, bundles, context, profiles, render
+from fmcluster.bootstrap import budget, bundles, context, profiles, render, staging
 from fmcluster.bootstrap import versions as pinned
 from fmcluster.cli.outdir import OUTPUT_ROOT, default_out
 from fmcluster.errors import ConfigError
@@ -186,3 +186,23 @@ def render_matrix(out: Path) -> list[dict]:
                      f"{', '.join(r['placeholders']) or '-'} | {', '.join(r['optional_unpinned']) or '-'} |")
     (out / "SUMMARY.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return rows
+
+
+@app.command(name="stage", hidden=True)
+def stage_cmd(
+    url: Annotated[str, typer.Argument(help="Where the release publishes it (https).")],
+    name: Annotated[str, typer.Option("--name", help="What it is, for messages.")],
+    sha256: Annotated[str, typer.Option("--sha256", help="Its pinned sha256 (bootstrap/versions.yaml).")],
+) -> None:
+    """Print the path of a verified copy of URL (downloaded into ~/.cache/fmcluster/artefacts unless there).
+
+    Run by the CDK CLI's asset publisher at deploy, for each monitoring artefact the nodes' bundles list
+    (fmcluster.bootstrap.staging), only when the deployment's asset bucket lacks it; the publisher uploads the file.
+    """
+    try:
+        path = staging.fetch(name, url, sha256)
+    except pinned.BootstrapError as exc:
+        print(f"fmcluster: {exc}", file=sys.stderr)
+        raise typer.Exit(1) from None
+    print(path)
+

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -218,7 +219,16 @@ def deploy(
 
 def _cdk(command: list[str], cwd: Path) -> int:
     out.print(f"$ {' '.join(command)}", highlight=False, markup=False, soft_wrap=True)
-    return subprocess.run(command, cwd=cwd, env=os.environ.copy(), check=False).returncode
+    return subprocess.run(command, cwd=cwd, env=cdk_env(), check=False).returncode
+
+
+def cdk_env() -> dict[str, str]:
+    """The CDK CLI's environment: this one, with this fmcluster's folder first on PATH. The CLI's asset publisher runs
+    ``fmcluster bootstrap stage`` to stage the nodes' monitoring artefacts (fmcluster.bootstrap.staging); a virtual
+    environment's or pipx's fmcluster sits beside its Python, which a user need not have activated."""
+    env = os.environ.copy()
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), *filter(None, [env.get("PATH")])])
+    return env
 
 
 @contextmanager

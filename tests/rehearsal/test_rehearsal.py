@@ -511,12 +511,17 @@ def rehearse(r: Rehearsal) -> None:
     r.cdk("bootstrap", *app, f"aws://{r.account}/{r.region}")
     cfn = r.boto("cloudformation")
     staging = outputs_of(cfn, "CDKToolkit")["BucketName"]
+    staged = prestage_artefacts(r, staging, list(stacks))
 
     if blocked:
         r.cdk("deploy", *app, *executed, "--require-approval", "never")
         r.cdk("deploy", *app, *blocked, "--exclusively", "--method=prepare-change-set", "--require-approval", "never")
     else:  # the assembly holds every project's stacks: these, not --all
         r.cdk("deploy", *app, *executed, "--require-approval", "never")
+
+    # the publisher found every staged artefact in place and never ran its command (which would download it)
+    assert staged, "no staged monitoring artefact in the rehearsed assembly"
+    assert "fmcluster bootstrap stage" not in "\n".join(r.outputs), "a staged artefact's command ran: it was not there"
 
     # every executed stack reached CREATE_COMPLETE; every other one has a change set ready to run
     status = {s["StackName"]: s["StackStatus"] for s in all_stacks(cfn)}
@@ -646,6 +651,27 @@ def day_two(r: Rehearsal, file: Path, stacks: dict[str, dict], deployed: dict[st
     assert {s["StackName"] for s in all_stacks(cfn)} >= set(stacks)
 
 
+def prestage_artefacts(r: Rehearsal, staging: str, stacks: list[str]) -> list[str]:
+    """The monitoring artefacts the cluster stacks stage (fmcluster.stacks.staging), put in the asset bucket as an
+    earlier deploy left them: their source is ``fmcluster bootstrap stage``, which downloads from GitHub and cannot run
+    offline; with the object in place the CDK CLI's publisher skips the command, as on every deploy after the first.
+    (The command itself: tests/bootstrap/test_staging.py, against a loopback server.) The keys are the sha256s."""
+    s3 = r.boto("s3")
+    keys = []
+    for stack in stacks:
+        manifest = json.loads((r.assembly / f"{stack}.assets.json").read_text())
+        for asset_hash, asset in manifest["files"].items():
+            command = asset["source"].get("executable")
+            if command is None:
+                continue
+            assert command[:3] == ["fmcluster", "bootstrap", "stage"] and asset_hash in command, command
+            for dest in asset["destinations"].values():
+                assert dest["objectKey"] == asset_hash, dest  # what the nodes look for: s3://BUCKET/SHA256
+                s3.put_object(Bucket=staging, Key=asset_hash, Body=f"staged {asset_hash}\n".encode())
+                keys.append(asset_hash)
+    return sorted(set(keys))
+
+
 def check_bundle_assets(r: Rehearsal, staging: str, cluster_stacks: list[str]) -> None:
     """The node bootstrap bundle of each cluster stack is in the staging bucket under its hash, as built."""
     s3 = r.boto("s3")
@@ -654,8 +680,8 @@ def check_bundle_assets(r: Rehearsal, staging: str, cluster_stacks: list[str]) -
         manifest = json.loads((r.assembly / f"{stack}.assets.json").read_text())
         for asset_hash, asset in manifest["files"].items():
             source = asset["source"]
-            if source["path"].endswith(".template.json"):
-                continue
+            if "executable" in source or source["path"].endswith(".template.json"):
+                continue  # a staged artefact (prestage_artefacts), a template
             bundles += 1
             for dest in asset["destinations"].values():
                 bucket = dest["bucketName"].replace("${AWS::AccountId}", r.account).replace("${AWS::Region}", r.region)

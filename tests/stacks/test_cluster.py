@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from aws_cdk.assertions import Match
 from support import PROJECTS, SELF_MANAGED, Synthesized
@@ -108,8 +110,13 @@ def test_launch_template_boots_the_rendered_bundle(synthesized: Synthesized) -> 
     # the node may read exactly that object, nothing else in the asset bucket
     policy = next(r for lid, r in resources.items()
                   if r["Type"] == "AWS::IAM::Policy" and lid.startswith("NodeRole"))["Properties"]["PolicyDocument"]
-    [statement] = policy["Statement"]
+    [staged] = [s for s in policy["Statement"] if s.get("Sid") == "ReadStagedArtefacts"]
+    [statement] = [s for s in policy["Statement"] if s is not staged]
     assert statement["Action"] == "s3:GetObject" and ".zip" in str(statement["Resource"])
+    # and the monitoring artefacts staged beside it, each object by its sha256 (fmcluster.stacks.staging)
+    assert staged["Sid"] == "ReadStagedArtefacts" and staged["Action"] == "s3:GetObject"
+    assert sorted(str(r).rsplit("/", 1)[1][:64] for r in staged["Resource"]) == sorted(
+        a["sha256"] for a in _staged_assets(synthesized, "p4d-on-demand-cluster"))
 
 
 def test_existing_file_system_is_rendered_into_the_bundle(synthesized: Synthesized) -> None:
@@ -154,8 +161,11 @@ def test_parallelcluster_nodes_run_the_launcher_which_their_pointer_sends_to_the
     policies = [r for r in synthesized.template("p5-parallelcluster-cluster")["Resources"].values()
                 if r["Type"] == "AWS::IAM::ManagedPolicy" and "ReadBootstrapBundle" in str(r)]
     [read] = [s for s in policies[0]["Properties"]["PolicyDocument"]["Statement"] if s["Sid"] == "ReadBootstrapBundle"]
-    # the launcher, the two dispatchers, the archive
-    assert len(read["Resource"]) == 4 and "*" not in str(read["Resource"]).replace("${AWS::", "")
+    # the launcher, the two dispatchers, the archive, and the monitoring artefacts staged beside them (two per
+    # architecture: node_exporter and Prometheus; fmcluster.stacks.staging)
+    staged = _staged_assets(synthesized, "p5-parallelcluster-cluster")
+    assert len(staged) == 2 and len(read["Resource"]) == 4 + len(staged)
+    assert "*" not in str(read["Resource"]).replace("${AWS::", "")
 
 
 def test_parallelcluster_capacity_block_queue(synthesized: Synthesized) -> None:
@@ -210,3 +220,12 @@ def test_the_cluster_reads_network_and_storage_by_strong_references(synthesized:
         assert imports and imports <= exports, (name, imports - exports)
         checked += 1
     assert checked == len([n for n in synthesized.templates if n.endswith("-cluster")]) >= 10
+
+
+def _staged_assets(synthesized: Synthesized, stack: str) -> list[dict[str, str]]:
+    """The stack's assets whose source is ``fmcluster bootstrap stage`` (the staged monitoring artefacts), as the asset
+    manifest names them: key and command."""
+    manifest = json.loads((synthesized.outdir / f"{stack}.assets.json").read_text())
+    return [{"sha256": key, "command": entry["source"]["executable"]} for key, entry in manifest["files"].items()
+            if "executable" in entry["source"]]
+
