@@ -7,7 +7,9 @@ Linux user -- or adds one late -- without touching the machine's /etc/passwd.
 Started once per test session (per pytest-xdist worker) by :func:`start`; the tests share it and each works in
 its own accounts and users (:meth:`RealSlurm.reset` between tests). Partition ``gpu`` has four nodes, as
 examples/p5-slurm-accounting.yaml's group: ``n1`` (this slurmd, 2 CPUs) and ``n[2-4]`` (configured, never
-started: there so a job of several nodes is one the partition could run, and only a team's limit refuses it).
+started: there so a job of several nodes is one the partition could run, and only a team's limit refuses it). They are
+DOWN from the start: as UNKNOWN, slurmctld allocated one of them to a two-node job until SlurmdTimeout (300 s) marked
+it down, and that job, once cancelled, stayed COMPLETING for want of its node's answer (a reset then timed out).
 
 Root is needed: slurmd starts each job as its user. Packages: ``slurmdbd slurmctld slurmd slurm-client
 mariadb-server libnss-wrapper`` (.ci/run installs them)."""
@@ -212,7 +214,7 @@ PriorityType=priority/multifactor
 PriorityWeightFairshare=10000
 PriorityWeightQOS=1000
 NodeName=n1 NodeHostname={host} NodeAddr=127.0.0.1 CPUs=2 RealMemory=500 State=UNKNOWN
-NodeName=n[2-4] NodeHostname=nowhere NodeAddr=127.0.0.2 CPUs=2 RealMemory=500 State=UNKNOWN
+NodeName=n[2-4] NodeHostname=nowhere NodeAddr=127.0.0.2 CPUs=2 RealMemory=500 State=DOWN Reason=never_started
 PartitionName=gpu Nodes=n[1-4] Default=YES State=UP MaxTime=INFINITE
 """)
     sl.procs["slurmdbd"] = spawn(tmp, "slurmdbd", ["slurmdbd", "-D"], env=env)
