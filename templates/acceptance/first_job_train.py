@@ -24,6 +24,7 @@ The FLOPs and MFU arithmetic is in ``first_job_flops.py`` beside this file. Runs
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import os
@@ -247,6 +248,13 @@ def main(argv: list[str] | None = None) -> int:
                   "params": params, "flops_per_token": per_token, "instance_type": args.instance_type,
                   "peak_tflops_per_gpu": args.peak_tflops_per_gpu or "none"}
         print(RESULT + " " + " ".join(f"{k}={v}" for k, v in fields.items()), flush=True)
+    # Every rank is past its last collective before any tears the process group down, and the model's and optimizer's
+    # references to it (FSDP's device mesh) go first, so the group is destroyed here and not at interpreter exit: left
+    # to exit, a rank aborted at random after its work was done ("terminate called without an active exception",
+    # SIGABRT; 3 of 8 runs on a loaded 2-core machine), and Slurm would call a finished job failed.
+    dist.barrier()
+    del model, optimizer
+    gc.collect()
     dist.destroy_process_group()
     return 0
 
