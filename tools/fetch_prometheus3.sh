@@ -39,8 +39,18 @@ apt_opts=(-q -o "Dir::Etc::sourcelist=${work}/sources.list" -o Dir::Etc::sourcep
 if [[ "$(id -u)" -eq 0 ]]; then
   apt_opts+=(-o APT::Sandbox::User=root)  # the download directory is root's temporary folder
 fi
-apt-get "${apt_opts[@]}" update >/dev/null
-(cd "${work}/debs" && apt-get "${apt_opts[@]}" download prometheus promtool >/dev/null)
+# three tries, a pause between: a mirror that stumbles once does not fail the suite
+tries() {
+  local n
+  for n in 1 2 3; do
+    "$@" && return 0
+    echo "attempt ${n} failed: $*" >&2
+    sleep $((n * 5))
+  done
+  return 1
+}
+tries apt-get "${apt_opts[@]}" update >/dev/null
+(cd "${work}/debs" && tries apt-get "${apt_opts[@]}" download prometheus promtool >/dev/null)
 rm -rf "${dest}"
 mkdir -p "${dest}"
 for deb in "${work}"/debs/*.deb; do
