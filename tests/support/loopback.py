@@ -134,9 +134,14 @@ def spawn_agent(tmp: Path, prometheus: str, agent_port: int, config: str, node: 
     agent_yml = tmp / "agent.yml"
     agent_yml.write_text(config)
     env = {"PATH": "/usr/bin:/bin", "FMC_NODE": node, "FMC_INSTANCE_ID": instance_id, "FMC_INSTANCE_TYPE": instance_type}
-    moved = {"--config.file": str(agent_yml), "--storage.agent.path": str(tmp / "agent-wal"),
-             "--web.listen-address": f"127.0.0.1:{agent_port}"}
+    flags = agent_flags_moved(agent_yml, tmp / "agent-wal", agent_port)
+    return spawn(tmp, "agent", [prometheus, *flags], env=env)
+
+
+def agent_flags_moved(config: Path, wal: Path, port: int) -> list[str]:
+    """:func:`agent_unit_flags` with the config file, the log directory and the listening address moved to a test's."""
+    moved = {"--config.file": str(config), "--storage.agent.path": str(wal), "--web.listen-address": f"127.0.0.1:{port}"}
     flags = [f"{flag.split('=', 1)[0]}={moved[flag.split('=', 1)[0]]}" if flag.split("=", 1)[0] in moved else flag
              for flag in agent_unit_flags()]
     assert sum(flag.split("=", 1)[0] in moved for flag in flags) == len(moved), flags
-    return spawn(tmp, "agent", [prometheus, *flags], env=env)
+    return flags
