@@ -126,6 +126,12 @@ class Options(_Frozen):
                     "try at the teams; slurmctld's start timeout is raised by it.")
 
     @property
+    def hook_kill_after_s(self) -> int:
+        """timeout(1)'s ``--kill-after`` of slurmctld's ExecStartPost hooks: SIGKILL this long after the SIGTERM; each
+        hook's share of slurmctld's start timeout counts it."""
+        return 5
+
+    @property
     def partition_qos_hook_s(self) -> int:
         """How long fmcluster-partition-qos may run as slurmctld.service's ExecStartPost (timeout(1)): its wait for
         slurmctld, then its scontrol and strigger calls (30 s); slurmctld's start timeout is raised by it."""

@@ -257,20 +257,25 @@ def render(root: Path = ROOT) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Write (or with ``--check``, compare) ``docs/project-file.md``."""
+def write_or_check(doc: str, text: str, argv: list[str] | None, note: str = "") -> int:
+    """A generated page: write ``text`` to ``doc`` (relative to the checkout), or with ``--check`` in ``argv`` exit 1
+    when the file differs (``make docs`` writes it)."""
     argv = sys.argv[1:] if argv is None else argv
-    target = ROOT / REFERENCE
-    text = render()
+    target = ROOT / doc
     if "--check" in argv:
         if not target.is_file() or target.read_text(encoding="utf-8") != text:
-            print(f"{REFERENCE} is stale: run `make docs`", file=sys.stderr)
+            print(f"{doc} is stale: run `make docs`", file=sys.stderr)
             return 1
         return 0
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
-    print(f"wrote {REFERENCE} ({len([k for k in keys()])} keys)")
+    print(f"wrote {doc}{note}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write (or with ``--check``, compare) ``docs/project-file.md``."""
+    return write_or_check(REFERENCE, render(), argv, f" ({len(list(keys()))} keys)")
 
 
 if __name__ == "__main__":

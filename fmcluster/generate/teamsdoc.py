@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 from fmcluster.config.teams import MEANING
-from fmcluster.generate.reference import ROOT
+from fmcluster.generate.reference import write_or_check
 from fmcluster.orchestrators import ORCHESTRATORS
 
 DOC = "docs/teams.md"
@@ -62,17 +62,8 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    target = ROOT / DOC
-    text = render()
-    if "--check" in argv:
-        if not target.is_file() or target.read_text(encoding="utf-8") != text:
-            print(f"{DOC} is stale: run `make docs`", file=sys.stderr)
-            return 1
-        return 0
-    target.write_text(text, encoding="utf-8")
-    print(f"wrote {DOC}")
-    return 0
+    """Write (or with ``--check``, compare) ``docs/teams.md``."""
+    return write_or_check(DOC, render(), argv)
 
 
 if __name__ == "__main__":

@@ -52,21 +52,7 @@ def test_the_stub_chart_is_refused_before_a_deploy(monkeypatch, tmp_path) -> Non
 
 def test_status_reads_the_hyperpod_cluster_and_keeps_the_system_group_as_a_fact() -> None:
     arn = "arn:aws:sagemaker:us-east-1:111122223333:cluster/abc123"
-    client = boto3.client("sagemaker", region_name="us-east-1")
-    stub = Stubber(client)
-    stub.add_response("describe_cluster", {
-        "ClusterArn": arn, "ClusterName": "p5en-hyperpod-eks-hyperpod-0abc", "ClusterStatus": "InService",
-        "InstanceGroups": [
-            {"InstanceGroupName": "system", "InstanceType": "ml.m5.2xlarge", "CurrentCount": 2, "TargetCount": 2},
-            {"InstanceGroupName": "train", "InstanceType": "ml.p5en.48xlarge", "CurrentCount": 8, "TargetCount": 8}]},
-        {"ClusterName": arn})
-    stub.add_response("list_cluster_nodes", {"ClusterNodeSummaries": [
-        {"InstanceGroupName": "train", "InstanceId": f"i-{n:017x}", "InstanceType": "ml.p5en.48xlarge",
-         "LaunchTime": "2026-12-01T00:00:00Z", "InstanceStatus": {"Status": "Running"}} for n in range(8)] + [
-        {"InstanceGroupName": "system", "InstanceId": f"i-{n + 100:017x}", "InstanceType": "ml.m5.2xlarge",
-         "LaunchTime": "2026-12-01T00:00:00Z", "InstanceStatus": {"Status": "Running"}} for n in range(2)]},
-        None)
-    stub.activate()
+    client = _in_service_sagemaker(arn)
     stack = StackState("p5en-hyperpod-eks-cluster", "CREATE_COMPLETE", outputs={HYPERPOD_CLUSTER_ARN_OUTPUT: arn})
     status = hyperpod_eks.cluster_status(lambda service: client, PLAN, stack)
     assert status.ok and [g.name for g in status.groups] == ["train"] and status.groups[0].running == 8

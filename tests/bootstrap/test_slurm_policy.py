@@ -179,7 +179,7 @@ def test_the_controller_creates_a_qos_per_partition_and_sets_it(tmp_path, orches
     assert "scontrol update PartitionName=big-q QOS=big-q" in res.calls
     dropin = (sb.root / DROPIN).read_text()
     # "-": never fails the start; timeout(1): never holds it past its share of the start timeout (test_slurmctld_start)
-    assert f"ExecStartPost=-/usr/bin/timeout --kill-after=5 {ctx.options.partition_qos_hook_s} " \
+    assert f"ExecStartPost=-/usr/bin/timeout --kill-after={ctx.options.hook_kill_after_s} {ctx.options.partition_qos_hook_s} " \
            "/usr/local/sbin/fmcluster-partition-qos\n" in dropin
     assert (sb.root / INSTALLED).read_bytes() == (sb.bundle / SCRIPT).read_bytes()
     assert os.access(sb.root / INSTALLED, os.X_OK)

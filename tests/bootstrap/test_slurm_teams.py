@@ -119,7 +119,9 @@ def test_the_head_node_creates_the_teams_in_the_order_slurm_needs(tmp_path) -> N
     first_user = next(i for i, c in enumerate(changes) if " add user " in c)
     assert all(" add qos " in c or " add account " in c for c in changes[:first_user])  # QoS, accounts first
     assert (sb.root / INSTALLED).read_bytes() == (sb.bundle / SCRIPT).read_bytes()
-    assert "ExecStartPost=-/usr/bin/timeout --kill-after=5 60 /usr/local/sbin/fmcluster-slurm-teams apply 0\n" \
+    o = _head_ctx(_cluster()).options
+    assert f"ExecStartPost=-/usr/bin/timeout --kill-after={o.hook_kill_after_s} {o.slurm_teams_hook_s} " \
+        "/usr/local/sbin/fmcluster-slurm-teams apply 0\n" \
         in (sb.root / DROPIN).read_text()
 
 

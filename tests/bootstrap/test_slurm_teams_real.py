@@ -117,11 +117,16 @@ def test_a_hand_added_user_is_removed_and_check_fails_until_then(tmp_path, slurm
     assert _run(slurm, script, "check").returncode == 0
 
 
-def test_removing_a_member_with_a_running_job_blocks_them_and_finishes_later(tmp_path, slurm) -> None:
-    script = _script(tmp_path, slurm)
-    assert _run(slurm, script).returncode == 0
+def _teams_with_carol_running(tmp_path, slurm) -> str:
+    """The example's teams applied and a job of carol's (team prod) running: its ID."""
+    assert _run(slurm, _script(tmp_path, slurm)).returncode == 0
     job = _sbatch(slurm, "carol").stdout.strip()
     slurm.wait("carol's job running", lambda: _state(slurm, job) == "RUNNING")
+    return job
+
+
+def test_removing_a_member_with_a_running_job_blocks_them_and_finishes_later(tmp_path, slurm) -> None:
+    job = _teams_with_carol_running(tmp_path, slurm)
     without = _script(tmp_path, slurm, EXAMPLE.read_text().replace("members: [carol, bob]", "members: [bob]"))
     update = _run(slurm, without)
     assert update.returncode == 0, update.stderr  # the update does not fail
@@ -142,10 +147,7 @@ def test_removing_a_member_with_a_running_job_blocks_them_and_finishes_later(tmp
 
 
 def test_removing_a_team_with_a_running_job_and_adding_the_member_back(tmp_path, slurm) -> None:
-    script = _script(tmp_path, slurm)
-    assert _run(slurm, script).returncode == 0
-    job = _sbatch(slurm, "carol").stdout.strip()
-    slurm.wait("carol's job running", lambda: _state(slurm, job) == "RUNNING")
+    job = _teams_with_carol_running(tmp_path, slurm)
     text = EXAMPLE.read_text()
     no_prod = text[:text.index("  - name: prod")] + text[text.index("storage:"):]
     update = _run(slurm, _script(tmp_path, slurm, no_prod))

@@ -62,7 +62,9 @@ def test_the_start_timeout_covers_slurmctld_s_own_and_both_hooks(tmp_path) -> No
     res = sb.run()
     assert res.rc == 0, res.out[-3000:]
     bounds = {name: _hook_bound(sb, name) for name in HOOKS}
-    assert bounds == {HOOKS[0]: ctx.options.partition_qos_hook_s + 5, HOOKS[1]: ctx.options.slurm_teams_hook_s + 5}
+    o = ctx.options
+    assert bounds == {HOOKS[0]: o.partition_qos_hook_s + o.hook_kill_after_s,
+                      HOOKS[1]: o.slurm_teams_hook_s + o.hook_kill_after_s}
     # ParallelCluster's unit sets none: systemd's default 90 s for slurmctld itself, then the hooks'
     assert int(_start_timeout(sb)) == 90 + sum(bounds.values())
     # the partition QoS script's wait for slurmctld fits in its own bound, with room for its calls

@@ -31,24 +31,17 @@ FMCLUSTER = str(Path(sys.executable).parent / "fmcluster")
 
 # --- what the deployment stages ---------------------------------------------------------------------------------------
 
-def _staged_assets(outdir: Path, stack: str) -> dict[str, list[str]]:
-    manifest = json.loads((outdir / f"{stack}.assets.json").read_text())
-    return {key: entry["source"]["executable"] for key, entry in manifest["files"].items()
-            if "executable" in entry["source"]}
-
-
 def test_each_cluster_stack_stages_what_its_bundles_list_and_its_nodes_may_read_it(synthesized) -> None:
-    pins = {(art.url, art.sha256) for arch in ("x86_64", "aarch64")
-            for art in (versions.resolve(versions.load_versions().node_exporter.tarball, "node_exporter.tarball",
-                                         versions.load_versions().node_exporter.version, arch),
-                        versions.resolve(versions.load_versions().prometheus.tarball, "prometheus.tarball",
-                                         versions.load_versions().prometheus.version, arch))}
+    pinned = versions.load_versions()
+    pins = {(art.url, art.sha256) for arch in ("x86_64", "aarch64") for art in (
+        versions.resolve(pinned.node_exporter.tarball, "node_exporter.tarball", pinned.node_exporter.version, arch),
+        versions.resolve(pinned.prometheus.tarball, "prometheus.tarball", pinned.prometheus.version, arch))}
     bundles_root = synthesized.outdir / "fmcluster-bundles"
     checked = 0
     for project in sorted(p.name for p in bundles_root.iterdir()):
         stack = f"{project}-cluster"
         listed = staging.from_manifests(bundles_root / project)
-        assets = _staged_assets(synthesized.outdir, stack)
+        assets = synthesized.staged_assets(stack)
         assert sorted(assets) == [a["sha256"] for a in listed], project
         for artefact in listed:
             assert assets[artefact["sha256"]] == staging.stage_command(artefact)

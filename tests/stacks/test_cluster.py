@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from aws_cdk.assertions import Match
 from support import PROJECTS, SELF_MANAGED, Synthesized
@@ -116,7 +114,7 @@ def test_launch_template_boots_the_rendered_bundle(synthesized: Synthesized) -> 
     # and the monitoring artefacts staged beside it, each object by its sha256 (fmcluster.stacks.staging)
     assert staged["Sid"] == "ReadStagedArtefacts" and staged["Action"] == "s3:GetObject"
     assert sorted(str(r).rsplit("/", 1)[1][:64] for r in staged["Resource"]) == sorted(
-        a["sha256"] for a in _staged_assets(synthesized, "p4d-on-demand-cluster"))
+        synthesized.staged_assets("p4d-on-demand-cluster"))
 
 
 def test_existing_file_system_is_rendered_into_the_bundle(synthesized: Synthesized) -> None:
@@ -163,7 +161,7 @@ def test_parallelcluster_nodes_run_the_launcher_which_their_pointer_sends_to_the
     [read] = [s for s in policies[0]["Properties"]["PolicyDocument"]["Statement"] if s["Sid"] == "ReadBootstrapBundle"]
     # the launcher, the two dispatchers, the archive, and the monitoring artefacts staged beside them (two per
     # architecture: node_exporter and Prometheus; fmcluster.stacks.staging)
-    staged = _staged_assets(synthesized, "p5-parallelcluster-cluster")
+    staged = synthesized.staged_assets("p5-parallelcluster-cluster")
     assert len(staged) == 2 and len(read["Resource"]) == 4 + len(staged)
     assert "*" not in str(read["Resource"]).replace("${AWS::", "")
 
@@ -220,12 +218,3 @@ def test_the_cluster_reads_network_and_storage_by_strong_references(synthesized:
         assert imports and imports <= exports, (name, imports - exports)
         checked += 1
     assert checked == len([n for n in synthesized.templates if n.endswith("-cluster")]) >= 10
-
-
-def _staged_assets(synthesized: Synthesized, stack: str) -> list[dict[str, str]]:
-    """The stack's assets whose source is ``fmcluster bootstrap stage`` (the staged monitoring artefacts), as the asset
-    manifest names them: key and command."""
-    manifest = json.loads((synthesized.outdir / f"{stack}.assets.json").read_text())
-    return [{"sha256": key, "command": entry["source"]["executable"]} for key, entry in manifest["files"].items()
-            if "executable" in entry["source"]]
-

@@ -119,6 +119,15 @@ class Synthesized:
         return {r["Properties"]["LaunchTemplateName"]: r["Properties"]["LaunchTemplateData"]
                 for r in resources.values() if r["Type"] == "AWS::EC2::LaunchTemplate"}
 
+    def staged_assets(self, stack: str) -> dict[str, list[str]]:
+        """The stack's assets whose source is a command (the staged monitoring artefacts, fmcluster.stacks.staging):
+        the asset manifest's key (their sha256) -> the command."""
+        import json
+
+        manifest = json.loads((self.outdir / f"{stack}.assets.json").read_text())
+        return {key: entry["source"]["executable"] for key, entry in manifest["files"].items()
+                if "executable" in entry["source"]}
+
 
 
 
